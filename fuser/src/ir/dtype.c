@@ -1,0 +1,147 @@
+/* dtype.c -- dtype table, rounding to f16/bf16/f32 as PyTorch does, status names. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fuser.h"
+
+typedef struct dtype_info {
+    const char *name;
+    size_t size;
+    bool is_float, is_int;
+} dtype_info;
+
+/* ORDER fu_dtype */
+static const dtype_info dtype_table[] = {
+    [FU_F32] = {"f32", 4, true, false},  [FU_F16] = {"f16", 2, true, false},
+    [FU_BF16] = {"bf16", 2, true, false}, [FU_F64] = {"f64", 8, true, false},
+    [FU_I32] = {"i32", 4, false, true},  [FU_I64] = {"i64", 8, false, true},
+    [FU_BOOL] = {"bool", 1, false, false},
+};
+_Static_assert(sizeof dtype_table / sizeof dtype_table[0] == FU_DTYPE_COUNT, "dtype table out of date");
+
+static bool dtype_ok(fu_dtype t) { return (unsigned)t < FU_DTYPE_COUNT; }
+
+const char *fu_dtype_name(fu_dtype t) { return dtype_ok(t) ? dtype_table[t].name : "?"; }
+size_t fu_dtype_size(fu_dtype t) { return dtype_ok(t) ? dtype_table[t].size : 0; }
+bool fu_dtype_is_float(fu_dtype t) { return dtype_ok(t) && dtype_table[t].is_float; }
+bool fu_dtype_is_int(fu_dtype t) { return dtype_ok(t) && dtype_table[t].is_int; }
+
+bool fu_dtype_from_name(const char *name, fu_dtype *out)
+{
+    for (int i = 0; i < FU_DTYPE_COUNT; i++)
+        if (strcmp(name, dtype_table[i].name) == 0) { *out = (fu_dtype)i; return true; }
+    return false;
+}
+
+/* Rounds v to a float with `mant` explicit mantissa bits and minimum normal
+ * exponent `emin`, max finite `maxv`, to nearest even, directly from double
+ * (no double rounding through f32). */
+static double round_float(double v, int mant, int emin, double maxv)
+{
+    if (isnan(v) || isinf(v) || v == 0.0) return v;
+    double a = fabs(v);
+    int e;
+    frexp(a, &e);            /* a = m * 2^e, m in [0.5, 1) */
+    int exp = e - 1;         /* a in [2^exp, 2^(exp+1)) */
+    if (exp < emin) exp = emin; /* subnormals share the smallest quantum */
+    double quantum = ldexp(1.0, exp - mant);
+    double r = nearbyint(a / quantum) * quantum; /* default rounding mode: to nearest even */
+    if (r > maxv) {
+        /* Overflow: values at or past the halfway point to the next power round to inf. */
+        double limit = maxv + ldexp(1.0, (int)floor(log2(maxv)) - mant) / 2.0;
+        r = a >= limit ? INFINITY : maxv;
+    }
+    return v < 0 ? -r : r;
+}
+
+static const double BF16_MAX = 3.38953138925153547590470800371487866880e38;
+static const double F16_MAX = 65504.0;
+
+double fu_round_to_dtype(double v, fu_dtype t)
+{
+    switch (t) {
+    case FU_F64: return v;
+    case FU_F32: return (double)(float)v;
+    case FU_BF16: return round_float(v, 7, -126, BF16_MAX);
+    case FU_F16: return round_float(v, 10, -14, F16_MAX);
+    case FU_I32:
+        if (isnan(v)) return 0;
+        v = trunc(v);
+        return (double)(int32_t)(v > 2147483647.0 ? 2147483647.0 : v < -2147483648.0 ? -2147483648.0 : v);
+    case FU_I64:
+        if (isnan(v)) return 0;
+        return trunc(v);
+    case FU_BOOL: return v != 0.0 ? 1.0 : 0.0;
+    default: return v;
+    }
+}
+
+static uint32_t f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+uint16_t fu_f64_to_bf16(double v)
+{
+    if (isnan(v)) return 0x7fc0;
+    /* After rounding to bf16 precision the value is exact in f32, so its top 16 bits are it. */
+    return (uint16_t)(f32_bits((float)fu_round_to_dtype(v, FU_BF16)) >> 16);
+}
+
+float fu_bf16_to_f32(uint16_t bits) { return bits_f32((uint32_t)bits << 16); }
+
+uint16_t fu_f64_to_f16(double v)
+{
+    if (isnan(v)) return 0x7e00;
+    double r = fu_round_to_dtype(v, FU_F16);
+    uint16_t sign = (signbit(r) ? 0x8000 : 0);
+    double a = fabs(r);
+    if (isinf(a)) return sign | 0x7c00;
+    if (a == 0.0) return sign;
+    int e;
+    double m = frexp(a, &e); /* a = m * 2^e, m in [0.5,1) */
+    int exp = e - 1;
+    if (exp < -14) /* subnormal: a = frac * 2^-24 */
+        return sign | (uint16_t)llround(ldexp(a, 24));
+    uint16_t frac = (uint16_t)llround((m * 2.0 - 1.0) * 1024.0);
+    return sign | (uint16_t)((exp + 15) << 10) | frac;
+}
+
+float fu_f16_to_f32(uint16_t h)
+{
+    int sign = h >> 15, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+    float v;
+    if (exp == 0) v = ldexpf((float)frac, -24);
+    else if (exp == 31) v = frac ? NAN : INFINITY;
+    else v = ldexpf((float)(frac | 0x400), exp - 25);
+    return sign ? -v : v;
+}
+
+const char *fu_status_name(fu_status s)
+{
+    switch (s) {
+    case FU_OK: return "ok";
+    case FU_ERR_ARG: return "bad argument";
+    case FU_ERR_PARSE: return "parse error";
+    case FU_ERR_VERIFY: return "invalid fusion";
+    case FU_ERR_INDEX: return "index out of range";
+    case FU_ERR_IO: return "I/O error";
+    case FU_ERR_NOMEM: return "out of memory";
+    case FU_ERR_RUNTIME: return "runtime error";
+    case FU_ERR_NO_DEVICE: return "no GPU";
+    case FU_ERR_UNSUPPORTED: return "unsupported";
+    }
+    return "unknown status";
+}
+
+fu_status fu_error_set(fu_error *err, fu_status s, const char *fmt, ...)
+{
+    if (err) {
+        err->status = s;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return s;
+}

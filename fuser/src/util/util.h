@@ -1,0 +1,54 @@
+/*
+ * util.h -- small shared helpers: the one allocation path, a growable string
+ * buffer (printers and code generation build text with it), and an internal
+ * assert that prints file:line.
+ */
+#ifndef FUSER_UTIL_H
+#define FUSER_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* All allocation goes through these; they return NULL on failure like malloc. */
+void *fu_malloc(size_t n);
+void *fu_calloc(size_t count, size_t size);
+void *fu_realloc(void *p, size_t n);
+void fu_free(void *p);
+char *fu_strdup(const char *s);
+/* Grows *items (of item_size bytes) so that it holds at least need items. */
+int fu_grow(void **items, int *cap, int need, size_t item_size);
+
+/* Internal invariant: a bug in the fuser, not bad user input. */
+#define FU_ASSERT(cond)                                                                 \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            fprintf(stderr, "fuser: internal error at %s:%d: %s\n", __FILE__, __LINE__, \
+                    #cond);                                                             \
+            abort();                                                                    \
+        }                                                                               \
+    } while (0)
+
+typedef struct fu_strbuf {
+    char *data;
+    size_t len, cap;
+    int failed; /* set once an allocation failed; the text is then incomplete */
+} fu_strbuf;
+
+void fu_sb_init(fu_strbuf *sb);
+void fu_sb_free(fu_strbuf *sb);
+void fu_sb_puts(fu_strbuf *sb, const char *s);
+void fu_sb_printf(fu_strbuf *sb, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void fu_sb_vprintf(fu_strbuf *sb, const char *fmt, va_list ap);
+/* Hands the text to the caller (malloc'd; NULL if an allocation failed). */
+char *fu_sb_take(fu_strbuf *sb);
+
+/* Reads a whole file into a NUL-terminated malloc'd buffer; NULL on error. */
+char *fu_read_file(const char *path, size_t *len_out);
+
+#endif
