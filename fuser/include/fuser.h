@@ -335,7 +335,7 @@ typedef struct fu_program fu_program;
 
 typedef struct fu_param_value {
     const char *name;
-    int64_t value;
+    const char *value; /* an integer ("8192") or, for a dtype parameter, a dtype ("bf16") */
 } fu_param_value;
 
 fu_status fu_program_parse(const char *text, const char *filename, fu_program **out, fu_error *err);
@@ -345,9 +345,12 @@ char *fu_program_print(const fu_program *p); /* malloc'd canonical text */
 const char *fu_program_name(const fu_program *p);
 int fu_program_num_params(const fu_program *p);
 const char *fu_program_param_name(const fu_program *p, int i);
-int64_t fu_program_param_default(const fu_program *p, int i);
+bool fu_program_param_is_dtype(const fu_program *p, int i);
+/* The default as written: "8192" or "f32". */
+const char *fu_program_param_default(const fu_program *p, int i);
 /* Binds the parameters (defaults, then overrides; an override naming no
- * parameter is an error) and builds and verifies the fusion. */
+ * parameter, or of the wrong kind, is an error), then builds and verifies the
+ * fusion. Errors carry file:line:column. */
 fu_status fu_program_build(const fu_program *p, const fu_param_value *overrides, int noverrides,
                            fu_fusion **out, fu_error *err);
 
