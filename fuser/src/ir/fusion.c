@@ -151,8 +151,8 @@ static fu_tensor new_value(fu_fusion *f, const char *name, fu_dtype dtype, int r
     snprintf(v->name, sizeof v->name, "%s", name);
     v->dtype = dtype;
     v->rank = rank;
-    memcpy(v->shape, shape, (size_t)rank * sizeof *shape);
-    if (strides) memcpy(v->strides, strides, (size_t)rank * sizeof *strides);
+    if (rank) memcpy(v->shape, shape, (size_t)rank * sizeof *shape);
+    if (strides && rank) memcpy(v->strides, strides, (size_t)rank * sizeof *strides);
     else fu_shape_contiguous_strides(rank, shape, v->strides);
     v->producer = producer;
     v->input_index = -1;
@@ -932,12 +932,16 @@ fu_tensor fu_fusion_input(const fu_fusion *f, int i) { return i >= 0 && i < f->n
 fu_tensor fu_fusion_output(const fu_fusion *f, int i) { return i >= 0 && i < f->noutputs ? f->outputs[i] : -1; }
 fu_tensor fu_fusion_find(const fu_fusion *f, const char *name) { return find_name(f, name); }
 const char *fu_tensor_name(const fu_fusion *f, fu_tensor t) { return fu_tensor_valid(f, t) ? f->values[t].name : "?"; }
-fu_dtype fu_tensor_dtype(const fu_fusion *f, fu_tensor t) { return f->values[t].dtype; }
-int fu_tensor_rank(const fu_fusion *f, fu_tensor t) { return f->values[t].rank; }
-const int64_t *fu_tensor_shape(const fu_fusion *f, fu_tensor t) { return f->values[t].shape; }
+/* Accessors tolerate an invalid id (a failed builder call returns -1, and the
+ * error is reported by fu_fusion_verify), so a chain of calls never reads out
+ * of bounds. */
+static const int64_t no_shape[FU_MAX_RANK];
+fu_dtype fu_tensor_dtype(const fu_fusion *f, fu_tensor t) { return fu_tensor_valid(f, t) ? f->values[t].dtype : FU_F32; }
+int fu_tensor_rank(const fu_fusion *f, fu_tensor t) { return fu_tensor_valid(f, t) ? f->values[t].rank : 0; }
+const int64_t *fu_tensor_shape(const fu_fusion *f, fu_tensor t) { return fu_tensor_valid(f, t) ? f->values[t].shape : no_shape; }
 int64_t fu_tensor_numel(const fu_fusion *f, fu_tensor t)
 {
-    return fu_shape_numel(f->values[t].rank, f->values[t].shape);
+    return fu_tensor_valid(f, t) ? fu_shape_numel(f->values[t].rank, f->values[t].shape) : 0;
 }
 
 const fu_node *fu_producer(const fu_fusion *f, fu_tensor t)

@@ -1,0 +1,138 @@
+/*
+ * cg.h -- code generation: from a scheduled segment to CUDA C text.
+ * No CUDA headers here: codegen is testable on any machine.
+ *
+ * The heart is an expression inliner: cg_value(c, t, idx) returns the name of
+ * a local variable holding tensor t at multi-index idx, emitting the code that
+ * computes it from the kernel's global inputs (or from values a scheduler
+ * keeps in registers, such as row reductions). View ops (permute, slice,
+ * broadcast, reshape) only rewrite the index; gathers evaluate their index
+ * tensor and then the source at the gathered position.
+ *
+ * Each index component carries, when it can, an affine form over the
+ * kernel's domain variables (plus the vector lane), so that a load whose
+ * offset moves by exactly one element per lane, from a 16-byte aligned base,
+ * becomes one vector load shared by all lanes.
+ */
+#ifndef FUSER_CG_H
+#define FUSER_CG_H
+
+#include "ir.h"
+
+#define CG_MAXVARS 12
+#define CG_EXPR 200
+
+typedef struct cg_index {
+    bool affine;                /* expr == sum(coef[v] * var_v) + lane_coef * lane + c */
+    long long coef[CG_MAXVARS];
+    long long lane_coef;
+    long long c;
+    char expr[CG_EXPR];         /* C expression of the index, always valid */
+} cg_index;
+
+/* How a kernel reads an external (global memory) tensor. */
+typedef struct cg_param {
+    fu_tensor tensor;
+    char name[32];              /* kernel parameter name: in0, out1 ... */
+    bool is_output;
+} cg_param;
+
+typedef struct cg_memo {
+    fu_tensor tensor;
+    char key[600];              /* joined index expressions */
+    char var[32];
+    int scope;
+} cg_memo;
+
+typedef struct cg_ctx cg_ctx;
+
+/* Scheduler hook: a tensor kept in a register (a reduction result) is looked
+ * up here; return its variable name, or NULL when t is not a register value.
+ * Setting c->failed rejects the schedule (e.g. a row value read at another row). */
+typedef const char *(*cg_register_fn)(cg_ctx *c, fu_tensor t, const cg_index *idx, void *user);
+
+struct cg_ctx {
+    const fu_fusion *f;
+    fu_strbuf *out;             /* statements go here */
+    int indent;
+    int tmp;                    /* counter for fresh names */
+
+    /* domain variables of the current loop nest */
+    int nvars;
+    char var_names[CG_MAXVARS][24];
+    int lane;                   /* current vector lane (a compile-time constant) */
+    int vec;                    /* lanes per thread; 1 = scalar */
+    int lane_var;               /* index of the variable the lane adds to; -1 = none */
+
+    cg_param *params;
+    int nparams;
+
+    /* Entries are allocated one by one and never move, so the names that
+     * cg_value returns stay valid until cg_free; entries of a closed scope
+     * are retired (kept, no longer found). */
+    cg_memo **memo;
+    int nmemo, cap_memo;
+    cg_memo **retired;
+    int nretired, cap_retired;
+    int scope;
+
+    cg_register_fn lookup_register;
+    void *user;
+
+    /* A register cache of rows loaded in an earlier pass (reduction
+     * scheduler): given an external tensor and the offset of a load, returns
+     * the variable holding that element, or NULL to load from memory. */
+    const char *(*lookup_cache)(cg_ctx *c, fu_tensor t, const cg_index *offset, void *user);
+
+    bool index64;               /* index arithmetic in long long (else int) */
+    int failed;
+    char error[512];
+};
+
+void cg_init(cg_ctx *c, const fu_fusion *f, fu_strbuf *out);
+void cg_free(cg_ctx *c);
+void cg_fail(cg_ctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void cg_line(cg_ctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void cg_open(cg_ctx *c);  /* "{" + new memo scope */
+void cg_close(cg_ctx *c); /* "}" and drop the scope's memo entries */
+/* Forget memo entries of scopes deeper than the current one (for callers
+ * that manage braces themselves). */
+void cg_drop_scope(cg_ctx *c);
+
+int cg_add_var(cg_ctx *c, const char *name);
+void cg_index_var(cg_index *ix, int var, const char *name);
+/* Re-renders an affine index's expression (after changing c->lane or a coefficient). */
+void cg_index_refresh(const cg_ctx *c, cg_index *ix);
+void cg_index_const(cg_index *ix, long long v);
+
+/* Value of t at idx (t's rank entries); returns a variable name (static
+ * storage inside the memo) or "0" on failure (c->failed is set). */
+const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx);
+
+const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t);
+
+/* C type holding values of dtype t in registers (compute type), and in memory. */
+const char *cg_compute_type(fu_dtype t);
+const char *cg_storage_type(fu_dtype t);
+/* Expression converting compute-type expression `v` to storage type. */
+void cg_store_expr(char *buf, size_t n, fu_dtype t, const char *v);
+/* The prelude every kernel starts with (conversions, math overloads, reductions). */
+const char *cg_prelude(void);
+
+/* Contiguous offset of a tensor of `shape` at idx, as an affine-aware index. */
+void cg_offset(cg_ctx *c, int rank, const int64_t *shape, const int64_t *strides, const cg_index *idx,
+               cg_index *out);
+/* Whether an offset advances by one element per lane from a vec-aligned base. */
+bool cg_offset_vectorizable(const cg_ctx *c, const cg_index *off, int vec);
+/* The offset with the lane term removed (the lane-0 base), as a C expression. */
+void cg_offset_base_expr(const cg_ctx *c, const cg_index *off, char *buf, size_t n);
+
+#endif

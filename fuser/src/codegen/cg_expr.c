@@ -1,0 +1,703 @@
+/*
+ * cg_expr.c -- the expression inliner (see cg.h) and the kernel prelude.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cg.h"
+
+/* ------------------------------------------------------------ prelude */
+
+static const char prelude[] =
+    "// ---- fuser prelude: storage types, conversions, math, block/grid reductions ----\n"
+    "struct fu_bf16 { unsigned short x; };\n"
+    "struct fu_f16 { unsigned short x; };\n"
+    "#define FU_INF __int_as_float(0x7f800000)\n"
+    "#define FU_NAN __int_as_float(0x7fc00000)\n"
+    "#define FU_DINF __longlong_as_double(0x7ff0000000000000ll)\n"
+    "#define FU_DNAN __longlong_as_double(0x7ff8000000000000ll)\n"
+    "__device__ __forceinline__ float fu_load(fu_bf16 v) { return __uint_as_float(((unsigned)v.x) << 16); }\n"
+    "__device__ __forceinline__ float fu_load(fu_f16 v) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(v.x)); return f; }\n"
+    "__device__ __forceinline__ float fu_load(float v) { return v; }\n"
+    "__device__ __forceinline__ double fu_load(double v) { return v; }\n"
+    "__device__ __forceinline__ long long fu_load(int v) { return v; }\n"
+    "__device__ __forceinline__ long long fu_load(long long v) { return v; }\n"
+    "__device__ __forceinline__ bool fu_load(unsigned char v) { return v != 0; }\n"
+    "__device__ __forceinline__ fu_bf16 fu_to_bf16(float f) { fu_bf16 r; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(r.x) : \"f\"(f)); return r; }\n"
+    "__device__ __forceinline__ fu_f16 fu_to_f16(float f) { fu_f16 r; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r.x) : \"f\"(f)); return r; }\n"
+    "__device__ __forceinline__ float fu_round_bf16(float f) { return fu_load(fu_to_bf16(f)); }\n"
+    "__device__ __forceinline__ float fu_round_f16(float f) { return fu_load(fu_to_f16(f)); }\n"
+    "__device__ __forceinline__ float fu_exp(float x) { return expf(x); }\n"
+    "__device__ __forceinline__ double fu_exp(double x) { return exp(x); }\n"
+    "__device__ __forceinline__ float fu_log(float x) { return logf(x); }\n"
+    "__device__ __forceinline__ double fu_log(double x) { return log(x); }\n"
+    "__device__ __forceinline__ float fu_log1p(float x) { return log1pf(x); }\n"
+    "__device__ __forceinline__ double fu_log1p(double x) { return log1p(x); }\n"
+    "__device__ __forceinline__ float fu_sqrt(float x) { return sqrtf(x); }\n"
+    "__device__ __forceinline__ double fu_sqrt(double x) { return sqrt(x); }\n"
+    "__device__ __forceinline__ float fu_rsqrt(float x) { return rsqrtf(x); }\n"
+    "__device__ __forceinline__ double fu_rsqrt(double x) { return rsqrt(x); }\n"
+    "__device__ __forceinline__ float fu_tanh(float x) { return tanhf(x); }\n"
+    "__device__ __forceinline__ double fu_tanh(double x) { return tanh(x); }\n"
+    "__device__ __forceinline__ float fu_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
+    "__device__ __forceinline__ double fu_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
+    "__device__ __forceinline__ float fu_abs(float x) { return fabsf(x); }\n"
+    "__device__ __forceinline__ double fu_abs(double x) { return fabs(x); }\n"
+    "__device__ __forceinline__ long long fu_abs(long long x) { return x < 0 ? -x : x; }\n"
+    "__device__ __forceinline__ float fu_pow(float a, float b) { return powf(a, b); }\n"
+    "__device__ __forceinline__ double fu_pow(double a, double b) { return pow(a, b); }\n"
+    "__device__ __forceinline__ long long fu_pow(long long a, long long b) { long long r = 1; if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0); while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }\n"
+    "// maximum/minimum propagate NaN, as torch.maximum does\n"
+    "template <class T> __device__ __forceinline__ T fu_max(T a, T b) { return (a != a || a > b) ? a : b; }\n"
+    "template <class T> __device__ __forceinline__ T fu_min(T a, T b) { return (a != a || a < b) ? a : b; }\n"
+    "struct fu_op_sum { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };\n"
+    "struct fu_op_max { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return fu_max(a, b); } };\n"
+    "struct fu_op_min { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return fu_min(a, b); } };\n"
+    "template <class T, class Op> __device__ __forceinline__ T fu_warp_reduce(T v, Op op) {\n"
+    "  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
+    "  return v;\n"
+    "}\n"
+    "// Block-wide reduction; every thread gets the result. Warps combine in a\n"
+    "// fixed order, so the result is the same run to run.\n"
+    "template <class T, class Op> __device__ __forceinline__ T fu_block_reduce(T v, Op op, T *smem) {\n"
+    "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;\n"
+    "  v = fu_warp_reduce(v, op);\n"
+    "  __syncthreads(); // smem may still be read by the previous reduction\n"
+    "  if (lane == 0) smem[warp] = v;\n"
+    "  __syncthreads();\n"
+    "  v = smem[0];\n"
+    "  for (int w = 1; w < nwarps; w++) v = op(v, smem[w]);\n"
+    "  return v;\n"
+    "}\n"
+    "// Online log-sum-exp state (m = running max, s = sum of exp(x - m)).\n"
+    "__device__ __forceinline__ void fu_lse_combine(float &m, float &s, float m2, float s2) {\n"
+    "  const float mn = fu_max(m, m2);\n"
+    "  s = (m == mn ? s : s * expf(m - mn)) + (m2 == mn ? s2 : s2 * expf(m2 - mn));\n"
+    "  m = mn;\n"
+    "}\n"
+    "__device__ __forceinline__ void fu_lse_block(float &m, float &s, float *smem) {\n"
+    "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;\n"
+    "  for (int o = 16; o > 0; o >>= 1) fu_lse_combine(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));\n"
+    "  __syncthreads();\n"
+    "  if (lane == 0) { smem[2 * warp] = m; smem[2 * warp + 1] = s; }\n"
+    "  __syncthreads();\n"
+    "  m = smem[0]; s = smem[1];\n"
+    "  for (int w = 1; w < nwarps; w++) fu_lse_combine(m, s, smem[2 * w], smem[2 * w + 1]);\n"
+    "}\n"
+    "// First out-of-range index wins: err[0] = op + 1, err[1] = value, err[2] = position.\n"
+    "__device__ __noinline__ void fu_report_index(unsigned long long *err, int op, long long value, long long pos) {\n"
+    "  if (atomicCAS(err, 0ull, (unsigned long long)(op + 1)) == 0ull) { err[1] = (unsigned long long)value; err[2] = (unsigned long long)pos; }\n"
+    "}\n"
+    "// ---- end of prelude ----\n";
+
+const char *cg_prelude(void) { return prelude; }
+
+/* ------------------------------------------------------------ types */
+
+const char *cg_compute_type(fu_dtype t)
+{
+    switch (t) {
+    case FU_F64: return "double";
+    case FU_I32:
+    case FU_I64: return "long long";
+    case FU_BOOL: return "bool";
+    default: return "float";
+    }
+}
+
+const char *cg_storage_type(fu_dtype t)
+{
+    switch (t) {
+    case FU_F32: return "float";
+    case FU_F16: return "fu_f16";
+    case FU_BF16: return "fu_bf16";
+    case FU_F64: return "double";
+    case FU_I32: return "int";
+    case FU_I64: return "long long";
+    case FU_BOOL: return "unsigned char";
+    default: return "float";
+    }
+}
+
+void cg_store_expr(char *buf, size_t n, fu_dtype t, const char *v)
+{
+    switch (t) {
+    case FU_BF16: snprintf(buf, n, "fu_to_bf16(%s)", v); break;
+    case FU_F16: snprintf(buf, n, "fu_to_f16(%s)", v); break;
+    case FU_I32: snprintf(buf, n, "(int)(%s)", v); break;
+    case FU_BOOL: snprintf(buf, n, "(unsigned char)(%s)", v); break;
+    default: snprintf(buf, n, "(%s)(%s)", cg_storage_type(t), v); break;
+    }
+}
+
+/* ------------------------------------------------------------ context */
+
+void cg_init(cg_ctx *c, const fu_fusion *f, fu_strbuf *out)
+{
+    memset(c, 0, sizeof *c);
+    c->f = f;
+    c->out = out;
+    c->vec = 1;
+    c->lane_var = -1;
+}
+
+void cg_free(cg_ctx *c)
+{
+    for (int i = 0; i < c->nmemo; i++) fu_free(c->memo[i]);
+    for (int i = 0; i < c->nretired; i++) fu_free(c->retired[i]);
+    fu_free(c->memo);
+    fu_free(c->retired);
+    c->memo = c->retired = NULL;
+    c->nmemo = c->nretired = c->cap_memo = c->cap_retired = 0;
+}
+
+void cg_drop_scope(cg_ctx *c)
+{
+    while (c->nmemo > 0 && c->memo[c->nmemo - 1]->scope > c->scope) {
+        if (fu_grow((void **)&c->retired, &c->cap_retired, c->nretired + 1, sizeof *c->retired)) {
+            cg_fail(c, "out of memory");
+            return;
+        }
+        c->retired[c->nretired++] = c->memo[--c->nmemo];
+    }
+}
+
+void cg_fail(cg_ctx *c, const char *fmt, ...)
+{
+    if (c->failed) return;
+    c->failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->error, sizeof c->error, fmt, ap);
+    va_end(ap);
+}
+
+void cg_line(cg_ctx *c, const char *fmt, ...)
+{
+    for (int i = 0; i < c->indent; i++) fu_sb_puts(c->out, "  ");
+    va_list ap;
+    va_start(ap, fmt);
+    fu_sb_vprintf(c->out, fmt, ap);
+    va_end(ap);
+    fu_sb_puts(c->out, "\n");
+}
+
+void cg_open(cg_ctx *c)
+{
+    cg_line(c, "{");
+    c->indent++;
+    c->scope++;
+}
+
+void cg_close(cg_ctx *c)
+{
+    c->scope--;
+    cg_drop_scope(c);
+    c->indent--;
+    cg_line(c, "}");
+}
+
+int cg_add_var(cg_ctx *c, const char *name)
+{
+    FU_ASSERT(c->nvars < CG_MAXVARS);
+    snprintf(c->var_names[c->nvars], sizeof c->var_names[0], "%s", name);
+    return c->nvars++;
+}
+
+const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t)
+{
+    for (int i = 0; i < c->nparams; i++)
+        if (c->params[i].tensor == t && !c->params[i].is_output) return &c->params[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------ indices */
+
+static const char *itype(const cg_ctx *c) { return c->index64 ? "long long" : "int"; }
+
+/* Renders an affine index as C, with the current lane folded into the constant. */
+static void affine_expr(const cg_ctx *c, const cg_index *ix, char *buf, size_t n)
+{
+    size_t k = 0;
+    long long cst = ix->c + ix->lane_coef * c->lane;
+    bool any = false;
+    k += (size_t)snprintf(buf + k, n - k, "(");
+    for (int v = 0; v < c->nvars && k < n; v++) {
+        if (ix->coef[v] == 0) continue;
+        if (ix->coef[v] == 1) k += (size_t)snprintf(buf + k, n - k, "%s%s", any ? " + " : "", c->var_names[v]);
+        else k += (size_t)snprintf(buf + k, n - k, "%s%lld * %s", any ? " + " : "", ix->coef[v], c->var_names[v]);
+        any = true;
+    }
+    if (k < n && (cst != 0 || !any)) k += (size_t)snprintf(buf + k, n - k, "%s%lld", any ? " + " : "", cst);
+    if (k < n) snprintf(buf + k, n - k, ")");
+}
+
+static void refresh_expr(const cg_ctx *c, cg_index *ix)
+{
+    if (ix->affine) affine_expr(c, ix, ix->expr, sizeof ix->expr);
+}
+
+void cg_index_refresh(const cg_ctx *c, cg_index *ix) { refresh_expr(c, ix); }
+
+void cg_index_var(cg_index *ix, int var, const char *name)
+{
+    memset(ix, 0, sizeof *ix);
+    ix->affine = true;
+    ix->coef[var] = 1;
+    snprintf(ix->expr, sizeof ix->expr, "%s", name);
+}
+
+void cg_index_const(cg_index *ix, long long v)
+{
+    memset(ix, 0, sizeof *ix);
+    ix->affine = true;
+    ix->c = v;
+    snprintf(ix->expr, sizeof ix->expr, "%lld", v);
+}
+
+/* A non-affine index held in a fresh local variable (keeps expressions short). */
+static void index_from_expr(cg_ctx *c, cg_index *ix, const char *expr)
+{
+    memset(ix, 0, sizeof *ix);
+    ix->affine = false;
+    int id = c->tmp++;
+    cg_line(c, "const %s i%d = %s;", itype(c), id, expr);
+    snprintf(ix->expr, sizeof ix->expr, "i%d", id);
+}
+
+/* a * s + b, exact on affine forms. */
+static void index_scale_add(cg_ctx *c, const cg_index *a, long long s, long long b, cg_index *out)
+{
+    if (a->affine) {
+        *out = *a;
+        for (int v = 0; v < CG_MAXVARS; v++) out->coef[v] *= s;
+        out->lane_coef *= s;
+        out->c = out->c * s + b;
+        refresh_expr(c, out);
+        return;
+    }
+    char e[CG_EXPR + 64];
+    snprintf(e, sizeof e, "%s * %lld + %lld", a->expr, s, b);
+    index_from_expr(c, out, e);
+}
+
+/* sum_i idx[i] * mul[i] */
+static void index_linear(cg_ctx *c, int rank, const cg_index *idx, const int64_t *mul, cg_index *out)
+{
+    bool affine = true;
+    for (int i = 0; i < rank; i++) affine &= idx[i].affine || mul[i] == 0;
+    memset(out, 0, sizeof *out);
+    if (affine) {
+        out->affine = true;
+        for (int i = 0; i < rank; i++) {
+            if (mul[i] == 0) continue;
+            for (int v = 0; v < CG_MAXVARS; v++) out->coef[v] += idx[i].coef[v] * mul[i];
+            out->lane_coef += idx[i].lane_coef * mul[i];
+            out->c += idx[i].c * mul[i];
+        }
+        refresh_expr(c, out);
+        return;
+    }
+    fu_strbuf sb;
+    fu_sb_init(&sb);
+    fu_sb_puts(&sb, "(");
+    bool any = false;
+    for (int i = 0; i < rank; i++) {
+        if (mul[i] == 0) continue;
+        fu_sb_printf(&sb, "%s%s * %lld", any ? " + " : "", idx[i].expr, (long long)mul[i]);
+        any = true;
+    }
+    fu_sb_puts(&sb, any ? ")" : "0)");
+    char *s = fu_sb_take(&sb);
+    if (s && strlen(s) < CG_EXPR) snprintf(out->expr, sizeof out->expr, "%s", s);
+    else if (s) index_from_expr(c, out, s);
+    else cg_fail(c, "out of memory");
+    fu_free(s);
+}
+
+void cg_offset(cg_ctx *c, int rank, const int64_t *shape, const int64_t *strides, const cg_index *idx,
+               cg_index *out)
+{
+    int64_t mul[FU_MAX_RANK];
+    for (int i = 0; i < rank; i++) mul[i] = shape[i] == 1 ? 0 : strides[i];
+    index_linear(c, rank, idx, mul, out);
+}
+
+bool cg_offset_vectorizable(const cg_ctx *c, const cg_index *off, int vec)
+{
+    if (!off->affine || off->lane_coef != 1 || off->c % vec) return false;
+    for (int v = 0; v < c->nvars; v++) {
+        /* The lane variable's base is a multiple of vec by construction. */
+        if (v == c->lane_var) continue;
+        if (off->coef[v] % vec) return false;
+    }
+    return true;
+}
+
+void cg_offset_base_expr(const cg_ctx *c, const cg_index *off, char *buf, size_t n)
+{
+    cg_index base = *off;
+    base.lane_coef = 0;
+    affine_expr(c, &base, buf, n);
+}
+
+/* ------------------------------------------------------------ memo */
+
+static void index_key(const cg_index *idx, int rank, char *key, size_t n)
+{
+    size_t k = 0;
+    key[0] = '\0';
+    for (int i = 0; i < rank && k < n; i++) k += (size_t)snprintf(key + k, n - k, "%s|", idx[i].expr);
+}
+
+static const char *memo_find(cg_ctx *c, fu_tensor t, const char *key)
+{
+    for (int i = c->nmemo - 1; i >= 0; i--)
+        if (c->memo[i]->tensor == t && strcmp(c->memo[i]->key, key) == 0) return c->memo[i]->var;
+    return NULL;
+}
+
+static const char *memo_add(cg_ctx *c, fu_tensor t, const char *key, const char *var)
+{
+    cg_memo *m = fu_malloc(sizeof *m);
+    if (!m || fu_grow((void **)&c->memo, &c->cap_memo, c->nmemo + 1, sizeof *c->memo)) {
+        fu_free(m);
+        cg_fail(c, "out of memory");
+        return "0";
+    }
+    c->memo[c->nmemo++] = m;
+    m->tensor = t;
+    snprintf(m->key, sizeof m->key, "%s", key);
+    snprintf(m->var, sizeof m->var, "%s", var);
+    m->scope = c->scope;
+    return m->var;
+}
+
+/* ------------------------------------------------------------ values */
+
+static const char *new_value(cg_ctx *c, fu_tensor t, const char *key, const char *type, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* Declares `const type vN = expr;` and remembers it for (t, key). */
+static const char *new_value(cg_ctx *c, fu_tensor t, const char *key, const char *type, const char *fmt, ...)
+{
+    char expr[1024], var[32];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(expr, sizeof expr, fmt, ap);
+    va_end(ap);
+    snprintf(var, sizeof var, "v%d", c->tmp++);
+    cg_line(c, "const %s %s = %s;", type, var, expr);
+    return memo_add(c, t, key, var);
+}
+
+/* Rounds a float result to the tensor's dtype when that is narrower than the
+ * compute type, so the GPU matches the interpreter op by op. */
+static void rounded(fu_dtype dt, const char *expr, char *buf, size_t n)
+{
+    if (dt == FU_BF16) snprintf(buf, n, "fu_round_bf16(%s)", expr);
+    else if (dt == FU_F16) snprintf(buf, n, "fu_round_f16(%s)", expr);
+    else snprintf(buf, n, "%s", expr);
+}
+
+static const char *load_external(cg_ctx *c, const cg_param *p, fu_tensor t, const cg_index *idx, const char *key)
+{
+    const fu_value *v = fu_val(c->f, t);
+    cg_index off;
+    cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+    const char *ct = cg_compute_type(v->dtype), *st = cg_storage_type(v->dtype);
+    int esize = (int)fu_dtype_size(v->dtype);
+    if (c->lookup_cache) {
+        const char *r = c->lookup_cache(c, t, &off, c->user);
+        if (r) return memo_add(c, t, key, r);
+    }
+    if (c->vec > 1 && cg_offset_vectorizable(c, &off, c->vec) && esize * c->vec <= 16 && (16 % (esize * c->vec)) == 0) {
+        char base[CG_EXPR], vkey[CG_EXPR + 8];
+        cg_offset_base_expr(c, &off, base, sizeof base);
+        snprintf(vkey, sizeof vkey, "vec:%s", base);
+        const char *arr = memo_find(c, t, vkey);
+        if (!arr) {
+            char name[32];
+            snprintf(name, sizeof name, "x%d", c->tmp++);
+            int bytes = esize * c->vec;
+            const char *wide = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
+            cg_line(c, "alignas(16) %s %s[%d];", st, name, c->vec);
+            cg_line(c, "*(%s *)%s = __ldg((const %s *)(%s + %s));", wide, name, wide, p->name, base);
+            arr = memo_add(c, t, vkey, name);
+        }
+        return new_value(c, t, key, ct, "fu_load(%s[%d])", arr, c->lane);
+    }
+    return new_value(c, t, key, ct, "fu_load(%s[%s])", p->name, off.expr);
+}
+
+static const char *unary_fn(fu_op op)
+{
+    switch (op) {
+    case FU_OP_EXP: return "fu_exp";
+    case FU_OP_LOG: return "fu_log";
+    case FU_OP_LOG1P: return "fu_log1p";
+    case FU_OP_SQRT: return "fu_sqrt";
+    case FU_OP_RSQRT: return "fu_rsqrt";
+    case FU_OP_TANH: return "fu_tanh";
+    case FU_OP_SIGMOID: return "fu_sigmoid";
+    case FU_OP_ABS: return "fu_abs";
+    default: return NULL;
+    }
+}
+
+static const char *binary_fmt(fu_op op)
+{
+    switch (op) {
+    case FU_OP_ADD: return "(%s + %s)";
+    case FU_OP_SUB: return "(%s - %s)";
+    case FU_OP_MUL: return "(%s * %s)";
+    case FU_OP_DIV: return "(%s / %s)";
+    case FU_OP_MAX: return "fu_max(%s, %s)";
+    case FU_OP_MIN: return "fu_min(%s, %s)";
+    case FU_OP_POW: return "fu_pow(%s, %s)";
+    case FU_OP_EQ: return "(%s == %s)";
+    case FU_OP_NE: return "(%s != %s)";
+    case FU_OP_LT: return "(%s < %s)";
+    case FU_OP_LE: return "(%s <= %s)";
+    case FU_OP_GT: return "(%s > %s)";
+    case FU_OP_GE: return "(%s >= %s)";
+    case FU_OP_LOGICAL_AND: return "(%s && %s)";
+    case FU_OP_LOGICAL_OR: return "(%s || %s)";
+    default: return NULL;
+    }
+}
+
+/* NumPy broadcasting: the operand's index from the result's index. */
+static void broadcast_index(const fu_value *operand, int out_rank, const cg_index *idx, cg_index *oidx)
+{
+    for (int i = 0; i < operand->rank; i++) {
+        int o = out_rank - operand->rank + i;
+        if (operand->shape[i] == 1) cg_index_const(&oidx[i], 0);
+        else oidx[i] = idx[o];
+    }
+}
+
+/* A C floating literal: "1000.0f", "2.5e-05f" (a bare "1000f" is not C++). */
+static void float_literal(double v, int digits, const char *suffix, char *buf, size_t n)
+{
+    char num[64];
+    snprintf(num, sizeof num, "%.*g", digits, v);
+    bool has_point = strpbrk(num, ".e") != NULL;
+    snprintf(buf, n, "%s%s%s", num, has_point ? "" : ".0", suffix);
+}
+
+static void literal(double v, fu_dtype dt, char *buf, size_t n)
+{
+    if (dt == FU_BOOL) snprintf(buf, n, "%s", v != 0 ? "true" : "false");
+    else if (fu_dtype_is_int(dt)) snprintf(buf, n, "%lldll", (long long)v);
+    else if (dt == FU_F64) {
+        if (isnan(v)) snprintf(buf, n, "FU_DNAN");
+        else if (isinf(v)) snprintf(buf, n, "%sFU_DINF", v < 0 ? "-" : "");
+        else float_literal(v, 17, "", buf, n);
+    } else {
+        double r = fu_round_to_dtype(v, dt);
+        if (isnan(r)) snprintf(buf, n, "FU_NAN");
+        else if (isinf(r)) snprintf(buf, n, "%sFU_INF", r < 0 ? "-" : "");
+        else float_literal(r, 9, "f", buf, n);
+    }
+}
+
+/* Reshape: row-major position is unchanged, so map the output index to the
+ * input index group by group (axes whose products match); a group with one
+ * input axis stays affine, others use division and remainder. */
+static void reshape_index(cg_ctx *c, const fu_value *in, const fu_value *out, const cg_index *idx, cg_index *iidx)
+{
+    int i = 0, o = 0;
+    while (i < in->rank || o < out->rank) {
+        int i0 = i, o0 = o;
+        int64_t pi = 1, po = 1;
+        /* grow the side with the smaller product until the products meet */
+        if (i < in->rank) pi *= in->shape[i++];
+        if (o < out->rank) po *= out->shape[o++];
+        while (pi != po) {
+            if (pi < po) {
+                if (i >= in->rank) break;
+                pi *= in->shape[i++];
+            } else {
+                if (o >= out->rank) break;
+                po *= out->shape[o++];
+            }
+        }
+        /* extent-1 axes fit in any group */
+        while (i < in->rank && in->shape[i] == 1) i++;
+        while (o < out->rank && out->shape[o] == 1) o++;
+        /* row-major position inside the group, from the output side */
+        int64_t mul[FU_MAX_RANK], s = 1;
+        for (int k = o - 1; k >= o0; k--) {
+            mul[k - o0] = out->shape[k] == 1 ? 0 : s;
+            s *= out->shape[k];
+        }
+        cg_index lin;
+        index_linear(c, o - o0, idx + o0, mul, &lin);
+        int64_t div = 1;
+        for (int k = i - 1; k >= i0; k--) {
+            char e[CG_EXPR + 64];
+            if (in->shape[k] == 1) {
+                cg_index_const(&iidx[k], 0);
+                continue;
+            }
+            bool outermost = true;
+            for (int q = i0; q < k; q++) outermost &= in->shape[q] == 1;
+            if (outermost && div == 1) iidx[k] = lin; /* one real axis: stays affine */
+            else if (outermost) {
+                snprintf(e, sizeof e, "%s / %lld", lin.expr, (long long)div);
+                index_from_expr(c, &iidx[k], e);
+            } else {
+                if (div == 1) snprintf(e, sizeof e, "%s %% %lld", lin.expr, (long long)in->shape[k]);
+                else snprintf(e, sizeof e, "(%s / %lld) %% %lld", lin.expr, (long long)div, (long long)in->shape[k]);
+                index_from_expr(c, &iidx[k], e);
+            }
+            div *= in->shape[k];
+        }
+    }
+}
+
+static const char *gather_value(cg_ctx *c, const fu_node *n, const cg_index *idx, const char *key)
+{
+    const fu_fusion *f = c->f;
+    const fu_value *x = fu_val(f, n->inputs[0]), *ix = fu_val(f, n->inputs[1]);
+    const fu_value *out = fu_val(f, n->output);
+    int axis = n->attrs.axis;
+    cg_index iidx[FU_MAX_RANK], xidx[FU_MAX_RANK];
+    /* index tensor position */
+    if (n->op == FU_OP_TAKE_ALONG_AXIS) {
+        for (int i = 0; i < ix->rank; i++) iidx[i] = idx[i];
+    } else if (n->op == FU_OP_INDEX_SELECT) {
+        iidx[0] = idx[axis];
+    } else {
+        for (int i = 0; i < ix->rank; i++) iidx[i] = idx[axis + i];
+    }
+    const char *j = cg_value(c, n->inputs[1], iidx);
+    int64_t extent = x->shape[axis];
+    int id = c->tmp++;
+    cg_index pos;
+    int64_t mul[FU_MAX_RANK];
+    fu_shape_contiguous_strides(out->rank, out->shape, mul);
+    index_linear(c, out->rank, idx, mul, &pos);
+    cg_line(c, "long long j%d = %s;", id, j);
+    cg_line(c, "if (j%d < 0 || j%d >= %lld) { fu_report_index(fu_err, %d, (long long)j%d, (long long)%s); j%d = 0; }", id,
+            id, (long long)extent, (int)(n - f->nodes), id, pos.expr, id);
+    char jname[16];
+    snprintf(jname, sizeof jname, "j%d", id);
+    for (int i = 0; i < x->rank; i++) {
+        if (i == axis) {
+            memset(&xidx[i], 0, sizeof xidx[i]);
+            snprintf(xidx[i].expr, sizeof xidx[i].expr, "%s", jname);
+        } else if (n->op == FU_OP_TAKE && i > axis) {
+            xidx[i] = idx[i - 1 + ix->rank];
+        } else {
+            xidx[i] = idx[i];
+        }
+    }
+    const char *v = cg_value(c, n->inputs[0], xidx);
+    return memo_add(c, n->output, key, v);
+}
+
+const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
+{
+    if (c->failed) return "0";
+    const fu_fusion *f = c->f;
+    const fu_value *v = fu_val(f, t);
+    char key[600];
+    index_key(idx, v->rank, key, sizeof key);
+    const char *hit = memo_find(c, t, key);
+    if (hit) return hit;
+    if (c->lookup_register) {
+        const char *r = c->lookup_register(c, t, idx, c->user);
+        if (c->failed) return "0";
+        if (r) return memo_add(c, t, key, r);
+    }
+    const cg_param *p = cg_find_param(c, t);
+    if (p) return load_external(c, p, t, idx, key);
+    const fu_node *n = fu_producer(f, t);
+    if (!n) {
+        cg_fail(c, "input '%s' is not a parameter of this kernel", v->name);
+        return "0";
+    }
+    const char *ct = cg_compute_type(v->dtype);
+    char e[1024];
+    cg_index sub[FU_MAX_OP_INPUTS][FU_MAX_RANK];
+    switch (fu_op_kind_of(n->op)) {
+    case FU_KIND_UNARY: {
+        const char *a = cg_value(c, n->inputs[0], idx);
+        char raw[512];
+        if (n->op == FU_OP_NEG) snprintf(raw, sizeof raw, "(-%s)", a);
+        else if (n->op == FU_OP_RECIPROCAL) snprintf(raw, sizeof raw, "(%s(1) / %s)", ct, a);
+        else if (n->op == FU_OP_LOGICAL_NOT) snprintf(raw, sizeof raw, "(!%s)", a);
+        else snprintf(raw, sizeof raw, "%s(%s)", unary_fn(n->op), a);
+        rounded(v->dtype, raw, e, sizeof e);
+        return new_value(c, t, key, ct, "%s", e);
+    }
+    case FU_KIND_BINARY: {
+        const fu_value *a = fu_val(f, n->inputs[0]), *b = fu_val(f, n->inputs[1]);
+        broadcast_index(a, v->rank, idx, sub[0]);
+        broadcast_index(b, v->rank, idx, sub[1]);
+        const char *va = cg_value(c, n->inputs[0], sub[0]);
+        const char *vb = cg_value(c, n->inputs[1], sub[1]);
+        char raw[512];
+        snprintf(raw, sizeof raw, binary_fmt(n->op), va, vb);
+        rounded(v->dtype, raw, e, sizeof e);
+        return new_value(c, t, key, ct, "%s", e);
+    }
+    case FU_KIND_WHERE: {
+        for (int k = 0; k < 3; k++) broadcast_index(fu_val(f, n->inputs[k]), v->rank, idx, sub[k]);
+        const char *vc = cg_value(c, n->inputs[0], sub[0]);
+        const char *va = cg_value(c, n->inputs[1], sub[1]);
+        const char *vb = cg_value(c, n->inputs[2], sub[2]);
+        return new_value(c, t, key, ct, "(%s ? %s : %s)", vc, va, vb);
+    }
+    case FU_KIND_CAST: {
+        const char *a = cg_value(c, n->inputs[0], idx);
+        char raw[512];
+        if (v->dtype == FU_BOOL) snprintf(raw, sizeof raw, "(%s != 0)", a);
+        else if (v->dtype == FU_I32) snprintf(raw, sizeof raw, "(long long)(int)(%s)", a);
+        else snprintf(raw, sizeof raw, "(%s)(%s)", ct, a);
+        rounded(v->dtype, raw, e, sizeof e);
+        return new_value(c, t, key, ct, "%s", e);
+    }
+    case FU_KIND_BROADCAST:
+        broadcast_index(fu_val(f, n->inputs[0]), v->rank, idx, sub[0]);
+        return memo_add(c, t, key, cg_value(c, n->inputs[0], sub[0]));
+    case FU_KIND_RESHAPE: {
+        const fu_value *in = fu_val(f, n->inputs[0]);
+        if (in->rank == v->rank && !memcmp(in->shape, v->shape, (size_t)v->rank * sizeof *v->shape))
+            return memo_add(c, t, key, cg_value(c, n->inputs[0], idx));
+        reshape_index(c, in, v, idx, sub[0]);
+        return memo_add(c, t, key, cg_value(c, n->inputs[0], sub[0]));
+    }
+    case FU_KIND_PERMUTE:
+        for (int i = 0; i < v->rank; i++) sub[0][n->attrs.perm[i]] = idx[i];
+        return memo_add(c, t, key, cg_value(c, n->inputs[0], sub[0]));
+    case FU_KIND_SLICE:
+        for (int i = 0; i < v->rank; i++) index_scale_add(c, &idx[i], n->attrs.step[i], n->attrs.start[i], &sub[0][i]);
+        return memo_add(c, t, key, cg_value(c, n->inputs[0], sub[0]));
+    case FU_KIND_FULL:
+        literal(n->attrs.value, v->dtype, e, sizeof e);
+        if (e[0] == '-' || strlen(e) >= sizeof ((cg_memo *)0)->var) return new_value(c, t, key, ct, "%s", e);
+        return memo_add(c, t, key, e);
+    case FU_KIND_IOTA:
+        return new_value(c, t, key, ct, "(%s)(%s)", ct, idx[n->attrs.axis].expr);
+    case FU_KIND_GATHER:
+        return gather_value(c, n, idx, key);
+    case FU_KIND_HINT:
+        return memo_add(c, t, key, cg_value(c, n->inputs[0], idx));
+    case FU_KIND_REDUCE:
+        cg_fail(c, "reduction '%s' is not available in this kernel", v->name);
+        return "0";
+    case FU_KIND_SCATTER:
+    case FU_KIND_COMPOSITE:
+        break;
+    }
+    cg_fail(c, "op '%s' -> '%s' cannot be inlined", fu_op_name(n->op), v->name);
+    return "0";
+}

@@ -1,0 +1,238 @@
+/* exec.c -- see exec.h. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "exec.h"
+
+typedef struct exec_kernel {
+    fu_module *module;
+    fu_kernel *kernel;
+    fu_devptr workspace;
+    fu_exec_kernel_info info;
+} exec_kernel;
+
+struct fu_executable {
+    fu_runtime *rt;
+    const fu_plan *plan;
+    exec_kernel *kernels;
+    fu_devptr *buffers;   /* per tensor of the plan fusion: where it lives during a launch */
+    fu_devptr err_flag;   /* 3 x u64: op + 1, value, position */
+    double prepare_ms;
+    int nkernels_launched, nmemsets, ncopies;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static size_t tensor_bytes(const fu_fusion *f, fu_tensor t)
+{
+    size_t n = (size_t)fu_tensor_numel(f, t) * fu_dtype_size(fu_tensor_dtype(f, t));
+    return n ? n : 1;
+}
+
+void fu_exec_free(fu_executable *x)
+{
+    if (!x) return;
+    if (x->kernels)
+        for (int i = 0; i < x->plan->nkernels; i++) {
+            fu_device_free(x->rt, x->kernels[i].workspace, NULL);
+            fu_module_free(x->kernels[i].module);
+        }
+    if (x->buffers)
+        for (int i = 0; i < x->plan->nintermediates; i++) fu_device_free(x->rt, x->buffers[x->plan->intermediates[i]], NULL);
+    fu_device_free(x->rt, x->err_flag, NULL);
+    fu_free(x->kernels);
+    fu_free(x->buffers);
+    fu_free(x);
+}
+
+fu_status fu_exec_prepare(fu_runtime *rt, const fu_plan *plan, fu_executable **out, fu_error *err)
+{
+    double t0 = now_ms();
+    *out = NULL;
+    fu_executable *x = fu_calloc(1, sizeof *x);
+    if (!x) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    x->rt = rt;
+    x->plan = plan;
+    x->kernels = fu_calloc((size_t)plan->nkernels + 1, sizeof *x->kernels);
+    x->buffers = fu_calloc((size_t)plan->fusion->nvalues + 1, sizeof *x->buffers);
+    if (!x->kernels || !x->buffers) {
+        fu_exec_free(x);
+        return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    }
+    bool device = fu_runtime_has_device(rt);
+    for (int i = 0; i < plan->nkernels; i++) {
+        const fu_kernel_plan *kp = &plan->kernels[i];
+        exec_kernel *k = &x->kernels[i];
+        fu_compile_info ci;
+        fu_status s = fu_runtime_compile(rt, kp->source, kp->name, NULL, 0, &k->module, &ci, err);
+        if (s) {
+            fu_exec_free(x);
+            return s;
+        }
+        k->info.name = kp->name;
+        k->info.cache_hit = ci.cache_hit;
+        k->info.compile_ms = ci.compile_ms;
+        k->info.total_ms = ci.total_ms;
+        if (!device) continue;
+        if ((s = fu_module_get_kernel(k->module, kp->name, &k->kernel, err))) {
+            fu_exec_free(x);
+            return s;
+        }
+        k->info.attrs = *fu_kernel_attributes(k->kernel);
+        k->info.attrs_valid = true;
+        if (kp->workspace_bytes) {
+            if ((s = fu_device_alloc(rt, kp->workspace_bytes, &k->workspace, err)) ||
+                (s = fu_device_memset8(rt, k->workspace, 0, kp->workspace_bytes, err))) {
+                fu_exec_free(x);
+                return s;
+            }
+        }
+    }
+    if (device) {
+        fu_status s = fu_device_alloc(rt, 3 * sizeof(uint64_t), &x->err_flag, err);
+        if (!s) s = fu_device_memset8(rt, x->err_flag, 0, 3 * sizeof(uint64_t), err);
+        for (int i = 0; !s && i < plan->nintermediates; i++) {
+            fu_tensor t = plan->intermediates[i];
+            s = fu_device_alloc(rt, tensor_bytes(plan->fusion, t), &x->buffers[t], err);
+        }
+        if (s) {
+            fu_exec_free(x);
+            return s;
+        }
+    }
+    x->prepare_ms = now_ms() - t0;
+    *out = x;
+    return FU_OK;
+}
+
+const fu_exec_kernel_info *fu_exec_kernel(const fu_executable *x, int i) { return &x->kernels[i].info; }
+double fu_exec_prepare_ms(const fu_executable *x) { return x->prepare_ms; }
+
+void fu_exec_launch_counts(const fu_executable *x, int *kernels, int *memsets, int *copies)
+{
+    *kernels = x->nkernels_launched;
+    *memsets = x->nmemsets;
+    *copies = x->ncopies;
+}
+
+fu_status fu_exec_launch(fu_executable *x, const fu_devptr *inputs, const fu_devptr *outputs, fu_error *err)
+{
+    const fu_plan *p = x->plan;
+    const fu_fusion *f = p->fusion;
+    if (!fu_runtime_has_device(x->rt))
+        return fu_error_set(err, FU_ERR_NO_DEVICE, "cannot launch '%s': %s", f->name, fu_runtime_describe(x->rt));
+    x->nkernels_launched = x->nmemsets = x->ncopies = 0;
+    for (int i = 0; i < f->ninputs; i++) x->buffers[f->inputs[i]] = inputs[i];
+    for (int i = 0; i < f->noutputs; i++) {
+        fu_tensor t = f->outputs[i];
+        if (f->values[t].input_index >= 0) { /* an input returned as it is */
+            fu_status s = fu_device_copy_async(x->rt, outputs[i], inputs[f->values[t].input_index], tensor_bytes(f, t), err);
+            if (s) return s;
+            x->ncopies++;
+        } else {
+            x->buffers[t] = outputs[i];
+        }
+    }
+    for (int i = 0; i < p->nkernels; i++) {
+        const fu_kernel_plan *kp = &p->kernels[i];
+        exec_kernel *k = &x->kernels[i];
+        fu_status s = FU_OK;
+        if (kp->zero_before >= 0) {
+            s = fu_device_memset8_async(x->rt, x->buffers[kp->zero_before], 0, tensor_bytes(f, kp->zero_before), err);
+            x->nmemsets++;
+        }
+        if (!s && kp->copy_before >= 0) {
+            fu_tensor dst = kp->params[kp->nparams - 1].tensor;
+            s = fu_device_copy_async(x->rt, x->buffers[dst], x->buffers[kp->copy_before], tensor_bytes(f, dst), err);
+            x->ncopies++;
+        }
+        if (s) return s;
+        fu_devptr vals[72];
+        void *args[72];
+        int n = 0;
+        for (int j = 0; j < kp->nparams; j++) vals[n++] = x->buffers[kp->params[j].tensor];
+        if (kp->workspace_bytes) {
+            vals[n++] = k->workspace;
+            vals[n++] = k->workspace + kp->workspace_bytes - 64;
+        }
+        vals[n++] = x->err_flag;
+        for (int j = 0; j < n; j++) args[j] = &vals[j];
+        unsigned grid[3] = {kp->grid, 1, 1}, block[3] = {kp->block, 1, 1};
+        if ((s = fu_runtime_launch(x->rt, k->kernel, grid, block, kp->shared_bytes, args, err))) return s;
+        x->nkernels_launched++;
+    }
+    return FU_OK;
+}
+
+fu_status fu_exec_check(fu_executable *x, fu_error *err)
+{
+    uint64_t flag[3];
+    fu_status s = fu_device_download(x->rt, flag, x->err_flag, sizeof flag, err);
+    if (s) return s;
+    if (flag[0] == 0) return FU_OK;
+    fu_device_memset8(x->rt, x->err_flag, 0, sizeof flag, NULL);
+    const fu_fusion *f = x->plan->fusion;
+    int node = (int)flag[0] - 1;
+    if (node < 0 || node >= f->nnodes) return fu_error_set(err, FU_ERR_INDEX, "an index was out of range");
+    const fu_node *n = &f->nodes[node];
+    const fu_value *src = fu_val(f, n->inputs[0]), *idx = fu_val(f, n->inputs[1]);
+    int64_t extent = src->shape[n->attrs.axis];
+    return fu_error_set(err, FU_ERR_INDEX,
+                        "op '%s' -> '%s': index %lld read from '%s' at position %lld is out of range [0, %lld)",
+                        fu_op_name(n->op), fu_val(f, n->output)->name, (long long)(int64_t)flag[1], idx->name,
+                        (long long)(int64_t)flag[2], (long long)extent);
+}
+
+fu_status fu_exec_run_host(fu_runtime *rt, const fu_fusion *f, const fu_plan_options *opts,
+                           const fu_host_tensor *inputs, fu_host_tensor *outputs, fu_error *err)
+{
+    fu_plan *plan = NULL;
+    fu_executable *x = NULL;
+    fu_status s = fu_plan_build(f, opts, &plan, err);
+    if (!s) s = fu_exec_prepare(rt, plan, &x, err);
+    int nin = fu_fusion_num_inputs(f), nout = fu_fusion_num_outputs(f);
+    fu_devptr *din = fu_calloc((size_t)nin + 1, sizeof *din), *dout = fu_calloc((size_t)nout + 1, sizeof *dout);
+    if (!s && (!din || !dout)) s = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    for (int i = 0; !s && i < nin; i++) {
+        fu_tensor t = fu_fusion_input(f, i);
+        const fu_host_tensor *h = &inputs[i];
+        if (h->dtype != fu_tensor_dtype(f, t) || h->rank != fu_tensor_rank(f, t) ||
+            memcmp(h->shape, fu_tensor_shape(f, t), (size_t)h->rank * sizeof *h->shape))
+            s = fu_error_set(err, FU_ERR_ARG, "input '%s' does not match its declared dtype and shape", fu_tensor_name(f, t));
+        if (!s) s = fu_device_alloc(rt, tensor_bytes(f, t), &din[i], err);
+        if (!s && fu_host_tensor_bytes(h)) s = fu_device_upload(rt, din[i], h->data, fu_host_tensor_bytes(h), err);
+    }
+    for (int i = 0; !s && i < nout; i++) {
+        fu_tensor t = fu_fusion_output(f, i);
+        s = fu_device_alloc(rt, tensor_bytes(f, t), &dout[i], err);
+        /* poison, so an element the kernel forgot shows up as NaN / garbage */
+        if (!s) s = fu_device_memset8(rt, dout[i], 0xff, tensor_bytes(f, t), err);
+    }
+    if (!s) s = fu_exec_launch(x, din, dout, err);
+    if (!s) s = fu_runtime_synchronize(rt, err);
+    if (!s) s = fu_exec_check(x, err);
+    int done = 0;
+    for (int i = 0; !s && i < nout; i++, done++) {
+        fu_tensor t = fu_fusion_output(f, i);
+        s = fu_host_tensor_alloc(&outputs[i], fu_tensor_dtype(f, t), fu_tensor_rank(f, t), fu_tensor_shape(f, t), err);
+        if (!s && fu_host_tensor_bytes(&outputs[i]))
+            s = fu_device_download(rt, outputs[i].data, dout[i], fu_host_tensor_bytes(&outputs[i]), err);
+        if (s) fu_host_tensor_free(&outputs[i]);
+    }
+    if (s)
+        for (int i = 0; i < done; i++) fu_host_tensor_free(&outputs[i]);
+    for (int i = 0; din && i < nin; i++) fu_device_free(rt, din[i], NULL);
+    for (int i = 0; dout && i < nout; i++) fu_device_free(rt, dout[i], NULL);
+    fu_free(din);
+    fu_free(dout);
+    fu_exec_free(x);
+    fu_plan_free(plan);
+    return s;
+}

@@ -1,0 +1,73 @@
+/*
+ * interp.h -- internals of the CPU reference interpreter (fu_interp_run),
+ * shared by its three files: interp.c (driver, value storage, I/O),
+ * interp_ops.c (primitive ops) and interp_composite.c (composites).
+ *
+ * Every tensor is held as a dense row-major double array whose values are
+ * already rounded to the tensor's dtype. Buffers are reference counted so that
+ * reshape / segment_set / identity casts share their operand's array instead
+ * of copying it, and each is freed right after its last reader ran.
+ */
+#ifndef FUSER_INTERP_H
+#define FUSER_INTERP_H
+
+#include "ir.h"
+
+typedef struct interp_buf {
+    double *data;
+    int refs;
+    bool borrowed; /* data is the caller's f64 input: never freed here */
+} interp_buf;
+
+typedef struct interp_slot {
+    interp_buf *buf;            /* values, NULL until computed or materialized */
+    const fu_host_tensor *host; /* inputs: the caller's tensor, read in place */
+} interp_slot;
+
+typedef struct interp {
+    const fu_fusion *f;
+    interp_slot *slots; /* one per tensor */
+    fu_error *err;
+} interp;
+
+static inline int64_t interp_numel(const interp *it, fu_tensor t)
+{
+    return fu_shape_numel(it->f->values[t].rank, it->f->values[t].shape);
+}
+
+/* The whole of t as doubles (an input is converted once, on first use).
+ * NULL when out of memory (it->err is set). */
+const double *interp_vals(interp *it, fu_tensor t);
+
+/* n values of t from flat offset off: straight from its buffer, or converted
+ * from the caller's input tensor into scratch (so a big input read row by row
+ * by a composite is never widened to double as a whole). Never fails. */
+const double *interp_row(interp *it, fu_tensor t, int64_t off, int64_t n, double *scratch);
+
+/* A fresh zeroed array for the node's output, owned by its slot. NULL when out
+ * of memory (it->err is set). */
+double *interp_new_output(interp *it, const fu_node *n);
+
+/* Makes the node's output share the values of src (same numel). */
+fu_status interp_alias(interp *it, const fu_node *n, fu_tensor src);
+
+/* Rounds p[0..n) to dtype dt in place. */
+void interp_round(double *p, int64_t n, fu_dtype dt);
+
+/* "op 'name' -> 'out': <message>", with the node's source location if any. */
+fu_status interp_op_error(interp *it, const fu_node *n, fu_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Checks that every value of the index tensor idx (its n values in v) lies in
+ * [0, bound), except values equal to `skip` when has_skip. The first bad one
+ * gives FU_ERR_INDEX naming the op, output, index tensor, position and value. */
+fu_status interp_check_index(interp *it, const fu_node *n, fu_tensor idx, const double *v, int64_t count,
+                             int64_t bound, bool has_skip, int64_t skip);
+
+fu_status interp_exec_primitive(interp *it, const fu_node *n);
+fu_status interp_exec_composite(interp *it, const fu_node *n);
+
+#endif

@@ -1,0 +1,231 @@
+/*
+ * interp_composite.c -- the composites, evaluated whole in double precision
+ * with PyTorch's semantics: softmax, log_softmax, cross_entropy (+ backward),
+ * embedding (+ backward).
+ *
+ * They work one row at a time with direct loops. A big float operand that is
+ * a fusion input is read row by row from the caller's tensor (interp_row), so
+ * cross entropy over [8192, 32768] never widens its logits to double as a whole.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "interp.h"
+
+static fu_status nomem(interp *it) { return it->err->status ? it->err->status : FU_ERR_NOMEM; }
+
+static double *scratch_new(interp *it, int64_t n, const char *what)
+{
+    double *p = (uint64_t)n < SIZE_MAX / sizeof(double) ? fu_malloc((size_t)(n ? n : 1) * sizeof(double)) : NULL;
+    if (!p) fu_error_set(it->err, FU_ERR_NOMEM, "out of memory: %lld doubles of scratch for %s", (long long)n, what);
+    return p;
+}
+
+static double row_max(const double *x, int64_t n)
+{
+    double m = -INFINITY;
+    for (int64_t c = 0; c < n; c++)
+        if (x[c] > m) m = x[c];
+    return m; /* a NaN is not picked, but it still poisons the exp sum below */
+}
+
+/* ------------------------------------------------------------ softmax, log_softmax */
+
+/* y = softmax(x) or log_softmax(x) of one contiguous row, max-subtracted. */
+static void softmax_row(bool log_form, const double *x, double *y, int64_t n)
+{
+    double m = row_max(x, n), s = 0.0;
+    if (log_form) {
+        for (int64_t c = 0; c < n; c++) s += exp(x[c] - m);
+        double lse = m + log(s);
+        for (int64_t c = 0; c < n; c++) y[c] = x[c] - lse;
+    } else {
+        for (int64_t c = 0; c < n; c++) s += (y[c] = exp(x[c] - m));
+        double inv = 1.0 / s;
+        for (int64_t c = 0; c < n; c++) y[c] *= inv;
+    }
+}
+
+static fu_status exec_softmax(interp *it, const fu_node *n)
+{
+    const fu_value *xv = &it->f->values[n->inputs[0]];
+    int axis = n->attrs.axis;
+    int64_t outer = fu_shape_numel(axis, xv->shape), len = xv->shape[axis];
+    int64_t inner = fu_shape_numel(xv->rank - axis - 1, xv->shape + axis + 1);
+    bool log_form = n->op == FU_OP_LOG_SOFTMAX;
+    double *o = interp_new_output(it, n);
+    if (!o) return nomem(it);
+    if (inner == 1) { /* the axis is innermost: rows are contiguous */
+        double *scratch = scratch_new(it, len, "softmax");
+        if (!scratch) return nomem(it);
+        for (int64_t a = 0; a < outer; a++) {
+            const double *x = interp_row(it, n->inputs[0], a * len, len, scratch);
+            softmax_row(log_form, x, o + a * len, len);
+            interp_round(o + a * len, len, xv->dtype);
+        }
+        fu_free(scratch);
+        return FU_OK;
+    }
+    /* Strided axis: gather each row into scratch, compute, scatter back. */
+    const double *x = interp_vals(it, n->inputs[0]);
+    double *scratch = x ? scratch_new(it, 2 * len, "softmax") : NULL;
+    if (!scratch) return nomem(it);
+    double *row = scratch, *res = scratch + len;
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t j = 0; j < inner; j++) {
+            int64_t base = a * len * inner + j;
+            for (int64_t c = 0; c < len; c++) row[c] = x[base + c * inner];
+            softmax_row(log_form, row, res, len);
+            interp_round(res, len, xv->dtype);
+            for (int64_t c = 0; c < len; c++) o[base + c * inner] = res[c];
+        }
+    fu_free(scratch);
+    return FU_OK;
+}
+
+/* ------------------------------------------------------------ cross entropy */
+
+/*
+ * torch.nn.functional.cross_entropy without weights, per non-ignored row i
+ * with target t:  lse = logsumexp(x_i),  nll = lse - x_it,
+ * smooth = -sum_c log_softmax(x_i)_c / C = lse - mean_c(x_ic),
+ * loss_i = (1 - eps) * nll + eps * smooth. Ignored rows give 0 and are not
+ * counted; mean = sum / count (0/0 = NaN when every row is ignored, as torch).
+ */
+static fu_status exec_cross_entropy(interp *it, const fu_node *n)
+{
+    const fu_value *xv = &it->f->values[n->inputs[0]];
+    const fu_attrs *at = &n->attrs;
+    int64_t rows = xv->shape[0], C = xv->shape[1];
+    double eps = at->label_smoothing;
+    const double *tgt = interp_vals(it, n->inputs[1]);
+    if (!tgt) return nomem(it);
+    fu_status s = interp_check_index(it, n, n->inputs[1], tgt, rows, C, true, at->ignore_index);
+    if (s) return s;
+    double *o = interp_new_output(it, n);
+    double *scratch = o ? scratch_new(it, C, "cross_entropy") : NULL;
+    if (!scratch) return nomem(it);
+
+    double total = 0.0, ignore = (double)at->ignore_index;
+    int64_t count = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        double loss = 0.0;
+        if (tgt[i] != ignore) {
+            const double *x = interp_row(it, n->inputs[0], i * C, C, scratch);
+            double m = row_max(x, C), se = 0.0, sx = 0.0;
+            if (eps != 0.0)
+                for (int64_t c = 0; c < C; c++) {
+                    se += exp(x[c] - m);
+                    sx += x[c];
+                }
+            else
+                for (int64_t c = 0; c < C; c++) se += exp(x[c] - m);
+            double lse = m + log(se);
+            double nll = lse - x[(int64_t)tgt[i]];
+            loss = eps != 0.0 ? (1.0 - eps) * nll + eps * (lse - sx / (double)C) : nll;
+            count++;
+        }
+        if (at->reduction == FU_REDUCTION_NONE) o[i] = fu_round_to_dtype(loss, xv->dtype);
+        else total += loss;
+    }
+    if (at->reduction == FU_REDUCTION_MEAN) o[0] = fu_round_to_dtype(total / (double)count, xv->dtype);
+    else if (at->reduction == FU_REDUCTION_SUM) o[0] = fu_round_to_dtype(total, xv->dtype);
+    fu_free(scratch);
+    return FU_OK;
+}
+
+/* d loss / d logits: for a non-ignored row, g_i * (softmax_ic - (1-eps)[c == t_i] - eps/C)
+ * with g_i = grad/count (mean), grad (sum) or grad[i] (none); ignored rows are 0. */
+static fu_status exec_cross_entropy_bwd(interp *it, const fu_node *n)
+{
+    const fu_value *xv = &it->f->values[n->inputs[0]];
+    const fu_attrs *at = &n->attrs;
+    int64_t rows = xv->shape[0], C = xv->shape[1];
+    double eps = at->label_smoothing, ignore = (double)at->ignore_index;
+    const double *tgt = interp_vals(it, n->inputs[1]);
+    const double *g = tgt ? interp_vals(it, n->inputs[2]) : NULL;
+    if (!g) return nomem(it);
+    fu_status s = interp_check_index(it, n, n->inputs[1], tgt, rows, C, true, at->ignore_index);
+    if (s) return s;
+    double *o = interp_new_output(it, n); /* zeroed: ignored rows stay 0 */
+    double *scratch = o ? scratch_new(it, C, "cross_entropy_backward") : NULL;
+    if (!scratch) return nomem(it);
+
+    int64_t count = 0;
+    for (int64_t i = 0; i < rows; i++) count += tgt[i] != ignore;
+    for (int64_t i = 0; i < rows; i++) {
+        if (tgt[i] == ignore) continue;
+        double gi = at->reduction == FU_REDUCTION_NONE ? g[i]
+                    : at->reduction == FU_REDUCTION_MEAN ? g[0] / (double)count
+                                                         : g[0];
+        const double *x = interp_row(it, n->inputs[0], i * C, C, scratch);
+        double *y = o + i * C;
+        double m = row_max(x, C), se = 0.0;
+        for (int64_t c = 0; c < C; c++) se += (y[c] = exp(x[c] - m));
+        double scale = gi / se, off = gi * eps / (double)C;
+        for (int64_t c = 0; c < C; c++) y[c] = y[c] * scale - off;
+        y[(int64_t)tgt[i]] -= gi * (1.0 - eps);
+        interp_round(y, C, xv->dtype);
+    }
+    fu_free(scratch);
+    return FU_OK;
+}
+
+/* ------------------------------------------------------------ embedding */
+
+/* out[k, :] = weight[ids[k], :]; padding_idx changes only the backward. */
+static fu_status exec_embedding(interp *it, const fu_node *n)
+{
+    const fu_value *wv = &it->f->values[n->inputs[0]];
+    int64_t V = wv->shape[0], D = wv->shape[1], k = interp_numel(it, n->inputs[1]);
+    const double *ids = interp_vals(it, n->inputs[1]);
+    if (!ids) return nomem(it);
+    fu_status s = interp_check_index(it, n, n->inputs[1], ids, k, V, false, 0);
+    if (s) return s;
+    double *o = interp_new_output(it, n);
+    if (!o) return nomem(it);
+    for (int64_t i = 0; i < k; i++) {
+        double *y = o + i * D;
+        const double *w = interp_row(it, n->inputs[0], (int64_t)ids[i] * D, D, y); /* may convert into y */
+        if (w != y) memcpy(y, w, (size_t)D * sizeof *y);
+    }
+    return FU_OK;
+}
+
+/* out[id, :] = sum of grad rows k with ids[k] == id; the padding_idx row is 0. */
+static fu_status exec_embedding_bwd(interp *it, const fu_node *n)
+{
+    const fu_value *ov = &it->f->values[n->output];
+    int64_t W = n->attrs.num_weights, D = ov->shape[1], k = interp_numel(it, n->inputs[1]);
+    const double *ids = interp_vals(it, n->inputs[1]);
+    if (!ids) return nomem(it);
+    fu_status s = interp_check_index(it, n, n->inputs[1], ids, k, W, false, 0);
+    if (s) return s;
+    double *o = interp_new_output(it, n);
+    double *scratch = o ? scratch_new(it, D, "embedding_backward") : NULL;
+    if (!scratch) return nomem(it);
+    double pad = n->attrs.padding_idx >= 0 ? (double)n->attrs.padding_idx : -1.0;
+    for (int64_t i = 0; i < k; i++) {
+        if (ids[i] == pad) continue;
+        const double *gr = interp_row(it, n->inputs[0], i * D, D, scratch);
+        double *y = o + (int64_t)ids[i] * D;
+        for (int64_t j = 0; j < D; j++) y[j] += gr[j];
+    }
+    interp_round(o, W * D, ov->dtype);
+    fu_free(scratch);
+    return FU_OK;
+}
+
+fu_status interp_exec_composite(interp *it, const fu_node *n)
+{
+    switch (n->op) {
+    case FU_OP_SOFTMAX:
+    case FU_OP_LOG_SOFTMAX: return exec_softmax(it, n);
+    case FU_OP_CROSS_ENTROPY: return exec_cross_entropy(it, n);
+    case FU_OP_CROSS_ENTROPY_BWD: return exec_cross_entropy_bwd(it, n);
+    case FU_OP_EMBEDDING: return exec_embedding(it, n);
+    case FU_OP_EMBEDDING_BWD: return exec_embedding_bwd(it, n);
+    default: break;
+    }
+    return interp_op_error(it, n, FU_ERR_UNSUPPORTED, "the interpreter has no rule for this composite");
+}

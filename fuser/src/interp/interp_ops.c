@@ -1,0 +1,545 @@
+/*
+ * interp_ops.c -- the interpreter's primitive ops: pointwise (NumPy
+ * broadcasting), cast, broadcast, reductions, reshape/permute/slice, full,
+ * iota, gathers and scatters.
+ *
+ * Strided walks go through nd_iter, which merges axes that can be walked as
+ * one and hands out whole innermost rows, so each op's switch sits outside a
+ * tight loop and no element costs a division.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "interp.h"
+
+/* ------------------------------------------------------------ nd_iter */
+
+#define ND_MAX_OPS 4
+
+typedef struct nd_iter {
+    int nops, rank;      /* outer axes; the innermost one is walked by the caller */
+    int64_t rows, inner; /* rows of `inner` elements */
+    int64_t shape[FU_MAX_RANK], idx[FU_MAX_RANK];
+    int64_t st[ND_MAX_OPS][FU_MAX_RANK];
+    int64_t inner_st[ND_MAX_OPS];
+    int64_t off[ND_MAX_OPS]; /* element offset of the current row in each operand */
+} nd_iter;
+
+/* Walks `shape` with nops operands whose strides (elements) are st[k]. */
+static void nd_init(nd_iter *it, int rank, const int64_t *shape, int nops, int64_t (*st)[FU_MAX_RANK])
+{
+    int64_t sh[FU_MAX_RANK], s[ND_MAX_OPS][FU_MAX_RANK];
+    int r = 0;
+    bool empty = false;
+    memset(it, 0, sizeof *it);
+    it->nops = nops;
+    for (int d = 0; d < rank; d++) {
+        if (shape[d] == 0) empty = true;
+        if (shape[d] == 1) continue; /* never moves */
+        bool merge = r > 0;
+        for (int k = 0; merge && k < nops; k++) merge = s[k][r - 1] == st[k][d] * shape[d];
+        if (merge) {
+            sh[r - 1] *= shape[d];
+            for (int k = 0; k < nops; k++) s[k][r - 1] = st[k][d];
+        } else {
+            sh[r] = shape[d];
+            for (int k = 0; k < nops; k++) s[k][r] = st[k][d];
+            r++;
+        }
+    }
+    if (empty) return; /* rows = 0 */
+    if (r == 0) {
+        it->rows = it->inner = 1;
+        return;
+    }
+    it->inner = sh[r - 1];
+    for (int k = 0; k < nops; k++) it->inner_st[k] = s[k][r - 1];
+    it->rank = r - 1;
+    it->rows = 1;
+    for (int d = 0; d < it->rank; d++) {
+        it->shape[d] = sh[d];
+        it->rows *= sh[d];
+        for (int k = 0; k < nops; k++) it->st[k][d] = s[k][d];
+    }
+}
+
+static void nd_next(nd_iter *it)
+{
+    for (int d = it->rank - 1; d >= 0; d--) {
+        for (int k = 0; k < it->nops; k++) it->off[k] += it->st[k][d];
+        if (++it->idx[d] < it->shape[d]) return;
+        for (int k = 0; k < it->nops; k++) it->off[k] -= it->st[k][d] * it->shape[d];
+        it->idx[d] = 0;
+    }
+}
+
+static void contiguous(const fu_value *v, int64_t *st) { fu_shape_contiguous_strides(v->rank, v->shape, st); }
+
+/* Strides that read v broadcast (NumPy rules: trailing axes line up) to an
+ * output of rank r. */
+static void bcast_strides(int r, const fu_value *v, int64_t *st)
+{
+    int64_t vs[FU_MAX_RANK];
+    contiguous(v, vs);
+    for (int i = 0; i < r; i++) {
+        int iv = i - (r - v->rank);
+        st[i] = iv < 0 || v->shape[iv] == 1 ? 0 : vs[iv];
+    }
+}
+
+static fu_status nomem(interp *it) { return it->err->status ? it->err->status : FU_ERR_NOMEM; }
+
+/* Copies a strided walk of src (strides sst over shape) into contiguous dst. */
+static void strided_copy(double *dst, const double *src, int rank, const int64_t *shape, const int64_t *sst)
+{
+    int64_t st[2][FU_MAX_RANK];
+    fu_shape_contiguous_strides(rank, shape, st[0]);
+    memcpy(st[1], sst, (size_t)rank * sizeof *sst);
+    nd_iter w;
+    nd_init(&w, rank, shape, 2, st);
+    for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
+        double *o = dst + w.off[0];
+        const double *a = src + w.off[1];
+        int64_t so = w.inner_st[0], sa = w.inner_st[1];
+        if (so == 1 && sa == 1) memcpy(o, a, (size_t)w.inner * sizeof *o);
+        else
+            for (int64_t j = 0; j < w.inner; j++) o[j * so] = a[j * sa];
+    }
+}
+
+/* ------------------------------------------------------------ pointwise */
+
+static void unary_span(fu_op op, const double *restrict a, double *restrict o, int64_t n)
+{
+#define U(expr)                                                  \
+    for (int64_t j = 0; j < n; j++) { double x = a[j]; o[j] = (expr); } \
+    break
+    switch (op) {
+    case FU_OP_NEG: U(-x);
+    case FU_OP_ABS: U(fabs(x));
+    case FU_OP_EXP: U(exp(x));
+    case FU_OP_LOG: U(log(x));
+    case FU_OP_LOG1P: U(log1p(x));
+    case FU_OP_SQRT: U(sqrt(x));
+    case FU_OP_RSQRT: U(1.0 / sqrt(x));
+    case FU_OP_TANH: U(tanh(x));
+    case FU_OP_SIGMOID: U(1.0 / (1.0 + exp(-x)));
+    case FU_OP_RECIPROCAL: U(1.0 / x);
+    case FU_OP_LOGICAL_NOT: U(x == 0.0 ? 1.0 : 0.0);
+    default: FU_ASSERT(!"unary op");
+    }
+#undef U
+}
+
+static void binary_span(fu_op op, const double *a, int64_t sa, const double *b, int64_t sb,
+                        double *restrict o, int64_t so, int64_t n)
+{
+#define B(expr)                                                          \
+    for (int64_t j = 0; j < n; j++) {                                    \
+        double x = a[j * sa], y = b[j * sb];                             \
+        o[j * so] = (expr);                                              \
+    }                                                                    \
+    break
+    switch (op) {
+    case FU_OP_ADD: B(x + y);
+    case FU_OP_SUB: B(x - y);
+    case FU_OP_MUL: B(x * y);
+    case FU_OP_DIV: B(x / y);
+    /* torch.maximum / minimum propagate NaN */
+    case FU_OP_MAX: B(isnan(x) || isnan(y) ? NAN : x > y ? x : y);
+    case FU_OP_MIN: B(isnan(x) || isnan(y) ? NAN : x < y ? x : y);
+    case FU_OP_POW: B(pow(x, y));
+    case FU_OP_EQ: B(x == y ? 1.0 : 0.0);
+    case FU_OP_NE: B(x != y ? 1.0 : 0.0);
+    case FU_OP_LT: B(x < y ? 1.0 : 0.0);
+    case FU_OP_LE: B(x <= y ? 1.0 : 0.0);
+    case FU_OP_GT: B(x > y ? 1.0 : 0.0);
+    case FU_OP_GE: B(x >= y ? 1.0 : 0.0);
+    case FU_OP_LOGICAL_AND: B(x != 0.0 && y != 0.0 ? 1.0 : 0.0);
+    case FU_OP_LOGICAL_OR: B(x != 0.0 || y != 0.0 ? 1.0 : 0.0);
+    default: FU_ASSERT(!"binary op");
+    }
+#undef B
+}
+
+static fu_status exec_unary(interp *it, const fu_node *n)
+{
+    const double *a = interp_vals(it, n->inputs[0]);
+    double *o = a ? interp_new_output(it, n) : NULL;
+    if (!o) return nomem(it);
+    int64_t cnt = interp_numel(it, n->output);
+    unary_span(n->op, a, o, cnt);
+    interp_round(o, cnt, it->f->values[n->output].dtype);
+    return FU_OK;
+}
+
+static fu_status exec_binary(interp *it, const fu_node *n)
+{
+    const fu_value *ov = &it->f->values[n->output];
+    const double *a = interp_vals(it, n->inputs[0]);
+    const double *b = a ? interp_vals(it, n->inputs[1]) : NULL;
+    double *o = b ? interp_new_output(it, n) : NULL;
+    if (!o) return nomem(it);
+    int64_t st[3][FU_MAX_RANK];
+    fu_shape_contiguous_strides(ov->rank, ov->shape, st[0]);
+    bcast_strides(ov->rank, &it->f->values[n->inputs[0]], st[1]);
+    bcast_strides(ov->rank, &it->f->values[n->inputs[1]], st[2]);
+    nd_iter w;
+    nd_init(&w, ov->rank, ov->shape, 3, st);
+    for (int64_t r = 0; r < w.rows; r++, nd_next(&w))
+        binary_span(n->op, a + w.off[1], w.inner_st[1], b + w.off[2], w.inner_st[2], o + w.off[0],
+                    w.inner_st[0], w.inner);
+    interp_round(o, interp_numel(it, n->output), ov->dtype);
+    return FU_OK;
+}
+
+static fu_status exec_where(interp *it, const fu_node *n)
+{
+    const fu_value *ov = &it->f->values[n->output];
+    const double *c = interp_vals(it, n->inputs[0]);
+    const double *a = c ? interp_vals(it, n->inputs[1]) : NULL;
+    const double *b = a ? interp_vals(it, n->inputs[2]) : NULL;
+    double *o = b ? interp_new_output(it, n) : NULL;
+    if (!o) return nomem(it);
+    int64_t st[4][FU_MAX_RANK];
+    fu_shape_contiguous_strides(ov->rank, ov->shape, st[0]);
+    for (int k = 0; k < 3; k++) bcast_strides(ov->rank, &it->f->values[n->inputs[k]], st[k + 1]);
+    nd_iter w;
+    nd_init(&w, ov->rank, ov->shape, 4, st);
+    for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
+        double *oo = o + w.off[0];
+        const double *cc = c + w.off[1], *aa = a + w.off[2], *bb = b + w.off[3];
+        int64_t so = w.inner_st[0], sc = w.inner_st[1], sa = w.inner_st[2], sb = w.inner_st[3];
+        for (int64_t j = 0; j < w.inner; j++) oo[j * so] = cc[j * sc] != 0.0 ? aa[j * sa] : bb[j * sb];
+    }
+    return FU_OK; /* a and b already hold values of the output dtype */
+}
+
+/* True when every value of dtype `from` is exactly a value of `to`, so a cast
+ * changes nothing in the double representation. */
+static bool cast_is_identity(fu_dtype from, fu_dtype to)
+{
+    if (from == to || to == FU_F64 || from == FU_BOOL) return true;
+    if ((from == FU_F16 || from == FU_BF16) && to == FU_F32) return true;
+    if (from == FU_I32 && to == FU_I64) return true;
+    return false;
+}
+
+static fu_status exec_cast(interp *it, const fu_node *n)
+{
+    fu_dtype from = it->f->values[n->inputs[0]].dtype, to = it->f->values[n->output].dtype;
+    if (cast_is_identity(from, to)) return interp_alias(it, n, n->inputs[0]);
+    const double *a = interp_vals(it, n->inputs[0]);
+    double *o = a ? interp_new_output(it, n) : NULL;
+    if (!o) return nomem(it);
+    int64_t cnt = interp_numel(it, n->output);
+    memcpy(o, a, (size_t)cnt * sizeof *o);
+    interp_round(o, cnt, to);
+    return FU_OK;
+}
+
+static fu_status exec_broadcast(interp *it, const fu_node *n)
+{
+    const fu_value *ov = &it->f->values[n->output];
+    int64_t cnt = interp_numel(it, n->output);
+    /* Only extents of 1 grow, so equal sizes mean the same row-major data. */
+    if (cnt > 0 && cnt == interp_numel(it, n->inputs[0])) return interp_alias(it, n, n->inputs[0]);
+    const double *a = interp_vals(it, n->inputs[0]);
+    double *o = a ? interp_new_output(it, n) : NULL;
+    if (!o) return nomem(it);
+    int64_t st[FU_MAX_RANK];
+    bcast_strides(ov->rank, &it->f->values[n->inputs[0]], st);
+    strided_copy(o, a, ov->rank, ov->shape, st);
+    return FU_OK;
+}
+
+/* ------------------------------------------------------------ reductions */
+
+static fu_status exec_reduce(interp *it, const fu_node *n)
+{
+    const fu_value *xv = &it->f->values[n->inputs[0]], *ov = &it->f->values[n->output];
+    const fu_attrs *at = &n->attrs;
+    const double *a = interp_vals(it, n->inputs[0]);
+    double *o = a ? interp_new_output(it, n) : NULL;
+    if (!o) return nomem(it);
+
+    bool reduced[FU_MAX_RANK] = {false};
+    for (int i = 0; i < at->naxes; i++) reduced[at->axes[i]] = true;
+    if (at->naxes == 0)
+        for (int i = 0; i < xv->rank; i++) reduced[i] = true;
+
+    /* Walk the input; the output is addressed with its keepdim strides and a
+     * stride of 0 on reduced axes, so many inputs land on one output. */
+    int64_t kshape[FU_MAX_RANK], st[2][FU_MAX_RANK], count = 1;
+    for (int i = 0; i < xv->rank; i++) {
+        kshape[i] = reduced[i] ? 1 : xv->shape[i];
+        if (reduced[i]) count *= xv->shape[i];
+    }
+    contiguous(xv, st[0]);
+    fu_shape_contiguous_strides(xv->rank, kshape, st[1]);
+    for (int i = 0; i < xv->rank; i++)
+        if (reduced[i]) st[1][i] = 0;
+
+    int64_t ocnt = interp_numel(it, n->output);
+    double init = n->op == FU_OP_RMAX ? -INFINITY : n->op == FU_OP_RMIN ? INFINITY : 0.0;
+    for (int64_t i = 0; i < ocnt; i++) o[i] = init;
+
+    nd_iter w;
+    nd_init(&w, xv->rank, xv->shape, 2, st);
+    for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
+        const double *x = a + w.off[0];
+        double *y = o + w.off[1];
+        int64_t sx = w.inner_st[0], sy = w.inner_st[1], m = w.inner;
+        if (sy == 0) { /* innermost axis reduced: accumulate in a register */
+            double acc = y[0];
+            switch (n->op) {
+            case FU_OP_SUM:
+            case FU_OP_MEAN:
+                for (int64_t j = 0; j < m; j++) acc += x[j * sx];
+                break;
+            /* amax / amin propagate NaN: once acc is NaN no comparison replaces it */
+            case FU_OP_RMAX:
+                for (int64_t j = 0; j < m; j++) if (x[j * sx] > acc || isnan(x[j * sx])) acc = isnan(acc) ? acc : x[j * sx];
+                break;
+            default:
+                for (int64_t j = 0; j < m; j++) if (x[j * sx] < acc || isnan(x[j * sx])) acc = isnan(acc) ? acc : x[j * sx];
+                break;
+            }
+            y[0] = acc;
+        } else {
+            switch (n->op) {
+            case FU_OP_SUM:
+            case FU_OP_MEAN:
+                for (int64_t j = 0; j < m; j++) y[j * sy] += x[j * sx];
+                break;
+            case FU_OP_RMAX:
+                for (int64_t j = 0; j < m; j++) {
+                    double v = x[j * sx], *p = &y[j * sy];
+                    if ((v > *p || isnan(v)) && !isnan(*p)) *p = v;
+                }
+                break;
+            default:
+                for (int64_t j = 0; j < m; j++) {
+                    double v = x[j * sx], *p = &y[j * sy];
+                    if ((v < *p || isnan(v)) && !isnan(*p)) *p = v;
+                }
+                break;
+            }
+        }
+    }
+    if (n->op == FU_OP_MEAN) /* an empty mean is 0/0 = NaN, as in torch */
+        for (int64_t i = 0; i < ocnt; i++) o[i] /= (double)count;
+    interp_round(o, ocnt, ov->dtype);
+    return FU_OK;
+}
+
+/* ------------------------------------------------------------ shape ops */
+
+static fu_status exec_permute(interp *it, const fu_node *n)
+{
+    const fu_value *xv = &it->f->values[n->inputs[0]], *ov = &it->f->values[n->output];
+    /* If the axes longer than 1 keep their order, the data does not move. */
+    int last = -1;
+    bool moves = false;
+    for (int i = 0; i < ov->rank; i++) {
+        if (ov->shape[i] == 1) continue;
+        if (n->attrs.perm[i] < last) moves = true;
+        last = n->attrs.perm[i];
+    }
+    if (!moves) return interp_alias(it, n, n->inputs[0]);
+    const double *a = interp_vals(it, n->inputs[0]);
+    double *o = a ? interp_new_output(it, n) : NULL;
+    if (!o) return nomem(it);
+    int64_t xs[FU_MAX_RANK], st[FU_MAX_RANK];
+    contiguous(xv, xs);
+    for (int i = 0; i < ov->rank; i++) st[i] = xs[n->attrs.perm[i]];
+    strided_copy(o, a, ov->rank, ov->shape, st);
+    return FU_OK;
+}
+
+static fu_status exec_slice(interp *it, const fu_node *n)
+{
+    const fu_value *xv = &it->f->values[n->inputs[0]], *ov = &it->f->values[n->output];
+    /* In-bounds slices keep their shape only when they take everything. */
+    if (memcmp(xv->shape, ov->shape, (size_t)ov->rank * sizeof *ov->shape) == 0)
+        return interp_alias(it, n, n->inputs[0]);
+    const double *a = interp_vals(it, n->inputs[0]);
+    double *o = a ? interp_new_output(it, n) : NULL;
+    if (!o) return nomem(it);
+    int64_t xs[FU_MAX_RANK], st[FU_MAX_RANK], base = 0;
+    contiguous(xv, xs);
+    for (int i = 0; i < xv->rank; i++) {
+        st[i] = xs[i] * n->attrs.step[i];
+        base += xs[i] * n->attrs.start[i];
+    }
+    if (interp_numel(it, n->output) > 0) strided_copy(o, a + base, ov->rank, ov->shape, st);
+    return FU_OK;
+}
+
+static fu_status exec_full(interp *it, const fu_node *n)
+{
+    double *o = interp_new_output(it, n);
+    if (!o) return nomem(it);
+    double v = fu_round_to_dtype(n->attrs.value, it->f->values[n->output].dtype);
+    int64_t cnt = interp_numel(it, n->output);
+    for (int64_t i = 0; i < cnt; i++) o[i] = v;
+    return FU_OK;
+}
+
+static fu_status exec_iota(interp *it, const fu_node *n)
+{
+    const fu_value *ov = &it->f->values[n->output];
+    double *o = interp_new_output(it, n);
+    if (!o) return nomem(it);
+    int axis = n->attrs.axis;
+    int64_t outer = fu_shape_numel(axis, ov->shape), ext = ov->shape[axis];
+    int64_t inner = fu_shape_numel(ov->rank - axis - 1, ov->shape + axis + 1);
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t k = 0; k < ext; k++) {
+            double v = fu_round_to_dtype((double)k, ov->dtype); /* f16 cannot count past 2048 */
+            double *p = o + (a * ext + k) * inner;
+            for (int64_t j = 0; j < inner; j++) p[j] = v;
+        }
+    return FU_OK;
+}
+
+/* ------------------------------------------------------------ gathers and scatters */
+
+/* index_select and take: out[a, k..., b] = x[a, index[k...], b] */
+static fu_status exec_select(interp *it, const fu_node *n)
+{
+    const fu_value *xv = &it->f->values[n->inputs[0]];
+    int axis = n->attrs.axis;
+    int64_t outer = fu_shape_numel(axis, xv->shape), ext = xv->shape[axis];
+    int64_t inner = fu_shape_numel(xv->rank - axis - 1, xv->shape + axis + 1);
+    int64_t k = interp_numel(it, n->inputs[1]);
+    const double *x = interp_vals(it, n->inputs[0]);
+    const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
+    if (!idx) return nomem(it);
+    fu_status s = interp_check_index(it, n, n->inputs[1], idx, k, ext, false, 0);
+    if (s) return s;
+    double *o = interp_new_output(it, n);
+    if (!o) return nomem(it);
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t i = 0; i < k; i++)
+            memcpy(o + (a * k + i) * inner, x + (a * ext + (int64_t)idx[i]) * inner, (size_t)inner * sizeof *o);
+    return FU_OK;
+}
+
+/* take_along_axis (torch.gather): out[p] = x[p with axis replaced by index[p]] */
+static fu_status exec_take_along(interp *it, const fu_node *n)
+{
+    const fu_value *xv = &it->f->values[n->inputs[0]], *iv = &it->f->values[n->inputs[1]];
+    int axis = n->attrs.axis;
+    const double *x = interp_vals(it, n->inputs[0]);
+    const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
+    if (!idx) return nomem(it);
+    fu_status s = interp_check_index(it, n, n->inputs[1], idx, interp_numel(it, n->inputs[1]), xv->shape[axis],
+                                     false, 0);
+    if (s) return s;
+    double *o = interp_new_output(it, n);
+    if (!o) return nomem(it);
+    int64_t st[2][FU_MAX_RANK], xs[FU_MAX_RANK];
+    contiguous(iv, st[0]); /* index and output share a shape */
+    contiguous(xv, xs);
+    memcpy(st[1], xs, sizeof xs);
+    st[1][axis] = 0; /* the axis position comes from the index */
+    int64_t sa = xs[axis];
+    nd_iter w;
+    nd_init(&w, iv->rank, iv->shape, 2, st);
+    for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
+        const double *ii = idx + w.off[0], *xx = x + w.off[1];
+        double *oo = o + w.off[0];
+        int64_t si = w.inner_st[0], sx = w.inner_st[1];
+        for (int64_t j = 0; j < w.inner; j++) oo[j * si] = xx[j * sx + (int64_t)ii[j * si] * sa];
+    }
+    return FU_OK;
+}
+
+/* index_add: out = x; out[a, index[k], b] += src[a, k, b] */
+static fu_status exec_index_add(interp *it, const fu_node *n)
+{
+    const fu_value *xv = &it->f->values[n->inputs[0]];
+    int axis = n->attrs.axis;
+    int64_t outer = fu_shape_numel(axis, xv->shape), ext = xv->shape[axis];
+    int64_t inner = fu_shape_numel(xv->rank - axis - 1, xv->shape + axis + 1);
+    int64_t k = interp_numel(it, n->inputs[1]);
+    const double *x = interp_vals(it, n->inputs[0]);
+    const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
+    const double *src = idx ? interp_vals(it, n->inputs[2]) : NULL;
+    if (!src) return nomem(it);
+    fu_status s = interp_check_index(it, n, n->inputs[1], idx, k, ext, false, 0);
+    if (s) return s;
+    double *o = interp_new_output(it, n);
+    if (!o) return nomem(it);
+    int64_t cnt = interp_numel(it, n->output);
+    memcpy(o, x, (size_t)cnt * sizeof *o);
+    for (int64_t a = 0; a < outer; a++)
+        for (int64_t i = 0; i < k; i++) {
+            double *p = o + (a * ext + (int64_t)idx[i]) * inner;
+            const double *q = src + (a * k + i) * inner;
+            for (int64_t j = 0; j < inner; j++) p[j] += q[j];
+        }
+    interp_round(o, cnt, xv->dtype);
+    return FU_OK;
+}
+
+/* scatter_add (torch.scatter_add): out = x; out[p with axis = index[p]] += src[p] */
+static fu_status exec_scatter_add(interp *it, const fu_node *n)
+{
+    const fu_value *xv = &it->f->values[n->inputs[0]], *iv = &it->f->values[n->inputs[1]];
+    int axis = n->attrs.axis;
+    const double *x = interp_vals(it, n->inputs[0]);
+    const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
+    const double *src = idx ? interp_vals(it, n->inputs[2]) : NULL;
+    if (!src) return nomem(it);
+    fu_status s = interp_check_index(it, n, n->inputs[1], idx, interp_numel(it, n->inputs[1]), xv->shape[axis],
+                                     false, 0);
+    if (s) return s;
+    double *o = interp_new_output(it, n);
+    if (!o) return nomem(it);
+    int64_t cnt = interp_numel(it, n->output);
+    memcpy(o, x, (size_t)cnt * sizeof *o);
+    int64_t st[3][FU_MAX_RANK], xs[FU_MAX_RANK];
+    contiguous(iv, st[0]);
+    contiguous(&it->f->values[n->inputs[2]], st[1]);
+    contiguous(xv, xs);
+    memcpy(st[2], xs, sizeof xs);
+    st[2][axis] = 0;
+    int64_t sa = xs[axis];
+    nd_iter w;
+    nd_init(&w, iv->rank, iv->shape, 3, st);
+    for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
+        const double *ii = idx + w.off[0], *ss = src + w.off[1];
+        double *oo = o + w.off[2];
+        int64_t si = w.inner_st[0], sv = w.inner_st[1], so = w.inner_st[2];
+        for (int64_t j = 0; j < w.inner; j++) oo[j * so + (int64_t)ii[j * si] * sa] += ss[j * sv];
+    }
+    interp_round(o, cnt, xv->dtype);
+    return FU_OK;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+fu_status interp_exec_primitive(interp *it, const fu_node *n)
+{
+    switch (fu_op_kind_of(n->op)) {
+    case FU_KIND_UNARY: return exec_unary(it, n);
+    case FU_KIND_BINARY: return exec_binary(it, n);
+    case FU_KIND_WHERE: return exec_where(it, n);
+    case FU_KIND_CAST: return exec_cast(it, n);
+    case FU_KIND_BROADCAST: return exec_broadcast(it, n);
+    case FU_KIND_REDUCE: return exec_reduce(it, n);
+    case FU_KIND_RESHAPE: /* row-major data is unchanged */
+    case FU_KIND_HINT: return interp_alias(it, n, n->inputs[0]);
+    case FU_KIND_PERMUTE: return exec_permute(it, n);
+    case FU_KIND_SLICE: return exec_slice(it, n);
+    case FU_KIND_FULL: return exec_full(it, n);
+    case FU_KIND_IOTA: return exec_iota(it, n);
+    case FU_KIND_GATHER:
+        return n->op == FU_OP_TAKE_ALONG_AXIS ? exec_take_along(it, n) : exec_select(it, n);
+    case FU_KIND_SCATTER: return n->op == FU_OP_INDEX_ADD ? exec_index_add(it, n) : exec_scatter_add(it, n);
+    case FU_KIND_COMPOSITE: break;
+    }
+    return interp_op_error(it, n, FU_ERR_UNSUPPORTED, "the interpreter has no rule for this op");
+}

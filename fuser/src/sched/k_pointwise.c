@@ -1,0 +1,184 @@
+/*
+ * k_pointwise.c -- the pointwise scheduler: any group without reductions or
+ * scatters (pointwise, broadcast, cast, resize and gather ops) in one kernel.
+ *
+ * Outputs of the same shape share a domain (and their common
+ * subexpressions); different shapes become separate domains of one
+ * horizontal kernel, each owning a contiguous range of blocks, so the three
+ * permuted outputs of a QKV split are written by one launch. A thread owns
+ * `vec` consecutive elements of the innermost axis (16 bytes of output);
+ * each input access whose offset moves by one element per lane from an
+ * aligned base becomes one 16-byte load (see cg_offset_vectorizable).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+
+#define PW_THREADS 256
+
+typedef struct pw_domain {
+    int rank;
+    int64_t shape[FU_MAX_RANK];
+    int64_t numel;
+    int vec;
+    int noutputs;
+    fu_tensor outputs[16];
+    unsigned first_block, nblocks;
+} pw_domain;
+
+static bool same_shape(const fu_value *a, const pw_domain *d)
+{
+    return a->rank == d->rank && !memcmp(a->shape, d->shape, (size_t)a->rank * sizeof *a->shape);
+}
+
+static int pick_vec(const fu_fusion *f, const pw_domain *d)
+{
+    size_t widest = 1;
+    for (int i = 0; i < d->noutputs; i++) {
+        size_t s = fu_dtype_size(f->values[d->outputs[i]].dtype);
+        if (s > widest) widest = s;
+    }
+    int vec = (int)(16 / widest);
+    int64_t inner = d->rank ? d->shape[d->rank - 1] : 1;
+    while (vec > 1 && inner % vec) vec /= 2;
+    return vec;
+}
+
+static void emit_domain(fu_kernel_writer *w, const pw_domain *d, int di)
+{
+    cg_ctx *c = &w->cg;
+    const fu_fusion *f = c->f;
+    const char *it = c->index64 ? "long long" : "int";
+    char shape[160];
+    fu_shape_str(d->rank, d->shape, shape, sizeof shape);
+    cg_line(c, "%sif (blockIdx.x < %uu) { // domain %d: %s, %d lane%s per thread", di ? "} else " : "",
+            d->first_block + d->nblocks, di, shape, d->vec, d->vec == 1 ? "" : "s");
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s e = ((%s)(blockIdx.x - %uu) * %d + threadIdx.x) * %d; // first element", it, it,
+            d->first_block, PW_THREADS, d->vec);
+    cg_line(c, "if (e >= %lld) return;", (long long)d->numel);
+    c->nvars = 0;
+    c->vec = d->vec;
+    c->lane_var = -1;
+    cg_index idx[FU_MAX_RANK];
+    int64_t stride = 1;
+    int64_t strides[FU_MAX_RANK];
+    for (int a = d->rank - 1; a >= 0; a--) {
+        strides[a] = stride;
+        stride *= d->shape[a];
+    }
+    for (int a = 0; a < d->rank; a++) {
+        char name[16];
+        snprintf(name, sizeof name, "d%d", a);
+        int v = cg_add_var(c, name);
+        if (a == 0) cg_line(c, "const %s %s = e / %lld;", it, name, (long long)strides[a]);
+        else if (strides[a] == 1) cg_line(c, "const %s %s = e %% %lld;", it, name, (long long)d->shape[a]);
+        else cg_line(c, "const %s %s = (e / %lld) %% %lld;", it, name, (long long)strides[a], (long long)d->shape[a]);
+        cg_index_var(&idx[a], v, name);
+    }
+    if (d->rank > 0 && d->vec > 1) {
+        c->lane_var = d->rank - 1;
+        idx[d->rank - 1].lane_coef = 1;
+    }
+    /* compute every lane of every output, then store */
+    char vals[16][16][32];
+    for (int lane = 0; lane < d->vec; lane++) {
+        c->lane = lane;
+        cg_index lidx[FU_MAX_RANK];
+        memcpy(lidx, idx, sizeof idx);
+        if (d->rank > 0 && d->vec > 1) cg_index_refresh(c, &lidx[d->rank - 1]);
+        for (int o = 0; o < d->noutputs; o++)
+            snprintf(vals[o][lane], sizeof vals[o][lane], "%s", cg_value(c, d->outputs[o], lidx));
+    }
+    c->lane = 0;
+    for (int o = 0; o < d->noutputs; o++) {
+        const cg_param *p = fu_kw_output(w, d->outputs[o]);
+        const fu_value *v = fu_val(f, d->outputs[o]);
+        if (d->vec == 1) {
+            fu_kw_store(w, p, "e", vals[o][0]);
+            continue;
+        }
+        char e[512];
+        int bytes = (int)fu_dtype_size(v->dtype) * d->vec;
+        const char *wide = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
+        cg_line(c, "alignas(16) %s o%d[%d];", cg_storage_type(v->dtype), o, d->vec);
+        for (int lane = 0; lane < d->vec; lane++) {
+            cg_store_expr(e, sizeof e, v->dtype, vals[o][lane]);
+            cg_line(c, "o%d[%d] = %s;", o, lane, e);
+        }
+        cg_line(c, "*(%s *)(%s + e) = *(const %s *)o%d;", wide, p->name, wide, o);
+    }
+    c->scope--;
+    c->indent--;
+    /* drop this domain's memo entries */
+    cg_drop_scope(c);
+}
+
+bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    const fu_fusion *f = g->f;
+    if (fu_group_has_op_kind(g, FU_KIND_REDUCE) || fu_group_has_op_kind(g, FU_KIND_SCATTER)) {
+        snprintf(why, nwhy, "pointwise: the group has reductions or scatters");
+        return false;
+    }
+    pw_domain doms[16];
+    int ndoms = 0;
+    for (int i = 0; i < g->noutputs; i++) {
+        const fu_value *v = fu_val(f, g->outputs[i]);
+        int d = 0;
+        while (d < ndoms && !same_shape(v, &doms[d])) d++;
+        if (d == ndoms) {
+            if (ndoms == 16) {
+                snprintf(why, nwhy, "pointwise: more than 16 output shapes");
+                return false;
+            }
+            memset(&doms[d], 0, sizeof doms[d]);
+            doms[d].rank = v->rank;
+            memcpy(doms[d].shape, v->shape, sizeof v->shape);
+            doms[d].numel = fu_shape_numel(v->rank, v->shape);
+            ndoms++;
+        }
+        if (doms[d].noutputs == 16) {
+            snprintf(why, nwhy, "pointwise: more than 16 outputs of one shape");
+            return false;
+        }
+        doms[d].outputs[doms[d].noutputs++] = g->outputs[i];
+    }
+    unsigned blocks = 0;
+    for (int d = 0; d < ndoms; d++) {
+        doms[d].vec = pick_vec(f, &doms[d]);
+        int64_t threads = (doms[d].numel + doms[d].vec - 1) / doms[d].vec;
+        doms[d].first_block = blocks;
+        doms[d].nblocks = (unsigned)((threads + PW_THREADS - 1) / PW_THREADS);
+        blocks += doms[d].nblocks;
+    }
+    fu_kernel_writer w;
+    if (!fu_kw_begin(&w, g, kp, "pointwise (horizontal over output shapes)", why, nwhy)) {
+        fu_kw_abort(&w);
+        return false;
+    }
+    kp->sched = FU_SCHED_POINTWISE;
+    kp->grid = blocks ? blocks : 1;
+    kp->block = PW_THREADS;
+    size_t k = 0;
+    k += (size_t)snprintf(kp->config + k, sizeof kp->config - k, "%d domain%s:", ndoms, ndoms == 1 ? "" : "s");
+    for (int d = 0; d < ndoms && k < sizeof kp->config; d++) {
+        char s[128];
+        fu_shape_str(doms[d].rank, doms[d].shape, s, sizeof s);
+        k += (size_t)snprintf(kp->config + k, sizeof kp->config - k, " %s x%d vec=%d blocks=%u;", s,
+                              doms[d].noutputs, doms[d].vec, doms[d].nblocks);
+    }
+    fu_kw_signature(&w, kp, PW_THREADS, false);
+    cg_open(&w.cg);
+    bool any = false;
+    for (int d = 0; d < ndoms; d++) {
+        if (doms[d].nblocks == 0) continue;
+        emit_domain(&w, &doms[d], any ? 1 : 0);
+        any = true;
+    }
+    if (any) cg_line(&w.cg, "}");
+    cg_close(&w.cg);
+    return fu_kw_finish(&w, kp, why, nwhy);
+}

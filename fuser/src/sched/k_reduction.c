@@ -1,0 +1,813 @@
+/*
+ * k_reduction.c -- the reduction scheduler: normalization-style groups in
+ * one kernel.
+ *
+ * The group's row reductions share a domain D (the shape they reduce) split
+ * into outer axes (rows) and inner axes (reduced). A block owns a row at a
+ * time (persistent grid, rows strided by gridDim.x) and sweeps the row in
+ * passes:
+ *   - each pass computes the row reductions whose inputs are ready and writes
+ *     the full-size outputs that depend only on what is ready;
+ *   - sum(exp(E - max(E))) is recognized and computed in the same pass as
+ *     max(E) with an online rescaling (one read for log-sum-exp);
+ *   - when a later pass re-reads an input, the row is kept in registers from
+ *     the first pass instead, if it fits (one read of the logits for a fused
+ *     cross entropy forward+backward).
+ * After the passes, per-row values (a loss per row) are written by one thread.
+ * Reductions over all rows ("grid" reductions: a mean loss) are accumulated
+ * per block, written as per-block partials, and combined in a fixed order by
+ * the last block to finish, which then writes the scalar outputs: the result
+ * is deterministic and needs no second kernel and no memset (the last block
+ * resets the counter). A grid reduction that a row needs before it can finish
+ * (the count of non-ignored rows in a mean backward) and that depends on no
+ * row reduction is computed by every block up front (the prologue).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+
+#define MAX_REDS 32
+#define MAX_CACHE 4
+#define CACHE_LIMIT 48 /* cached floats per thread */
+
+typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI } rkind;
+
+typedef struct red_info {
+    int node;
+    fu_tensor out, in;
+    fu_op op;
+    rkind kind;
+    int pass;
+    int online_max; /* sum(exp(E - m)) computed with max m: index of m, else -1 */
+    int online_sum; /* for that max: index of its sum, else -1 */
+    bool avail;
+    char var[16];
+} red_info;
+
+typedef struct red_ctx {
+    const fu_group *g;
+    const fu_fusion *f;
+    fu_kernel_writer *w;
+    int rank;
+    int64_t D[FU_MAX_RANK];
+    bool inner[FU_MAX_RANK];
+    int64_t rows, K;
+    int nred;
+    red_info reds[MAX_REDS];
+    uint32_t *deps;  /* per tensor: reductions reached without passing one */
+    int vec, threads, iters, passes;
+    int ncache;
+    fu_tensor cache_t[MAX_CACHE];
+    char cache_base[MAX_CACHE][CG_EXPR];
+    char cache_var[32]; /* what lookup_cache hands back (the memo copies it) */
+    bool in_pass;
+} red_ctx;
+
+static int red_of(const red_ctx *r, fu_tensor t)
+{
+    for (int i = 0; i < r->nred; i++)
+        if (r->reds[i].out == t) return i;
+    return -1;
+}
+
+static bool is_full_shape(const red_ctx *r, const fu_value *v)
+{
+    return v->rank == r->rank && !memcmp(v->shape, r->D, (size_t)r->rank * sizeof *v->shape);
+}
+
+/* The index of a per-row tensor t at the current row, or false if t is not
+ * per-row (constant along the inner axes). */
+static bool row_index(const red_ctx *r, const fu_value *t, cg_index *idx)
+{
+    const cg_ctx *c = &r->w->cg;
+    if (t->rank <= r->rank) {
+        bool ok = true;
+        for (int a = 0; a < t->rank && ok; a++) {
+            int da = r->rank - t->rank + a;
+            if (t->shape[a] == 1) cg_index_const(&idx[a], 0);
+            else if (r->inner[da] || t->shape[a] != r->D[da]) ok = false;
+            else cg_index_var(&idx[a], da, c->var_names[da]);
+        }
+        if (ok) return true;
+    }
+    /* squeezed form: the non-1 extents are the outer extents in order ([N] for [N, 1]) */
+    int oa[FU_MAX_RANK], no = 0;
+    for (int a = 0; a < r->rank; a++)
+        if (!r->inner[a] && r->D[a] != 1) oa[no++] = a;
+    int k = 0;
+    for (int a = 0; a < t->rank; a++) {
+        if (t->shape[a] == 1) {
+            cg_index_const(&idx[a], 0);
+            continue;
+        }
+        if (k >= no || t->shape[a] != r->D[oa[k]]) return false;
+        cg_index_var(&idx[a], oa[k], c->var_names[oa[k]]);
+        k++;
+    }
+    return k == no;
+}
+
+static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, void *user)
+{
+    red_ctx *r = user;
+    int i = red_of(r, t);
+    if (i < 0) return NULL;
+    red_info *ri = &r->reds[i];
+    const fu_value *v = fu_val(r->f, t);
+    if (!ri->avail) {
+        cg_fail(c, "reduction: '%s' is needed before it can be computed", v->name);
+        return NULL;
+    }
+    if (ri->kind == RK_ROW) {
+        cg_index want[FU_MAX_RANK];
+        if (!row_index(r, v, want)) {
+            cg_fail(c, "reduction: '%s' is not a per-row value", v->name);
+            return NULL;
+        }
+        for (int a = 0; a < v->rank; a++)
+            if (strcmp(want[a].expr, idx[a].expr) != 0) {
+                cg_fail(c, "reduction: row value '%s' is read at another row", v->name);
+                return NULL;
+            }
+    }
+    return ri->var;
+}
+
+static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, void *user)
+{
+    red_ctx *r = user;
+    if (!r->in_pass || !off->affine || off->lane_coef != (c->vec > 1 ? 1 : 0)) return NULL;
+    char base[CG_EXPR];
+    cg_offset_base_expr(c, off, base, sizeof base);
+    for (int i = 0; i < r->ncache; i++)
+        if (r->cache_t[i] == t && strcmp(r->cache_base[i], base) == 0) {
+            snprintf(r->cache_var, sizeof r->cache_var, "fu_c%d[it * %d + %d]", i, c->vec, c->lane);
+            return r->cache_var;
+        }
+    return NULL;
+}
+
+/* ------------------------------------------------------------ analysis */
+
+static int output_pass(const struct red_ctx *r, fu_tensor t);
+
+static uint32_t deps_of(const red_ctx *r, fu_tensor t) { return r->deps[t]; }
+
+static bool analyse(red_ctx *r, char *why, size_t nwhy)
+{
+    const fu_fusion *f = r->f;
+    const fu_group *g = r->g;
+    /* the domain: the input of the reductions that keep some axes */
+    int first_partial = -1, largest_full = -1;
+    for (int i = 0; i < f->nnodes; i++) {
+        const fu_node *n = &f->nodes[i];
+        if (!g->in_group[i] || fu_op_kind_of(n->op) != FU_KIND_REDUCE) continue;
+        if (r->nred == MAX_REDS) {
+            snprintf(why, nwhy, "reduction: more than %d reductions", MAX_REDS);
+            return false;
+        }
+        const fu_value *x = fu_val(f, n->inputs[0]);
+        red_info *ri = &r->reds[r->nred++];
+        memset(ri, 0, sizeof *ri);
+        ri->node = i;
+        ri->out = n->output;
+        ri->in = n->inputs[0];
+        ri->op = n->op;
+        ri->online_max = ri->online_sum = -1;
+        snprintf(ri->var, sizeof ri->var, "r%d", r->nred - 1);
+        bool full = n->attrs.naxes == 0 || n->attrs.naxes == x->rank;
+        if (!full && first_partial < 0) first_partial = r->nred - 1;
+        if (full && x->rank >= 1 &&
+            (largest_full < 0 || fu_shape_numel(x->rank, x->shape) >
+                                     fu_tensor_numel(f, r->reds[largest_full].in)))
+            largest_full = r->nred - 1;
+    }
+    if (r->nred == 0) {
+        snprintf(why, nwhy, "reduction: no reductions");
+        return false;
+    }
+    if (first_partial >= 0) {
+        const fu_node *n = &f->nodes[r->reds[first_partial].node];
+        const fu_value *x = fu_val(f, n->inputs[0]);
+        r->rank = x->rank;
+        memcpy(r->D, x->shape, sizeof x->shape);
+        for (int k = 0; k < n->attrs.naxes; k++) r->inner[n->attrs.axes[k]] = true;
+    } else if (largest_full >= 0) {
+        const fu_value *x = fu_val(f, r->reds[largest_full].in);
+        r->rank = x->rank;
+        memcpy(r->D, x->shape, sizeof x->shape);
+        r->inner[x->rank - 1] = true; /* rows of the last axis, then across rows */
+        if (x->rank == 1) r->inner[0] = true;
+    } else {
+        snprintf(why, nwhy, "reduction: only reductions of scalars");
+        return false;
+    }
+    r->rows = r->K = 1;
+    for (int a = 0; a < r->rank; a++) {
+        if (r->inner[a]) r->K *= r->D[a];
+        else r->rows *= r->D[a];
+    }
+    /* classify */
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        const fu_node *n = &f->nodes[ri->node];
+        const fu_value *x = fu_val(f, ri->in);
+        bool full = n->attrs.naxes == 0 || n->attrs.naxes == x->rank;
+        if (is_full_shape(r, x) && !full) {
+            bool same = true;
+            bool red[FU_MAX_RANK] = {false};
+            for (int k = 0; k < n->attrs.naxes; k++) red[n->attrs.axes[k]] = true;
+            for (int a = 0; a < r->rank; a++) same &= red[a] == r->inner[a];
+            if (!same) {
+                snprintf(why, nwhy, "reduction: '%s' reduces other axes than the row reductions", x->name);
+                return false;
+            }
+            ri->kind = RK_ROW;
+        } else if (is_full_shape(r, x) && full) {
+            ri->kind = RK_ROWGRID;
+        } else if (full) {
+            cg_index idx[FU_MAX_RANK];
+            if (!row_index(r, x, idx)) {
+                snprintf(why, nwhy, "reduction: '%s' is neither a row nor a per-row value", x->name);
+                return false;
+            }
+            ri->kind = RK_GRID_EPI;
+        } else {
+            snprintf(why, nwhy, "reduction: '%s' does not fit the row domain", fu_val(f, ri->out)->name);
+            return false;
+        }
+    }
+    /* dependencies: which reductions each tensor reads without passing through one */
+    for (int i = 0; i < f->nnodes; i++) {
+        const fu_node *n = &f->nodes[i];
+        if (!g->in_group[i]) continue;
+        int ri = red_of(r, n->output);
+        if (ri >= 0) {
+            r->deps[n->output] = 1u << ri;
+            continue;
+        }
+        uint32_t d = 0;
+        for (int k = 0; k < n->ninputs; k++) d |= r->deps[n->inputs[k]];
+        r->deps[n->output] = d;
+    }
+    /* online softmax: sum(exp(E - m)) with m = max(E) over the same row */
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        if (ri->op != FU_OP_SUM || ri->kind != RK_ROW) continue;
+        const fu_node *e = fu_producer(f, ri->in);
+        if (!e || e->op != FU_OP_EXP || !g->in_group[e - f->nodes]) continue;
+        const fu_node *sub = fu_producer(f, e->inputs[0]);
+        if (!sub || sub->op != FU_OP_SUB || !g->in_group[sub - f->nodes]) continue;
+        fu_tensor m = sub->inputs[1];
+        const fu_node *mb = fu_producer(f, m);
+        while (mb && mb->op == FU_OP_BROADCAST && g->in_group[mb - f->nodes]) {
+            m = mb->inputs[0];
+            mb = fu_producer(f, m);
+        }
+        int mi = red_of(r, m);
+        if (mi < 0 || r->reds[mi].op != FU_OP_RMAX || r->reds[mi].kind != RK_ROW || r->reds[mi].in != sub->inputs[0] ||
+            r->reds[mi].online_sum >= 0 || !is_full_shape(r, fu_val(f, sub->inputs[0])))
+            continue;
+        ri->online_max = mi;
+        r->reds[mi].online_sum = i;
+    }
+    /* grid reductions needed inside the row loop go to the prologue */
+    uint32_t row_bits = 0, grid_bits = 0;
+    for (int i = 0; i < r->nred; i++) {
+        if (r->reds[i].kind == RK_ROW || r->reds[i].kind == RK_ROWGRID) row_bits |= 1u << i;
+        else grid_bits |= 1u << i;
+    }
+    uint32_t needed_in_rows = 0;
+    for (int i = 0; i < r->nred; i++)
+        if (r->reds[i].kind != RK_GRID_EPI) needed_in_rows |= deps_of(r, r->reds[i].in);
+    for (int o = 0; o < g->noutputs; o++) {
+        const fu_value *v = fu_val(f, g->outputs[o]);
+        cg_index idx[FU_MAX_RANK];
+        bool per_row = row_index(r, v, idx) && (fu_shape_numel(v->rank, v->shape) > 1 || r->rows == 1);
+        if (is_full_shape(r, v) || per_row) needed_in_rows |= deps_of(r, g->outputs[o]);
+    }
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        if (ri->kind != RK_GRID_EPI) continue;
+        bool in_rows = needed_in_rows & (1u << i);
+        bool row_free = !(deps_of(r, ri->in) & row_bits);
+        if (in_rows && row_free) ri->kind = RK_GRID_PRO;
+    }
+    /* a prologue reduction may only read earlier prologue reductions */
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        uint32_t d = deps_of(r, ri->in);
+        for (int j = 0; j < r->nred; j++) {
+            if (!(d & (1u << j))) continue;
+            rkind kj = r->reds[j].kind;
+            if (ri->kind == RK_GRID_PRO && kj != RK_GRID_PRO) {
+                snprintf(why, nwhy, "reduction: '%s' is needed by every row but depends on a row value", fu_val(f, ri->out)->name);
+                return false;
+            }
+            if ((ri->kind == RK_ROW || ri->kind == RK_ROWGRID) && (kj == RK_GRID_EPI || kj == RK_ROWGRID)) {
+                snprintf(why, nwhy, "reduction: row reduction '%s' needs the grid-wide '%s'", fu_val(f, ri->out)->name,
+                         fu_val(f, r->reds[j].out)->name);
+                return false;
+            }
+            if (ri->kind == RK_GRID_EPI && (kj == RK_GRID_EPI || kj == RK_ROWGRID)) {
+                snprintf(why, nwhy, "reduction: '%s' needs another grid-wide reduction", fu_val(f, ri->out)->name);
+                return false;
+            }
+        }
+    }
+    /* passes: a row reduction runs after the row reductions it reads */
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        if (ri->kind != RK_ROW && ri->kind != RK_ROWGRID) continue;
+        uint32_t d = deps_of(r, ri->online_max >= 0 ? fu_producer(f, fu_producer(f, ri->in)->inputs[0])->inputs[0] : ri->in);
+        int p = 1;
+        for (int j = 0; j < i; j++)
+            if ((d & (1u << j)) && r->reds[j].pass + 1 > p) p = r->reds[j].pass + 1;
+        for (int j = i; j < r->nred; j++)
+            if (d & (1u << j)) {
+                snprintf(why, nwhy, "reduction: '%s' reads a later reduction", fu_val(f, ri->out)->name);
+                return false;
+            }
+        if (ri->online_max >= 0) p = r->reds[ri->online_max].pass;
+        ri->pass = p;
+        if (p > r->passes) r->passes = p;
+    }
+    if (r->passes == 0) r->passes = 1;
+    /* full-size outputs are written in the pass after the row values they read */
+    for (int o = 0; o < g->noutputs; o++)
+        if (is_full_shape(r, fu_val(f, g->outputs[o]))) {
+            int p = output_pass(r, g->outputs[o]);
+            if (p > r->passes) r->passes = p;
+        }
+    return true;
+}
+
+/* Pass in which a full-size output is written: after the row reductions it reads. */
+static int output_pass(const struct red_ctx *r, fu_tensor t)
+{
+    int p = 1;
+    uint32_t d = deps_of(r, t);
+    for (int i = 0; i < r->nred; i++)
+        if ((d & (1u << i)) && r->reds[i].pass + 1 > p) p = r->reds[i].pass + 1;
+    return p;
+}
+
+static const char *identity(fu_op op, fu_dtype dt)
+{
+    bool integer = fu_dtype_is_int(dt);
+    if (op == FU_OP_SUM) return integer ? "0ll" : dt == FU_F64 ? "0.0" : "0.0f";
+    if (op == FU_OP_RMAX) return integer ? "(-9223372036854775807ll - 1)" : dt == FU_F64 ? "-FU_DINF" : "-FU_INF";
+    return integer ? "9223372036854775807ll" : dt == FU_F64 ? "FU_DINF" : "FU_INF";
+}
+
+static const char *op_functor(fu_op op) { return op == FU_OP_SUM ? "fu_op_sum()" : op == FU_OP_RMAX ? "fu_op_max()" : "fu_op_min()"; }
+
+static void combine(cg_ctx *c, fu_op op, const char *acc, const char *v)
+{
+    if (op == FU_OP_SUM) cg_line(c, "%s += %s;", acc, v);
+    else cg_line(c, "%s = %s(%s, %s);", acc, op == FU_OP_RMAX ? "fu_max" : "fu_min", acc, v);
+}
+
+static const char *smem_of(const char *ct)
+{
+    return !strcmp(ct, "float") ? "(float *)fu_smem" : !strcmp(ct, "double") ? "(double *)fu_smem" : "(long long *)fu_smem";
+}
+
+/* ------------------------------------------------------------ emission */
+
+static void emit_outer_vars(red_ctx *r, const char *row)
+{
+    cg_ctx *c = &r->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    int64_t stride = 1;
+    int64_t strides[FU_MAX_RANK];
+    for (int a = r->rank - 1; a >= 0; a--) {
+        strides[a] = stride;
+        if (!r->inner[a]) stride *= r->D[a];
+    }
+    int nouter = 0;
+    for (int a = 0; a < r->rank; a++) nouter += !r->inner[a] && r->D[a] != 1;
+    for (int a = 0; a < r->rank; a++) {
+        if (r->inner[a]) continue;
+        if (r->D[a] == 1) cg_line(c, "const %s %s = 0;", it, c->var_names[a]);
+        else if (nouter == 1) cg_line(c, "const %s %s = %s;", it, c->var_names[a], row);
+        else cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, c->var_names[a], row, (long long)strides[a], (long long)r->D[a]);
+    }
+}
+
+static void full_index(red_ctx *r, cg_index *idx)
+{
+    cg_ctx *c = &r->w->cg;
+    for (int a = 0; a < r->rank; a++) cg_index_var(&idx[a], a, c->var_names[a]);
+    if (r->vec > 1) {
+        idx[r->rank - 1].lane_coef = 1;
+        cg_index_refresh(c, &idx[r->rank - 1]);
+    }
+}
+
+static void emit_pass(red_ctx *r, int pass)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_fusion *f = r->f;
+    const fu_group *g = r->g;
+    const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "// pass %d over the row", pass);
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
+        const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
+        if (ri->online_max >= 0) cg_line(c, "%s %s = 0.0f; // online: sum of exp(x - %s)", ct, ri->var, r->reds[ri->online_max].var);
+        else cg_line(c, "%s %s = %s;", ct, ri->var, identity(ri->op, fu_val(f, ri->out)->dtype));
+    }
+    cg_line(c, "#pragma unroll%s", r->ncache ? "" : " 4");
+    cg_line(c, "for (int it = 0; it < %d; it++) {", r->iters);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s kb = ((%s)it * %d + threadIdx.x) * %d;", it, it, r->threads, r->vec);
+    cg_line(c, "if (kb < %lld) {", (long long)r->K);
+    c->indent++;
+    c->scope++;
+    /* inner variables */
+    int ninner = 0, last_inner = -1;
+    for (int a = 0; a < r->rank; a++)
+        if (r->inner[a]) {
+            ninner++;
+            last_inner = a;
+        }
+    if (ninner == 1) {
+        cg_line(c, "const %s %s = kb;", it, c->var_names[last_inner]);
+    } else {
+        int64_t stride = 1;
+        for (int a = r->rank - 1; a >= 0; a--) {
+            if (!r->inner[a]) continue;
+            cg_line(c, "const %s %s = (kb / %lld) %% %lld;", it, c->var_names[a], (long long)stride, (long long)r->D[a]);
+            stride *= r->D[a];
+        }
+    }
+    cg_index idx[FU_MAX_RANK];
+    full_index(r, idx);
+    c->vec = r->vec;
+    c->lane_var = r->vec > 1 ? r->rank - 1 : -1;
+    /* pass 1 fills the register cache */
+    r->in_pass = false;
+    if (pass == 1)
+        for (int k = 0; k < r->ncache; k++) {
+            const fu_value *v = fu_val(f, r->cache_t[k]);
+            const cg_param *p = cg_find_param(c, r->cache_t[k]);
+            for (int lane = 0; lane < r->vec; lane++) {
+                c->lane = lane;
+                cg_index l = idx[r->rank - 1];
+                cg_index_refresh(c, &l);
+                cg_index li[FU_MAX_RANK];
+                memcpy(li, idx, sizeof idx);
+                li[r->rank - 1] = l;
+                cg_index off;
+                cg_offset(c, v->rank, v->shape, v->strides, li, &off);
+                if (lane == 0 && r->vec > 1) {
+                    int bytes = (int)fu_dtype_size(v->dtype) * r->vec;
+                    const char *wide = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned int";
+                    char base[CG_EXPR];
+                    cg_offset_base_expr(c, &off, base, sizeof base);
+                    cg_line(c, "alignas(16) %s fu_l%d[%d];", cg_storage_type(v->dtype), k, r->vec);
+                    cg_line(c, "*(%s *)fu_l%d = __ldg((const %s *)(%s + %s));", wide, k, wide, p->name, base);
+                }
+                if (r->vec > 1) cg_line(c, "fu_c%d[it * %d + %d] = fu_load(fu_l%d[%d]);", k, r->vec, lane, k, lane);
+                else cg_line(c, "fu_c%d[it] = fu_load(%s[%s]);", k, p->name, off.expr);
+            }
+        }
+    r->in_pass = true;
+    /* per lane: the pass's row reductions and full-size outputs */
+    char outs[16][16][32];
+    int nout = 0;
+    fu_tensor out_t[16];
+    for (int o = 0; o < g->noutputs && nout < 16; o++)
+        if (is_full_shape(r, fu_val(f, g->outputs[o])) && output_pass(r, g->outputs[o]) == pass) out_t[nout++] = g->outputs[o];
+    char online_e[MAX_REDS][16][32];
+    for (int lane = 0; lane < r->vec; lane++) {
+        c->lane = lane;
+        cg_index li[FU_MAX_RANK];
+        memcpy(li, idx, sizeof idx);
+        cg_index_refresh(c, &li[r->rank - 1]);
+        for (int i = 0; i < r->nred; i++) {
+            red_info *ri = &r->reds[i];
+            if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID) || ri->online_sum >= 0) continue;
+            if (ri->online_max >= 0) {
+                fu_tensor e = fu_producer(f, fu_producer(f, ri->in)->inputs[0])->inputs[0];
+                snprintf(online_e[i][lane], sizeof online_e[i][lane], "%s", cg_value(c, e, li));
+                continue;
+            }
+            combine(c, ri->op, ri->var, cg_value(c, ri->in, li));
+        }
+        for (int o = 0; o < nout; o++) snprintf(outs[o][lane], sizeof outs[o][lane], "%s", cg_value(c, out_t[o], li));
+    }
+    c->lane = 0;
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        if (ri->pass != pass || ri->online_max < 0) continue;
+        const char *m = r->reds[ri->online_max].var;
+        cg_line(c, "float mx%d = %s;", i, online_e[i][0]);
+        for (int lane = 1; lane < r->vec; lane++) cg_line(c, "mx%d = fu_max(mx%d, %s);", i, i, online_e[i][lane]);
+        cg_line(c, "if (mx%d > %s) { %s *= fu_exp(%s - mx%d); %s = mx%d; }", i, m, ri->var, m, i, m, i);
+        for (int lane = 0; lane < r->vec; lane++) cg_line(c, "%s += fu_exp(%s - %s);", ri->var, online_e[i][lane], m);
+    }
+    for (int o = 0; o < nout; o++) {
+        const cg_param *p = fu_kw_output(r->w, out_t[o]);
+        const fu_value *v = fu_val(f, out_t[o]);
+        cg_index li[FU_MAX_RANK], off;
+        memcpy(li, idx, sizeof idx);
+        cg_offset(c, v->rank, v->shape, v->strides, li, &off);
+        if (r->vec > 1 && cg_offset_vectorizable(c, &off, r->vec)) {
+            char base[CG_EXPR], e[512];
+            cg_offset_base_expr(c, &off, base, sizeof base);
+            int bytes = (int)fu_dtype_size(v->dtype) * r->vec;
+            const char *wide = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned int";
+            cg_line(c, "alignas(16) %s fu_o%d[%d];", cg_storage_type(v->dtype), o, r->vec);
+            for (int lane = 0; lane < r->vec; lane++) {
+                cg_store_expr(e, sizeof e, v->dtype, outs[o][lane]);
+                cg_line(c, "fu_o%d[%d] = %s;", o, lane, e);
+            }
+            cg_line(c, "*(%s *)(%s + %s) = *(const %s *)fu_o%d;", wide, p->name, base, wide, o);
+        } else {
+            for (int lane = 0; lane < r->vec; lane++) {
+                c->lane = lane;
+                cg_index_refresh(c, &off);
+                fu_kw_store(r->w, p, off.expr, outs[o][lane]);
+            }
+            c->lane = 0;
+        }
+    }
+    r->in_pass = false;
+    c->vec = 1; /* per-row code after the pass is scalar */
+    c->lane_var = -1;
+    c->scope--;
+    c->indent--;
+    cg_drop_scope(c);
+    cg_line(c, "}");
+    cg_close(c);
+    /* the pass's reductions across the block */
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID) || ri->online_sum >= 0) continue;
+        const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
+        if (ri->online_max >= 0) {
+            const char *m = r->reds[ri->online_max].var;
+            cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, ri->var);
+            r->reds[ri->online_max].avail = true;
+        } else {
+            cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", ri->var, ri->var, op_functor(ri->op), smem_of(ct));
+        }
+        ri->avail = ri->kind == RK_ROW;
+    }
+}
+
+static void emit_grid_prologue(red_ctx *r, red_info *ri)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_fusion *f = r->f;
+    const char *it = c->index64 ? "long long" : "int";
+    const fu_value *x = fu_val(f, ri->in);
+    const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
+    cg_line(c, "%s %s; // %s, computed by every block: rows need it", ct, ri->var, fu_val(f, ri->out)->name);
+    cg_open(c);
+    cg_line(c, "%s acc = %s;", ct, identity(ri->op, fu_val(f, ri->out)->dtype));
+    cg_line(c, "for (%s row = threadIdx.x; row < %lld; row += %d) {", it, (long long)r->rows, r->threads);
+    c->indent++;
+    c->scope++;
+    emit_outer_vars(r, "row");
+    cg_index idx[FU_MAX_RANK];
+    row_index(r, x, idx);
+    combine(c, ri->op, "acc", cg_value(c, ri->in, idx));
+    cg_close(c);
+    cg_line(c, "%s = fu_block_reduce(acc, %s, %s);", ri->var, op_functor(ri->op), smem_of(ct));
+    cg_close(c);
+    ri->avail = true;
+}
+
+static bool choose_config(red_ctx *r, char *why, size_t nwhy)
+{
+    const fu_fusion *f = r->f;
+    const fu_group *g = r->g;
+    (void)why;
+    (void)nwhy;
+    /* vector width from the widest full-size tensor in memory */
+    size_t widest = 0;
+    for (int i = 0; i < r->w->nparams; i++) {
+        const fu_value *v = fu_val(f, r->w->params[i].tensor);
+        if (is_full_shape(r, v) && fu_dtype_size(v->dtype) > widest) widest = fu_dtype_size(v->dtype);
+    }
+    int ninner = 0;
+    for (int a = 0; a < r->rank; a++) ninner += r->inner[a];
+    r->vec = widest ? (int)(16 / widest) : 4;
+    if (ninner != 1 || !r->inner[r->rank - 1]) r->vec = 1;
+    while (r->vec > 1 && r->D[r->rank - 1] % r->vec) r->vec /= 2;
+    int64_t vecs = (r->K + r->vec - 1) / r->vec;
+    int threads = 32;
+    while (threads < 1024 && (int64_t)threads * 8 < vecs) threads *= 2;
+    r->threads = threads;
+    r->iters = (int)((vecs + threads - 1) / threads);
+    /* cache the full-size inputs read again in a later pass, if they fit */
+    if (r->passes >= 2) {
+        int budget = CACHE_LIMIT;
+        for (int i = 0; i < r->w->nparams && r->ncache < MAX_CACHE; i++) {
+            const cg_param *p = &r->w->params[i];
+            const fu_value *v = fu_val(f, p->tensor);
+            if (p->is_output || !is_full_shape(r, v) || r->iters * r->vec > budget) continue;
+            budget -= r->iters * r->vec;
+            r->cache_t[r->ncache++] = p->tensor;
+        }
+    }
+    (void)g;
+    return true;
+}
+
+bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    const fu_fusion *f = g->f;
+    if (fu_group_has_op_kind(g, FU_KIND_SCATTER)) {
+        snprintf(why, nwhy, "reduction: the group has a scatter");
+        return false;
+    }
+    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
+    red_ctx *r = fu_calloc(1, sizeof *r);
+    uint32_t *deps = fu_calloc((size_t)f->nvalues, sizeof *deps);
+    bool ok = w && r && deps;
+    if (!ok) snprintf(why, nwhy, "out of memory");
+    if (ok) ok = fu_kw_begin(w, g, kp, "reduction (rows, online softmax, grid reduction)", why, nwhy);
+    if (ok) {
+        r->g = g;
+        r->f = f;
+        r->w = w;
+        r->deps = deps;
+        ok = analyse(r, why, nwhy);
+    }
+    cg_ctx *c = ok ? &w->cg : NULL;
+    if (ok) {
+        for (int a = 0; a < r->rank; a++) {
+            char name[16];
+            snprintf(name, sizeof name, "%c%d", r->inner[a] ? 'k' : 'o', a);
+            cg_add_var(c, name);
+        }
+        c->user = r;
+        c->lookup_register = lookup_register;
+        c->lookup_cache = lookup_cache;
+        ok = choose_config(r, why, nwhy);
+    }
+    /* classify the outputs */
+    int nrow_out = 0, nscalar_out = 0;
+    fu_tensor row_out[16], scalar_out[16];
+    uint32_t epi_bits = 0;
+    for (int i = 0; ok && i < r->nred; i++)
+        if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID) epi_bits |= 1u << i;
+    for (int o = 0; ok && o < g->noutputs; o++) {
+        fu_tensor t = g->outputs[o];
+        const fu_value *v = fu_val(f, t);
+        cg_index idx[FU_MAX_RANK];
+        uint32_t d = r->deps[t];
+        if (is_full_shape(r, v)) {
+            if (d & epi_bits) {
+                snprintf(why, nwhy, "reduction: full-size output '%s' needs a grid-wide value", v->name);
+                ok = false;
+            }
+        } else if (!(d & epi_bits) && row_index(r, v, idx) && nrow_out < 16 && (fu_shape_numel(v->rank, v->shape) > 1 || r->rows == 1)) {
+            row_out[nrow_out++] = t;
+        } else if (fu_shape_numel(v->rank, v->shape) == 1 && nscalar_out < 16) {
+            uint32_t row_bits = 0;
+            for (int i = 0; i < r->nred; i++)
+                if (r->reds[i].kind == RK_ROW) row_bits |= 1u << i;
+            if (d & row_bits) {
+                snprintf(why, nwhy, "reduction: scalar output '%s' reads a row value", v->name);
+                ok = false;
+            }
+            scalar_out[nscalar_out++] = t;
+        } else {
+            snprintf(why, nwhy, "reduction: output '%s' fits neither the rows nor a scalar", v->name);
+            ok = false;
+        }
+    }
+    if (!ok) {
+        if (w) fu_kw_abort(w);
+        fu_free(w);
+        fu_free(r);
+        fu_free(deps);
+        return false;
+    }
+    int ngrid = 0;
+    for (int i = 0; i < r->nred; i++) ngrid += r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID;
+    int blocks_per_sm = g->opts->max_threads_per_sm / r->threads;
+    if (blocks_per_sm < 1) blocks_per_sm = 1;
+    int64_t grid = (int64_t)g->opts->sm_count * blocks_per_sm;
+    if (grid > r->rows) grid = r->rows;
+    if (grid < 1) grid = 1;
+    kp->sched = FU_SCHED_REDUCTION;
+    kp->grid = (unsigned)grid;
+    kp->block = (unsigned)r->threads;
+    kp->workspace_bytes = ngrid ? (size_t)ngrid * (size_t)grid * sizeof(double) + 64 : 0;
+    int nonline = 0;
+    for (int i = 0; i < r->nred; i++) nonline += r->reds[i].online_max >= 0;
+    snprintf(kp->config, sizeof kp->config,
+             "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d grid_reductions=%d",
+             (long long)r->rows, (long long)r->K, r->vec, r->threads, r->iters, r->passes, nonline, r->ncache, ngrid);
+
+    fu_kw_signature(w, kp, (unsigned)r->threads, ngrid > 0);
+    cg_open(c);
+    cg_line(c, "__shared__ double fu_smem[64];");
+    const char *it = c->index64 ? "long long" : "int";
+    for (int i = 0; i < r->nred; i++)
+        if (r->reds[i].kind == RK_GRID_PRO) emit_grid_prologue(r, &r->reds[i]);
+    for (int i = 0; i < r->nred; i++)
+        if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID)
+            cg_line(c, "%s fu_g%d = %s; // this block's part of %s", cg_compute_type(fu_val(f, r->reds[i].out)->dtype), i,
+                    identity(r->reds[i].op, fu_val(f, r->reds[i].out)->dtype), fu_val(f, r->reds[i].out)->name);
+    cg_line(c, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x) {", it, (long long)r->rows);
+    c->indent++;
+    c->scope++;
+    emit_outer_vars(r, "row");
+    for (int k = 0; k < r->ncache; k++)
+        cg_line(c, "float fu_c%d[%d]; // '%s' kept in registers between passes", k, r->iters * r->vec,
+                fu_val(f, r->cache_t[k])->name);
+    /* the canonical offset of each cached input (what lookup_cache matches) */
+    for (int k = 0; k < r->ncache; k++) {
+        const fu_value *v = fu_val(f, r->cache_t[k]);
+        cg_index idx[FU_MAX_RANK], off;
+        full_index(r, idx);
+        c->lane = 0;
+        cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+        cg_offset_base_expr(c, &off, r->cache_base[k], sizeof r->cache_base[k]);
+    }
+    for (int p = 1; p <= r->passes; p++) emit_pass(r, p);
+    /* per-row outputs, then this row's share of the grid reductions */
+    for (int o = 0; o < nrow_out; o++) {
+        const fu_value *v = fu_val(f, row_out[o]);
+        cg_index idx[FU_MAX_RANK], off;
+        row_index(r, v, idx);
+        const char *val = cg_value(c, row_out[o], idx);
+        cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+        char e[512];
+        cg_store_expr(e, sizeof e, v->dtype, val);
+        cg_line(c, "if (threadIdx.x == 0) %s[%s] = %s;", fu_kw_output(w, row_out[o])->name, off.expr, e);
+    }
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        if (ri->kind == RK_ROWGRID) {
+            char g[16];
+            snprintf(g, sizeof g, "fu_g%d", i);
+            combine(c, ri->op, g, ri->var);
+        } else if (ri->kind == RK_GRID_EPI) {
+            cg_index idx[FU_MAX_RANK];
+            row_index(r, fu_val(f, ri->in), idx);
+            char g[16];
+            snprintf(g, sizeof g, "fu_g%d", i);
+            combine(c, ri->op, g, cg_value(c, ri->in, idx));
+        }
+    }
+    cg_close(c);
+    /* grid reductions: partials, then the last block combines them in block order */
+    if (ngrid > 0) {
+        int gi = 0;
+        for (int i = 0; i < r->nred; i++)
+            if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID)
+                cg_line(c, "if (threadIdx.x == 0) fu_ws[blockIdx.x * %d + %d] = (double)fu_g%d;", ngrid, gi++, i);
+        cg_line(c, "__shared__ int fu_last;");
+        cg_line(c, "__threadfence();");
+        cg_line(c, "__syncthreads();");
+        cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(fu_count, 1u) == gridDim.x - 1;");
+        cg_line(c, "__syncthreads();");
+        cg_line(c, "if (!fu_last) return;");
+        cg_line(c, "__threadfence();");
+        gi = 0;
+        for (int i = 0; i < r->nred; i++) {
+            red_info *ri = &r->reds[i];
+            if (ri->kind != RK_GRID_EPI && ri->kind != RK_ROWGRID) continue;
+            const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
+            cg_line(c, "%s %s = %s;", ct, ri->var, identity(ri->op, fu_val(f, ri->out)->dtype));
+            cg_line(c, "for (unsigned b = threadIdx.x; b < gridDim.x; b += %d) {", r->threads);
+            c->indent++;
+            char v[64];
+            snprintf(v, sizeof v, "(%s)__ldcg(&fu_ws[b * %d + %d])", ct, ngrid, gi++);
+            combine(c, ri->op, ri->var, v);
+            c->indent--;
+            cg_line(c, "}");
+            cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", ri->var, ri->var, op_functor(ri->op), smem_of(ct));
+            ri->avail = true;
+        }
+    } else if (nscalar_out > 0) {
+        cg_line(c, "if (blockIdx.x != 0) return;");
+    }
+    for (int o = 0; o < nscalar_out; o++) {
+        const fu_value *v = fu_val(f, scalar_out[o]);
+        cg_index idx[FU_MAX_RANK];
+        for (int a = 0; a < v->rank; a++) cg_index_const(&idx[a], 0);
+        const char *val = cg_value(c, scalar_out[o], idx);
+        char e[512];
+        cg_store_expr(e, sizeof e, v->dtype, val);
+        cg_line(c, "if (threadIdx.x == 0) %s[0] = %s;", fu_kw_output(w, scalar_out[o])->name, e);
+    }
+    if (ngrid > 0) cg_line(c, "if (threadIdx.x == 0) *fu_count = 0u; // ready for the next launch");
+    cg_close(c);
+    ok = fu_kw_finish(w, kp, why, nwhy);
+    fu_free(w);
+    fu_free(r);
+    fu_free(deps);
+    return ok;
+}

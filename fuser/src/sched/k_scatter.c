@@ -1,0 +1,386 @@
+/*
+ * k_scatter.c -- the scatter scheduler: index_add and scatter_add, with their
+ * base, index and source expressions inlined.
+ *
+ * Deterministic mode (index_add along axis 0): each block owns a contiguous
+ * range of output rows. It scans the index once, keeps the positions that
+ * land in its rows (a block-wide ordered compaction), sorts them by row
+ * stably (so sums run in index order), then writes each of its rows exactly
+ * once: base + the source rows that map to it, accumulated in f32 registers.
+ * Results are bit-identical run to run, every output row is written once,
+ * and no memset is needed. If more positions land in one block than its
+ * shared list holds, the block flushes in index order, re-reading its rows.
+ *
+ * Atomic mode (any axis, and scatter_add): the output is cleared (or the base
+ * copied) before the launch, then one thread per source element adds with an
+ * atomic.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+
+#define LIST_CAP 2048
+
+static const fu_node *the_scatter(const fu_group *g)
+{
+    const fu_node *s = NULL;
+    for (int i = 0; i < g->f->nnodes; i++)
+        if (g->in_group[i] && fu_op_kind_of(g->f->nodes[i].op) == FU_KIND_SCATTER) {
+            if (s) return NULL;
+            s = &g->f->nodes[i];
+        }
+    return s;
+}
+
+/* The base is a constant zero (through broadcasts), so clearing the output is enough. */
+static bool base_is_zero(const fu_group *g, fu_tensor t)
+{
+    const fu_fusion *f = g->f;
+    for (;;) {
+        const fu_node *n = fu_producer(f, t);
+        if (!n || !g->in_group[n - f->nodes]) return false;
+        if (n->op == FU_OP_FULL) return n->attrs.value == 0.0;
+        if (n->op != FU_OP_BROADCAST && n->op != FU_OP_RESHAPE && n->op != FU_OP_SEGMENT_SET) return false;
+        t = n->inputs[0];
+    }
+}
+
+static int pick_vec(const fu_value *x)
+{
+    if (x->rank < 2) return 1;
+    int vec = (int)(16 / fu_dtype_size(x->dtype));
+    while (vec > 1 && x->shape[x->rank - 1] % vec) vec /= 2;
+    return vec;
+}
+
+static const char *wide_type(int bytes)
+{
+    return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
+}
+
+/* Declares the inner-axis variables d1.. of x from the linear inner position `db`. */
+static void inner_vars(cg_ctx *c, const fu_value *x, const char *db)
+{
+    const char *it = c->index64 ? "long long" : "int";
+    int64_t stride = 1;
+    for (int a = x->rank - 1; a >= 1; a--) {
+        if (a == 1) cg_line(c, "const %s d%d = %s / %lld;", it, a, db, (long long)stride);
+        else cg_line(c, "const %s d%d = (%s / %lld) %% %lld;", it, a, db, (long long)stride, (long long)x->shape[a]);
+        stride *= x->shape[a];
+    }
+}
+
+static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer *w, fu_kernel_plan *kp, char *why,
+                          size_t nwhy)
+{
+    cg_ctx *c = &w->cg;
+    const fu_fusion *f = g->f;
+    const fu_value *x = fu_val(f, s->inputs[0]), *out = fu_val(f, s->output);
+    const cg_param *po = fu_kw_output(w, s->output);
+    int64_t V = x->shape[0], M = fu_val(f, s->inputs[1])->shape[0];
+    int64_t Din = fu_shape_numel(x->rank - 1, x->shape + 1);
+    int vec = pick_vec(x);
+    int64_t vecs = (Din + vec - 1) / vec;
+    int threads = (int)((vecs + 31) / 32 * 32);
+    if (threads < 64) threads = 64;
+    if (threads > 1024) threads = 1024;
+    int items = (int)((vecs + threads - 1) / threads);
+    int64_t grid = (int64_t)g->opts->sm_count * (g->opts->max_threads_per_sm / threads);
+    if (grid > V) grid = V;
+    if (grid < 1) grid = 1;
+    int64_t rpb = (V + grid - 1) / grid;
+    if (rpb > 4096) {
+        rpb = 4096;
+    }
+    grid = (V + rpb - 1) / rpb;
+    kp->grid = (unsigned)grid;
+    kp->block = (unsigned)threads;
+    snprintf(kp->config, sizeof kp->config,
+             "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d list=%d",
+             (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, LIST_CAP);
+    fu_kw_signature(w, kp, (unsigned)threads, false);
+    const char *it = c->index64 ? "long long" : "int";
+    cg_open(c);
+    cg_line(c, "__shared__ int fu_cnt[%lld]; // per owned row: end, then start of its positions", (long long)rpb + 1);
+    cg_line(c, "__shared__ int fu_pos[%d];    // positions of the index that land in owned rows, in order", LIST_CAP);
+    cg_line(c, "__shared__ int fu_row[%d];", LIST_CAP);
+    cg_line(c, "__shared__ int fu_sorted[%d]; // the same, stably sorted by row", LIST_CAP);
+    cg_line(c, "__shared__ int fu_scan[33];");
+    cg_line(c, "const %s v0 = (%s)blockIdx.x * %lld;", it, it, (long long)rpb);
+    cg_line(c, "const int nrows = (int)(%lld - v0 < %lld ? %lld - v0 : %lld);", (long long)V, (long long)rpb, (long long)V,
+             (long long)rpb);
+    cg_line(c, "int nlist = 0;");
+    cg_line(c, "bool first = true;");
+    /* the flush: sort the list by row, then write owned rows */
+    cg_line(c, "auto flush = [&]() {");
+    c->indent++;
+    c->scope++;
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (threadIdx.x == 0) { // stable counting sort; short lists, one thread");
+    cg_line(c, "  for (int r = 0; r <= nrows; r++) fu_cnt[r] = 0;");
+    cg_line(c, "  for (int e = 0; e < nlist; e++) fu_cnt[fu_row[e]]++;");
+    cg_line(c, "  for (int r = 1; r <= nrows; r++) fu_cnt[r] += fu_cnt[r - 1];");
+    cg_line(c, "  for (int e = nlist - 1; e >= 0; e--) fu_sorted[--fu_cnt[fu_row[e]]] = fu_pos[e];");
+    cg_line(c, "  fu_cnt[nrows] = nlist;");
+    cg_line(c, "}");
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "for (int r = 0; r < nrows; r++) {");
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const int s0 = fu_cnt[r], s1 = fu_cnt[r + 1];");
+    cg_line(c, "if (!first && s0 == s1) continue;");
+    cg_line(c, "const %s v = v0 + r;", it);
+    cg_line(c, "for (int it = 0; it < %d; it++) {", items);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s db = ((%s)it * %d + threadIdx.x) * %d;", it, it, threads, vec);
+    cg_line(c, "if (db >= %lld) break;", (long long)Din);
+    inner_vars(c, x, "db");
+    /* domain variables: v, i, then the inner axes */
+    c->nvars = 0;
+    int vv = cg_add_var(c, "v"), vi = cg_add_var(c, "i");
+    int dvar[FU_MAX_RANK];
+    for (int a = 1; a < x->rank; a++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "d%d", a);
+        dvar[a] = cg_add_var(c, nm);
+    }
+    c->vec = vec;
+    c->lane_var = x->rank >= 2 ? dvar[x->rank - 1] : -1;
+    cg_index xi[FU_MAX_RANK], si[FU_MAX_RANK];
+    cg_index_var(&xi[0], vv, "v");
+    cg_index_var(&si[0], vi, "i");
+    for (int a = 1; a < x->rank; a++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "d%d", a);
+        cg_index_var(&xi[a], dvar[a], nm);
+        si[a] = xi[a];
+    }
+    if (vec > 1) {
+        xi[x->rank - 1].lane_coef = si[x->rank - 1].lane_coef = 1;
+    }
+    const char *acc_t = cg_compute_type(out->dtype);
+    cg_line(c, "%s acc[%d];", acc_t, vec);
+    cg_line(c, "if (first) {");
+    c->indent++;
+    c->scope++;
+    for (int lane = 0; lane < vec; lane++) {
+        c->lane = lane;
+        cg_index l[FU_MAX_RANK];
+        memcpy(l, xi, sizeof xi);
+        cg_index_refresh(c, &l[x->rank - 1]);
+        cg_line(c, "acc[%d] = (%s)%s;", lane, acc_t, cg_value(c, s->inputs[0], l));
+    }
+    c->scope--;
+    c->indent--;
+    cg_drop_scope(c);
+    cg_line(c, "} else {");
+    cg_index off;
+    c->lane = 0;
+    cg_offset(c, out->rank, out->shape, out->strides, xi, &off);
+    for (int lane = 0; lane < vec; lane++) {
+        c->lane = lane;
+        cg_index_refresh(c, &off);
+        cg_line(c, "  acc[%d] = (%s)fu_load(%s[%s]);", lane, acc_t, po->name, off.expr);
+    }
+    cg_line(c, "}");
+    cg_line(c, "for (int e = s0; e < s1; e++) {");
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s i = fu_sorted[e];", it);
+    for (int lane = 0; lane < vec; lane++) {
+        c->lane = lane;
+        cg_index l[FU_MAX_RANK];
+        memcpy(l, si, sizeof si);
+        cg_index_refresh(c, &l[x->rank - 1]);
+        cg_line(c, "acc[%d] += (%s)%s;", lane, acc_t, cg_value(c, s->inputs[2], l));
+    }
+    c->scope--;
+    c->indent--;
+    cg_drop_scope(c);
+    cg_line(c, "}");
+    c->lane = 0;
+    cg_offset(c, out->rank, out->shape, out->strides, xi, &off);
+    if (vec > 1) {
+        char base[CG_EXPR], e[256];
+        cg_offset_base_expr(c, &off, base, sizeof base);
+        cg_line(c, "alignas(16) %s o[%d];", cg_storage_type(out->dtype), vec);
+        for (int lane = 0; lane < vec; lane++) {
+            char a[16];
+            snprintf(a, sizeof a, "acc[%d]", lane);
+            cg_store_expr(e, sizeof e, out->dtype, a);
+            cg_line(c, "o[%d] = %s;", lane, e);
+        }
+        const char *wt = wide_type((int)fu_dtype_size(out->dtype) * vec);
+        cg_line(c, "*(%s *)(%s + %s) = *(const %s *)o;", wt, po->name, base, wt);
+    } else {
+        fu_kw_store(w, po, off.expr, "acc[0]");
+    }
+    cg_close(c); /* it */
+    cg_close(c); /* r */
+    cg_line(c, "first = false;");
+    cg_line(c, "nlist = 0;");
+    cg_line(c, "__syncthreads();");
+    c->scope--;
+    c->indent--;
+    cg_line(c, "};");
+    /* scan the index, keep positions in owned rows, in order */
+    cg_line(c, "for (%s base = 0; base < %lld; base += %d) {", it, (long long)M, threads);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s i = base + threadIdx.x;", it);
+    cg_line(c, "int keep = 0, row = 0;");
+    cg_line(c, "if (i < %lld) {", (long long)M);
+    c->indent++;
+    c->scope++;
+    c->nvars = 0;
+    c->vec = 1;
+    c->lane = 0;
+    c->lane_var = -1;
+    int iv = cg_add_var(c, "i");
+    cg_index ii;
+    cg_index_var(&ii, iv, "i");
+    const char *j = cg_value(c, s->inputs[1], &ii);
+    cg_line(c, "const long long j = %s;", j);
+    cg_line(c, "if (j < 0 || j >= %lld) fu_report_index(fu_err, %d, j, (long long)i);", (long long)V, (int)(s - f->nodes));
+    cg_line(c, "else if (j >= v0 && j < v0 + nrows) { keep = 1; row = (int)(j - v0); }");
+    c->scope--;
+    c->indent--;
+    cg_drop_scope(c);
+    cg_line(c, "}");
+    cg_line(c, "// ordered compaction: exclusive prefix of `keep` over the block");
+    cg_line(c, "const unsigned lanemask = (1u << (threadIdx.x & 31)) - 1u;");
+    cg_line(c, "const unsigned ballot = __ballot_sync(0xffffffffu, keep);");
+    cg_line(c, "if ((threadIdx.x & 31) == 0) fu_scan[threadIdx.x >> 5] = __popc(ballot);");
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (threadIdx.x == 0) { int s = 0; for (int wq = 0; wq < %d; wq++) { int n = fu_scan[wq]; fu_scan[wq] = s; s += n; } fu_scan[32] = s; }",
+            (threads + 31) / 32);
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "const int total = fu_scan[32];");
+    cg_line(c, "const int at = fu_scan[threadIdx.x >> 5] + __popc(ballot & lanemask);");
+    cg_line(c, "if (nlist + total > %d) flush();", LIST_CAP);
+    cg_line(c, "if (keep) { fu_pos[nlist + at] = (int)i; fu_row[nlist + at] = row; }");
+    cg_line(c, "nlist += total;");
+    cg_line(c, "__syncthreads();");
+    cg_close(c);
+    cg_line(c, "if (nlist > 0 || first) flush();");
+    cg_close(c);
+    if (M >= (int64_t)1 << 31) {
+        snprintf(why, nwhy, "scatter: more than 2^31 source rows");
+        return false;
+    }
+    return true;
+}
+
+static bool atomic_mode(const fu_group *g, const fu_node *s, fu_kernel_writer *w, fu_kernel_plan *kp, char *why,
+                        size_t nwhy)
+{
+    cg_ctx *c = &w->cg;
+    const fu_fusion *f = g->f;
+    const fu_value *out = fu_val(f, s->output), *idxv = fu_val(f, s->inputs[1]), *src = fu_val(f, s->inputs[2]);
+    const cg_param *po = fu_kw_output(w, s->output);
+    if (base_is_zero(g, s->inputs[0])) kp->zero_before = s->output;
+    else if (g->materialized[s->inputs[0]]) kp->copy_before = s->inputs[0];
+    else {
+        snprintf(why, nwhy, "scatter: atomic mode needs a zero or stored base for '%s'", out->name);
+        return false;
+    }
+    if (out->dtype == FU_BOOL) {
+        snprintf(why, nwhy, "scatter: cannot add bools");
+        return false;
+    }
+    /* one thread per source element (index_add) or per index element (scatter_add) */
+    const fu_value *dom = s->op == FU_OP_INDEX_ADD ? src : idxv;
+    int64_t n = fu_shape_numel(dom->rank, dom->shape);
+    int threads = 256;
+    kp->grid = (unsigned)((n + threads - 1) / threads);
+    if (kp->grid == 0) kp->grid = 1;
+    kp->block = (unsigned)threads;
+    snprintf(kp->config, sizeof kp->config, "atomic: elements=%lld threads=%d%s", (long long)n, threads,
+             kp->zero_before >= 0 ? " (output zeroed before launch)" : " (base copied before launch)");
+    fu_kw_signature(w, kp, (unsigned)threads, false);
+    const char *it = c->index64 ? "long long" : "int";
+    cg_open(c);
+    cg_line(c, "const %s e = (%s)blockIdx.x * %d + threadIdx.x;", it, it, threads);
+    cg_line(c, "if (e >= %lld) return;", (long long)n);
+    cg_index di[FU_MAX_RANK];
+    int64_t stride = 1;
+    int64_t strides[FU_MAX_RANK];
+    for (int a = dom->rank - 1; a >= 0; a--) {
+        strides[a] = stride;
+        stride *= dom->shape[a];
+    }
+    c->nvars = 0;
+    for (int a = 0; a < dom->rank; a++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "p%d", a);
+        int v = cg_add_var(c, nm);
+        cg_line(c, "const %s %s = (e / %lld) %% %lld;", it, nm, (long long)strides[a], (long long)dom->shape[a]);
+        cg_index_var(&di[a], v, nm);
+    }
+    int axis = s->attrs.axis;
+    cg_index jidx[FU_MAX_RANK];
+    if (s->op == FU_OP_INDEX_ADD) jidx[0] = di[axis];
+    else memcpy(jidx, di, sizeof di);
+    cg_line(c, "const long long j = %s;", cg_value(c, s->inputs[1], jidx));
+    cg_line(c, "if (j < 0 || j >= %lld) { fu_report_index(fu_err, %d, j, (long long)e); return; }", (long long)out->shape[axis],
+            (int)(s - f->nodes));
+    const char *val = cg_value(c, s->inputs[2], di);
+    cg_index oi[FU_MAX_RANK], off;
+    memcpy(oi, di, sizeof di);
+    memset(&oi[axis], 0, sizeof oi[axis]);
+    snprintf(oi[axis].expr, sizeof oi[axis].expr, "j");
+    cg_offset(c, out->rank, out->shape, out->strides, oi, &off);
+    switch (out->dtype) {
+    case FU_F32: cg_line(c, "atomicAdd(%s + %s, %s);", po->name, off.expr, val); break;
+    case FU_F64: cg_line(c, "atomicAdd(%s + %s, %s);", po->name, off.expr, val); break;
+    case FU_BF16:
+        cg_line(c, "asm volatile(\"red.global.add.noftz.bf16 [%%0], %%1;\" :: \"l\"(%s + %s), \"h\"(fu_to_bf16(%s).x) : \"memory\");",
+                po->name, off.expr, val);
+        break;
+    case FU_F16:
+        cg_line(c, "asm volatile(\"red.global.add.noftz.f16 [%%0], %%1;\" :: \"l\"(%s + %s), \"h\"(fu_to_f16(%s).x) : \"memory\");",
+                po->name, off.expr, val);
+        break;
+    case FU_I32: cg_line(c, "atomicAdd(%s + %s, (int)%s);", po->name, off.expr, val); break;
+    case FU_I64:
+        cg_line(c, "atomicAdd((unsigned long long *)(%s + %s), (unsigned long long)%s);", po->name, off.expr, val);
+        break;
+    default: break;
+    }
+    cg_close(c);
+    return true;
+}
+
+bool fu_sched_scatter(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    const fu_fusion *f = g->f;
+    const fu_node *s = the_scatter(g);
+    if (!s) {
+        snprintf(why, nwhy, "scatter: the group needs exactly one scatter");
+        return false;
+    }
+    if (fu_group_has_op_kind(g, FU_KIND_REDUCE)) {
+        snprintf(why, nwhy, "scatter: the group also has reductions");
+        return false;
+    }
+    if (g->noutputs != 1 || g->outputs[0] != s->output) {
+        snprintf(why, nwhy, "scatter: the scatter's result must be the group's only output");
+        return false;
+    }
+    bool det = g->opts->scatter == FU_SCATTER_DETERMINISTIC && s->op == FU_OP_INDEX_ADD && s->attrs.axis == 0 &&
+               fu_val(f, s->inputs[0])->rank >= 1;
+    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(why, nwhy, "out of memory");
+        return false;
+    }
+    bool ok = fu_kw_begin(w, g, kp, det ? "scatter (deterministic, rows owned by blocks)" : "scatter (atomic)", why, nwhy);
+    kp->sched = FU_SCHED_SCATTER;
+    if (ok) ok = det ? deterministic(g, s, w, kp, why, nwhy) : atomic_mode(g, s, w, kp, why, nwhy);
+    if (ok) ok = fu_kw_finish(w, kp, why, nwhy);
+    else fu_kw_abort(w);
+    fu_free(w);
+    return ok;
+}

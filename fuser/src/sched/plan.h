@@ -1,0 +1,106 @@
+/*
+ * plan.h -- the segmenter's output: a fusion split into kernels, each with its
+ * scheduler, launch configuration and generated CUDA C. Pure functions of the
+ * IR and a few device numbers; no CUDA headers.
+ */
+#ifndef FUSER_PLAN_H
+#define FUSER_PLAN_H
+
+#include "cg.h"
+#include "ir.h"
+
+/* ORDER fu_sched: must match sched_names in segment.c */
+typedef enum fu_sched {
+    FU_SCHED_POINTWISE, /* pointwise, broadcast, resize and gather ops; horizontal over outputs */
+    FU_SCHED_REDUCTION, /* row reductions, online softmax, passes over a row, grid reduction */
+    FU_SCHED_SCATTER    /* index_add / scatter_add */
+} fu_sched;
+const char *fu_sched_name(fu_sched s);
+
+typedef enum fu_scatter_mode {
+    FU_SCATTER_DETERMINISTIC, /* each block owns output rows: bit-identical run to run, no memset */
+    FU_SCATTER_ATOMIC         /* zero the output, then atomic adds */
+} fu_scatter_mode;
+
+typedef struct fu_plan_options {
+    int sm_count;            /* multiprocessors (132 on an H200) */
+    int max_threads_per_sm;  /* 2048 on Hopper */
+    fu_scatter_mode scatter;
+} fu_plan_options;
+
+void fu_plan_options_default(fu_plan_options *o);
+
+typedef struct fu_kernel_plan {
+    fu_sched sched;
+    char name[64];
+    int nops;
+    int *ops;                /* nodes of the plan's fusion computed here */
+    int nparams;
+    cg_param *params;        /* global tensors: inputs, then outputs */
+    unsigned grid, block;
+    size_t shared_bytes;     /* dynamic shared memory */
+    size_t workspace_bytes;  /* scratch zeroed once at allocation; the kernel leaves it zeroed */
+    fu_tensor zero_before;   /* output to clear before launch (atomic scatter), or -1 */
+    fu_tensor copy_before;   /* tensor copied into zero/copy target before launch, or -1 */
+    char config[256];        /* human-readable scheduler parameters */
+    char *source;            /* generated CUDA C */
+} fu_kernel_plan;
+
+typedef struct fu_plan {
+    fu_fusion *fusion;       /* decomposed and simplified; owned */
+    int nkernels;
+    fu_kernel_plan *kernels;
+    bool *materialized;      /* per tensor: lives in global memory */
+    int nintermediates;
+    fu_tensor *intermediates; /* materialized tensors that are neither inputs nor outputs */
+    int ncopies;             /* outputs that are inputs: copied, not computed */
+} fu_plan;
+
+fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan **out, fu_error *err);
+void fu_plan_free(fu_plan *p);
+/* `fuser plan` output: text for people, JSON for tools (malloc'd). */
+char *fu_plan_text(const fu_plan *p);
+char *fu_plan_json(const fu_plan *p);
+
+/* ---- between the segmenter and the schedulers ---- */
+
+typedef struct fu_group {
+    const fu_fusion *f;
+    const fu_plan_options *opts;
+    const bool *in_group;    /* per node */
+    const bool *materialized;/* per tensor: readable from global memory */
+    fu_tensor *outputs;      /* tensors this kernel writes */
+    int noutputs;
+    int kernel_index;        /* for the kernel's name */
+} fu_group;
+
+/* Each scheduler either takes the whole group (fills kp, returns true) or
+ * says why not in `why`. */
+bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
+bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
+bool fu_sched_scatter(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
+
+/* Shared by the schedulers (kernel_common.c). */
+typedef struct fu_kernel_writer {
+    fu_strbuf sb;
+    cg_ctx cg;
+    cg_param params[64];
+    int nparams;
+} fu_kernel_writer;
+
+/* Collects parameters: every materialized tensor the group reads, then its outputs. */
+bool fu_kw_begin(fu_kernel_writer *w, const fu_group *g, fu_kernel_plan *kp, const char *sched_comment,
+                 char *why, size_t nwhy);
+/* Emits the extern "C" signature (after the caller's launch bounds). */
+void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned threads, bool workspace);
+bool fu_kw_finish(fu_kernel_writer *w, fu_kernel_plan *kp, char *why, size_t nwhy);
+void fu_kw_abort(fu_kernel_writer *w);
+/* Tensor t (in the group) is needed by the group's outputs: marks every node
+ * reachable backwards from outputs without leaving the group. */
+bool fu_group_has_op_kind(const fu_group *g, fu_op_kind kind);
+bool fu_fits_int32(const fu_fusion *f);
+const cg_param *fu_kw_output(const fu_kernel_writer *w, fu_tensor t);
+/* Stores `val` (compute type) into output param p at offset expr. */
+void fu_kw_store(fu_kernel_writer *w, const cg_param *p, const char *offset, const char *val);
+
+#endif

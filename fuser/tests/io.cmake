@@ -1,0 +1,4 @@
+# I/O and command-line tests: .npy reading/writing, and the `fuser` command
+# driven as a subprocess (FUSER_BIN).
+fuser_add_test(test_npy SOURCES test_npy.c LABELS unit)
+fuser_add_test(test_cli SOURCES test_cli.c LABELS unit)

@@ -1,0 +1,829 @@
+/*
+ * test_interp_ops.c -- every op of the CPU interpreter on small tensors with
+ * hand-computed answers, plus its input and index error messages.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "fuser.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static fu_host_tensor make(fu_dtype dt, int rank, const int64_t *shape, const double *v)
+{
+    fu_host_tensor t;
+    fu_error e;
+    if (fu_host_tensor_alloc(&t, dt, rank, shape, &e) != FU_OK) {
+        fprintf(stderr, "alloc: %s\n", e.message);
+        exit(2);
+    }
+    if (v)
+        for (int64_t i = 0; i < fu_host_tensor_numel(&t); i++) fu_host_tensor_set(&t, i, v[i]);
+    return t;
+}
+
+/* 0, 1, 2, ... as the values of a new tensor. */
+static fu_host_tensor make_iota(fu_dtype dt, int rank, const int64_t *shape)
+{
+    fu_host_tensor t = make(dt, rank, shape, NULL);
+    for (int64_t i = 0; i < fu_host_tensor_numel(&t); i++) fu_host_tensor_set(&t, i, (double)i);
+    return t;
+}
+
+static void free_all(fu_host_tensor *t, int n)
+{
+    for (int i = 0; i < n; i++) fu_host_tensor_free(&t[i]);
+}
+
+/* Verifies and runs f; prints the message on failure. */
+static fu_status run(fu_fusion *f, fu_host_tensor *in, fu_host_tensor *out, fu_error *err)
+{
+    fu_status s = fu_fusion_verify(f, err);
+    if (s == FU_OK) s = fu_interp_run(f, in, out, err);
+    return s;
+}
+
+/* Checks dtype, shape and values of t; tol 0 means exact. */
+static void expect(const char *what, const fu_host_tensor *t, fu_dtype dt, int rank, const int64_t *shape,
+                   const double *want, double tol)
+{
+    check_count++;
+    bool ok = t->data && t->dtype == dt && t->rank == rank;
+    for (int i = 0; ok && i < rank; i++) ok = t->shape[i] == shape[i];
+    if (!ok) {
+        check_failures++;
+        fprintf(stderr, "%s: wrong dtype/rank/shape (dtype %d rank %d)\n", what, (int)t->dtype, t->rank);
+        return;
+    }
+    for (int64_t i = 0; i < fu_host_tensor_numel(t); i++) {
+        double g = fu_host_tensor_get(t, i), w = want[i];
+        bool same = (isnan(g) && isnan(w)) || g == w || fabs(g - w) <= tol * fmax(1.0, fabs(w));
+        if (!same) {
+            check_failures++;
+            fprintf(stderr, "%s: element %lld is %.17g, want %.17g\n", what, (long long)i, g, w);
+            return;
+        }
+    }
+}
+
+/* Runs a fusion with one output and checks it; frees the output. */
+static void run_expect(const char *what, fu_fusion *f, fu_host_tensor *in, fu_dtype dt, int rank,
+                       const int64_t *shape, const double *want, double tol)
+{
+    fu_error err;
+    fu_host_tensor out[1];
+    fu_status s = run(f, in, out, &err);
+    check_count++;
+    if (s != FU_OK) {
+        check_failures++;
+        fprintf(stderr, "%s: %s: %s\n", what, fu_status_name(s), err.message);
+        return;
+    }
+    expect(what, &out[0], dt, rank, shape, want, tol);
+    fu_host_tensor_free(&out[0]);
+}
+
+/* ------------------------------------------------------------ pointwise */
+
+static void test_binary_broadcast(void)
+{
+    int64_t sa[2] = {2, 1}, sb[1] = {3}, so[2] = {2, 3};
+    double av[2] = {1, 2}, bv[3] = {10, 20, 30};
+    struct { fu_op op; double want[6]; } cases[] = {
+        {FU_OP_ADD, {11, 21, 31, 12, 22, 32}},
+        {FU_OP_SUB, {-9, -19, -29, -8, -18, -28}},
+        {FU_OP_MUL, {10, 20, 30, 20, 40, 60}},
+        {FU_OP_DIV, {0.1, 0.05, 1.0 / 30, 0.2, 0.1, 2.0 / 30}},
+        {FU_OP_MAX, {10, 20, 30, 10, 20, 30}},
+        {FU_OP_MIN, {1, 1, 1, 2, 2, 2}},
+        {FU_OP_POW, {1, 1, 1, 1024, 1048576, 1073741824}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fu_fusion *f = fu_fusion_new("bin");
+        fu_tensor a = fu_input(f, "a", FU_F64, 2, sa), b = fu_input(f, "b", FU_F64, 1, sb);
+        fu_output(f, fu_binary(f, cases[i].op, a, b, "y"));
+        fu_host_tensor in[2] = {make(FU_F64, 2, sa, av), make(FU_F64, 1, sb, bv)};
+        run_expect(fu_op_name(cases[i].op), f, in, FU_F64, 2, so, cases[i].want, 1e-15);
+        free_all(in, 2);
+        fu_fusion_free(f);
+    }
+
+    /* f32: the result is an f32 value (0.1 is not 1/10 in f32). */
+    fu_fusion *f = fu_fusion_new("div32");
+    fu_tensor a = fu_input(f, "a", FU_F32, 2, sa), b = fu_input(f, "b", FU_F32, 1, sb);
+    fu_output(f, fu_binary(f, FU_OP_DIV, a, b, "y"));
+    fu_host_tensor in[2] = {make(FU_F32, 2, sa, av), make(FU_F32, 1, sb, bv)};
+    double want[6] = {(float)0.1, (float)0.05, (float)(1.0 / 30), (float)0.2, (float)0.1, (float)(2.0 / 30)};
+    run_expect("div f32", f, in, FU_F32, 2, so, want, 0);
+    free_all(in, 2);
+    fu_fusion_free(f);
+
+    /* maximum / minimum propagate NaN like torch. */
+    int64_t s3[1] = {3};
+    f = fu_fusion_new("nanmax");
+    a = fu_input(f, "a", FU_F32, 1, s3);
+    b = fu_input(f, "b", FU_F32, 1, s3);
+    fu_output(f, fu_binary(f, FU_OP_MAX, a, b, "mx"));
+    fu_output(f, fu_binary(f, FU_OP_MIN, a, b, "mn"));
+    double nv[3] = {NAN, 1, 5}, mv[3] = {2, NAN, 3};
+    fu_host_tensor in2[2] = {make(FU_F32, 1, s3, nv), make(FU_F32, 1, s3, mv)};
+    fu_host_tensor out[2];
+    fu_error err;
+    CHECK(run(f, in2, out, &err) == FU_OK);
+    double wmx[3] = {NAN, NAN, 5}, wmn[3] = {NAN, NAN, 3};
+    expect("maximum nan", &out[0], FU_F32, 1, s3, wmx, 0);
+    expect("minimum nan", &out[1], FU_F32, 1, s3, wmn, 0);
+    free_all(out, 2);
+    free_all(in2, 2);
+    fu_fusion_free(f);
+}
+
+static void test_int_ops(void)
+{
+    int64_t s4[1] = {4}, s0[1] = {1};
+    double av[4] = {-3, 7, 2, -5}, bv[1] = {4};
+    fu_fusion *f = fu_fusion_new("ints");
+    fu_tensor a = fu_input(f, "a", FU_I32, 1, s4), b = fu_input(f, "b", FU_I32, 1, s0);
+    fu_output(f, fu_binary(f, FU_OP_ADD, a, b, "add"));
+    fu_output(f, fu_binary(f, FU_OP_MUL, a, b, "mul"));
+    fu_output(f, fu_binary(f, FU_OP_SUB, a, b, "sub"));
+    fu_output(f, fu_binary(f, FU_OP_MAX, a, b, "mx"));
+    fu_output(f, fu_unary(f, FU_OP_NEG, a, "neg"));
+    fu_output(f, fu_unary(f, FU_OP_ABS, a, "abs"));
+    fu_output(f, fu_reduce(f, FU_OP_SUM, a, 0, NULL, false, "sum"));
+    fu_host_tensor in[2] = {make(FU_I32, 1, s4, av), make(FU_I32, 1, s0, bv)};
+    fu_host_tensor out[7];
+    fu_error err;
+    CHECK(run(f, in, out, &err) == FU_OK);
+    double w0[4] = {1, 11, 6, -1}, w1[4] = {-12, 28, 8, -20}, w2[4] = {-7, 3, -2, -9}, w3[4] = {4, 7, 4, 4};
+    double w4[4] = {3, -7, -2, 5}, w5[4] = {3, 7, 2, 5}, w6[1] = {1};
+    expect("i32 add", &out[0], FU_I32, 1, s4, w0, 0);
+    expect("i32 mul", &out[1], FU_I32, 1, s4, w1, 0);
+    expect("i32 sub", &out[2], FU_I32, 1, s4, w2, 0);
+    expect("i32 maximum", &out[3], FU_I32, 1, s4, w3, 0);
+    expect("i32 neg", &out[4], FU_I32, 1, s4, w4, 0);
+    expect("i32 abs", &out[5], FU_I32, 1, s4, w5, 0);
+    expect("i32 sum", &out[6], FU_I32, 0, NULL, w6, 0);
+    free_all(out, 7);
+    free_all(in, 2);
+    fu_fusion_free(f);
+}
+
+static void test_compare_logical(void)
+{
+    int64_t s4[1] = {4};
+    double av[4] = {1, 2, 3, NAN}, bv[4] = {2, 2, 2, 2};
+    fu_fusion *f = fu_fusion_new("cmp");
+    fu_tensor a = fu_input(f, "a", FU_F32, 1, s4), b = fu_input(f, "b", FU_F32, 1, s4);
+    fu_op ops[6] = {FU_OP_EQ, FU_OP_NE, FU_OP_LT, FU_OP_LE, FU_OP_GT, FU_OP_GE};
+    fu_tensor c[6];
+    for (int i = 0; i < 6; i++) {
+        c[i] = fu_binary(f, ops[i], a, b, fu_op_name(ops[i]));
+        fu_output(f, c[i]);
+    }
+    fu_output(f, fu_binary(f, FU_OP_LOGICAL_AND, c[2], c[1], "and"));
+    fu_output(f, fu_binary(f, FU_OP_LOGICAL_OR, c[2], c[0], "or"));
+    fu_output(f, fu_unary(f, FU_OP_LOGICAL_NOT, c[3], "not"));
+    fu_host_tensor in[2] = {make(FU_F32, 1, s4, av), make(FU_F32, 1, s4, bv)};
+    fu_host_tensor out[9];
+    fu_error err;
+    CHECK(run(f, in, out, &err) == FU_OK);
+    double want[9][4] = {
+        {0, 1, 0, 0}, {1, 0, 1, 1}, {1, 0, 0, 0}, {1, 1, 0, 0}, {0, 0, 1, 0}, {0, 1, 1, 0}, /* NaN: only ne */
+        {1, 0, 0, 0}, {1, 1, 0, 0}, {0, 0, 1, 1},
+    };
+    const char *names[9] = {"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not"};
+    for (int i = 0; i < 9; i++) expect(names[i], &out[i], FU_BOOL, 1, s4, want[i], 0);
+    free_all(out, 9);
+    free_all(in, 2);
+    fu_fusion_free(f);
+}
+
+static void test_unary_math(void)
+{
+    int64_t s4[1] = {4};
+    double xv[4] = {0.25, 1.0, 2.5, 7.0};
+    fu_op ops[10] = {FU_OP_NEG, FU_OP_ABS, FU_OP_EXP, FU_OP_LOG, FU_OP_LOG1P,
+                     FU_OP_SQRT, FU_OP_RSQRT, FU_OP_TANH, FU_OP_SIGMOID, FU_OP_RECIPROCAL};
+    for (int dt = 0; dt < 2; dt++) {
+        fu_dtype type = dt ? FU_F32 : FU_F64;
+        fu_fusion *f = fu_fusion_new("unary");
+        fu_tensor x = fu_input(f, "x", type, 1, s4);
+        for (int i = 0; i < 10; i++) fu_output(f, fu_unary(f, ops[i], x, fu_op_name(ops[i])));
+        fu_host_tensor in[1] = {make(type, 1, s4, xv)};
+        fu_host_tensor out[10];
+        fu_error err;
+        CHECK(run(f, in, out, &err) == FU_OK);
+        for (int i = 0; i < 10; i++) {
+            double want[4];
+            for (int j = 0; j < 4; j++) {
+                double v = xv[j], r = 0;
+                switch (ops[i]) {
+                case FU_OP_NEG: r = -v; break;
+                case FU_OP_ABS: r = v; break;
+                case FU_OP_EXP: r = exp(v); break;
+                case FU_OP_LOG: r = log(v); break;
+                case FU_OP_LOG1P: r = log1p(v); break;
+                case FU_OP_SQRT: r = sqrt(v); break;
+                case FU_OP_RSQRT: r = 1 / sqrt(v); break;
+                case FU_OP_TANH: r = tanh(v); break;
+                case FU_OP_SIGMOID: r = 1 / (1 + exp(-v)); break;
+                default: r = 1 / v; break;
+                }
+                want[j] = dt ? (double)(float)r : r; /* f32 results are f32 values */
+            }
+            expect(fu_op_name(ops[i]), &out[i], type, 1, s4, want, 0);
+        }
+        free_all(out, 10);
+        free_all(in, 1);
+        fu_fusion_free(f);
+    }
+}
+
+static void test_where(void)
+{
+    int64_t sc[2] = {2, 1}, sa[1] = {3}, so[2] = {2, 3};
+    fu_fusion *f = fu_fusion_new("where");
+    fu_tensor c = fu_input(f, "c", FU_BOOL, 2, sc), a = fu_input(f, "a", FU_F32, 1, sa);
+    fu_tensor b = fu_input(f, "b", FU_F32, 0, sa); /* rank 0: shape unread (NULL trips UBSan in fusion.c memcpy) */
+    fu_output(f, fu_where(f, c, a, b, "y"));
+    double cv[2] = {1, 0}, av[3] = {1, 2, 3}, bv[1] = {-1};
+    fu_host_tensor in[3] = {make(FU_BOOL, 2, sc, cv), make(FU_F32, 1, sa, av), make(FU_F32, 0, NULL, bv)};
+    double want[6] = {1, 2, 3, -1, -1, -1};
+    run_expect("where", f, in, FU_F32, 2, so, want, 0);
+    free_all(in, 3);
+    fu_fusion_free(f);
+}
+
+static void test_cast(void)
+{
+    int64_t s6[1] = {6};
+    /* 1 + 2^-8 is halfway between bf16 neighbours 1 and 1 + 2^-7: ties to even (1).
+     * 1 + 3*2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: ties to even (up).
+     * f16 has 10 mantissa bits: the same cases at 2^-11. */
+    double xv[6] = {1 + ldexp(1, -8), 1 + 3 * ldexp(1, -8), 1 + ldexp(1, -11), 1 + 3 * ldexp(1, -11), -2.7, 0.0};
+    fu_fusion *f = fu_fusion_new("cast");
+    fu_tensor x = fu_input(f, "x", FU_F32, 1, s6);
+    fu_tensor bf = fu_cast(f, x, FU_BF16, "bf");
+    fu_output(f, bf);
+    fu_output(f, fu_cast(f, x, FU_F16, "h"));
+    fu_output(f, fu_cast(f, x, FU_I32, "i"));
+    fu_output(f, fu_cast(f, x, FU_BOOL, "b"));
+    fu_output(f, fu_cast(f, bf, FU_F32, "back"));
+    fu_output(f, fu_cast(f, fu_cast(f, x, FU_I64, "i64"), FU_F64, "d"));
+    fu_host_tensor in[1] = {make(FU_F32, 1, s6, xv)};
+    fu_host_tensor out[6];
+    fu_error err;
+    CHECK(run(f, in, out, &err) == FU_OK);
+    double wbf[6] = {1.0, 1 + ldexp(1, -6), 1.0, 1.0, -2.703125, 0};
+    double wh[6] = {1 + ldexp(1, -8), 1 + 3 * ldexp(1, -8), 1.0, 1 + ldexp(1, -9), -2.69921875, 0};
+    double wi[6] = {1, 1, 1, 1, -2, 0}, wb[6] = {1, 1, 1, 1, 1, 0};
+    expect("cast bf16", &out[0], FU_BF16, 1, s6, wbf, 0);
+    expect("cast f16", &out[1], FU_F16, 1, s6, wh, 0);
+    expect("cast i32 truncates", &out[2], FU_I32, 1, s6, wi, 0);
+    expect("cast bool", &out[3], FU_BOOL, 1, s6, wb, 0);
+    expect("cast bf16->f32", &out[4], FU_F32, 1, s6, wbf, 0);
+    expect("cast f32->i64->f64", &out[5], FU_F64, 1, s6, wi, 0);
+    free_all(out, 6);
+    free_all(in, 1);
+    fu_fusion_free(f);
+}
+
+/* Out-of-range float -> int casts saturate (never undefined behaviour); NaN gives 0. */
+static void test_cast_saturates(void)
+{
+    int64_t s3[1] = {3};
+    fu_fusion *f = fu_fusion_new("sat");
+    fu_tensor x = fu_input(f, "x", FU_F32, 1, s3);
+    fu_output(f, fu_cast(f, x, FU_I64, "l"));
+    fu_output(f, fu_cast(f, x, FU_I32, "i"));
+    double xv[3] = {1e30, -1e30, NAN};
+    fu_host_tensor in[1] = {make(FU_F32, 1, s3, xv)};
+    fu_host_tensor out[2];
+    fu_error err;
+    CHECK(run(f, in, out, &err) == FU_OK);
+    CHECK(((int64_t *)out[0].data)[0] == INT64_MAX && ((int64_t *)out[0].data)[1] == INT64_MIN);
+    CHECK(((int64_t *)out[0].data)[2] == 0);
+    CHECK(((int32_t *)out[1].data)[0] == INT32_MAX && ((int32_t *)out[1].data)[1] == INT32_MIN);
+    CHECK(((int32_t *)out[1].data)[2] == 0);
+    free_all(out, 2);
+    free_all(in, 1);
+    fu_fusion_free(f);
+}
+
+static void test_broadcast_op(void)
+{
+    int64_t sx[2] = {2, 1}, so[3] = {2, 2, 3};
+    fu_fusion *f = fu_fusion_new("bc");
+    fu_tensor x = fu_input(f, "x", FU_F32, 2, sx);
+    fu_output(f, fu_broadcast(f, x, 3, so, "y"));
+    double xv[2] = {5, 6};
+    fu_host_tensor in[1] = {make(FU_F32, 2, sx, xv)};
+    double want[12] = {5, 5, 5, 6, 6, 6, 5, 5, 5, 6, 6, 6};
+    run_expect("broadcast", f, in, FU_F32, 3, so, want, 0);
+    free_all(in, 1);
+    fu_fusion_free(f);
+}
+
+/* ------------------------------------------------------------ reductions and shapes */
+
+static void test_reductions(void)
+{
+    int64_t sx[3] = {2, 3, 4}; /* x[a, j, k] = 12a + 4j + k */
+    fu_fusion *f = fu_fusion_new("red");
+    fu_tensor x = fu_input(f, "x", FU_F32, 3, sx);
+    int ax02[2] = {0, 2}, ax1[1] = {1}, ax12[2] = {1, -1};
+    fu_output(f, fu_reduce(f, FU_OP_SUM, x, 2, ax02, false, "sum02"));
+    fu_output(f, fu_reduce(f, FU_OP_SUM, x, 2, ax02, true, "sum02k"));
+    fu_output(f, fu_reduce(f, FU_OP_SUM, x, 0, NULL, false, "sumall"));
+    fu_output(f, fu_reduce(f, FU_OP_RMAX, x, 1, ax1, false, "max1"));
+    fu_output(f, fu_reduce(f, FU_OP_RMIN, x, 2, ax02, true, "min02k"));
+    fu_output(f, fu_reduce(f, FU_OP_MEAN, x, 2, ax12, false, "mean12"));
+    fu_output(f, fu_reduce(f, FU_OP_MEAN, x, 0, NULL, true, "meanallk"));
+    fu_host_tensor in[1] = {make_iota(FU_F32, 3, sx)};
+    fu_host_tensor out[7];
+    fu_error err;
+    CHECK(run(f, in, out, &err) == FU_OK);
+    int64_t s3[1] = {3}, s131[3] = {1, 3, 1}, s24[2] = {2, 4}, s2[1] = {2}, s111[3] = {1, 1, 1};
+    double w_sum02[3] = {60, 92, 124}, w_all[1] = {276};
+    double w_max1[8] = {8, 9, 10, 11, 20, 21, 22, 23}, w_min[3] = {0, 4, 8}, w_mean[2] = {5.5, 17.5};
+    double w_meanall[1] = {11.5};
+    expect("sum axes 0,2", &out[0], FU_F32, 1, s3, w_sum02, 0);
+    expect("sum axes 0,2 keepdim", &out[1], FU_F32, 3, s131, w_sum02, 0);
+    expect("sum all", &out[2], FU_F32, 0, NULL, w_all, 0);
+    expect("max axis 1", &out[3], FU_F32, 2, s24, w_max1, 0);
+    expect("min axes 0,2 keepdim", &out[4], FU_F32, 3, s131, w_min, 0);
+    expect("mean axes 1,2", &out[5], FU_F32, 1, s2, w_mean, 0);
+    expect("mean all keepdim", &out[6], FU_F32, 3, s111, w_meanall, 0);
+    free_all(out, 7);
+    free_all(in, 1);
+    fu_fusion_free(f);
+
+    /* max propagates NaN (torch.amax); an empty mean is NaN. */
+    int64_t s23[2] = {2, 3}, s20[2] = {2, 0};
+    f = fu_fusion_new("red_nan");
+    x = fu_input(f, "x", FU_F32, 2, s23);
+    fu_tensor e = fu_input(f, "e", FU_F32, 2, s20);
+    int last[1] = {1}, first[1] = {0};
+    fu_output(f, fu_reduce(f, FU_OP_RMAX, x, 1, last, false, "mx"));
+    fu_output(f, fu_reduce(f, FU_OP_RMIN, x, 1, first, false, "mn"));
+    fu_output(f, fu_reduce(f, FU_OP_MEAN, e, 1, last, false, "me"));
+    double xv[6] = {1, NAN, 3, 4, 5, 6};
+    fu_host_tensor in2[2] = {make(FU_F32, 2, s23, xv), make(FU_F32, 2, s20, NULL)};
+    CHECK(run(f, in2, out, &err) == FU_OK);
+    double wmx[2] = {NAN, 6}, wmn[3] = {1, NAN, 3}, wme[2] = {NAN, NAN};
+    expect("max nan", &out[0], FU_F32, 1, s2, wmx, 0);
+    expect("min nan", &out[1], FU_F32, 1, s3, wmn, 0);
+    expect("empty mean", &out[2], FU_F32, 1, s2, wme, 0);
+    free_all(out, 3);
+    free_all(in2, 2);
+    fu_fusion_free(f);
+}
+
+static void test_shape_ops(void)
+{
+    /* reshape with -1 keeps row-major order */
+    int64_t s23[2] = {2, 3}, t[2] = {3, -1}, s32[2] = {3, 2};
+    fu_fusion *f = fu_fusion_new("reshape");
+    fu_tensor x = fu_input(f, "x", FU_F32, 2, s23);
+    fu_tensor r = fu_reshape(f, x, 2, t, "r");
+    fu_output(f, fu_binary(f, FU_OP_ADD, r, r, "y")); /* the same operand twice */
+    fu_host_tensor in[1] = {make_iota(FU_F32, 2, s23)};
+    double want[6] = {0, 2, 4, 6, 8, 10};
+    run_expect("reshape -1", f, in, FU_F32, 2, s32, want, 0);
+    free_all(in, 1);
+    fu_fusion_free(f);
+
+    /* permute: output axis i is input axis perm[i]; out[i, j, k] = x[j, k, i] */
+    int64_t s234[3] = {2, 3, 4}, s423[3] = {4, 2, 3};
+    int perm[3] = {2, 0, 1};
+    f = fu_fusion_new("permute");
+    x = fu_input(f, "x", FU_F32, 3, s234);
+    fu_output(f, fu_permute(f, x, perm, "p"));
+    in[0] = make_iota(FU_F32, 3, s234);
+    fu_host_tensor out[2];
+    fu_error err;
+    CHECK(run(f, in, out, &err) == FU_OK);
+    CHECK(fu_host_tensor_get(&out[0], 1 * 6 + 0 * 3 + 2) == 9);  /* out[1,0,2] = x[0,2,1] */
+    CHECK(fu_host_tensor_get(&out[0], 3 * 6 + 1 * 3 + 0) == 15); /* out[3,1,0] = x[1,0,3] */
+    double pw[24];
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 3; k++) pw[i * 6 + j * 3 + k] = j * 12 + k * 4 + i;
+    expect("permute", &out[0], FU_F32, 3, s423, pw, 0);
+    free_all(out, 1);
+    free_all(in, 1);
+    fu_fusion_free(f);
+
+    /* strided slices */
+    int64_t s10[1] = {10}, s34[2] = {3, 4};
+    f = fu_fusion_new("slice");
+    x = fu_input(f, "x", FU_I64, 1, s10);
+    fu_tensor m = fu_input(f, "m", FU_F32, 2, s34);
+    int64_t a0[1] = {1}, a1[1] = {8}, a2[1] = {3};
+    int64_t b0[2] = {0, 1}, b1[2] = {3, 4}, b2[2] = {2, 2};
+    int64_t c0[2] = {0, 0}, c1[2] = {3, 4};
+    fu_output(f, fu_slice(f, x, a0, a1, a2, "s1"));
+    fu_output(f, fu_slice(f, m, b0, b1, b2, "s2"));
+    fu_output(f, fu_slice(f, m, c0, c1, NULL, "whole"));
+    fu_host_tensor in2[2] = {make_iota(FU_I64, 1, s10), make_iota(FU_F32, 2, s34)};
+    fu_host_tensor out3[3];
+    CHECK(run(f, in2, out3, &err) == FU_OK);
+    int64_t s3[1] = {3}, s22[2] = {2, 2};
+    double w1[3] = {1, 4, 7}, w2[4] = {1, 3, 9, 11}, w3[12];
+    for (int i = 0; i < 12; i++) w3[i] = i;
+    expect("slice 1:8:3", &out3[0], FU_I64, 1, s3, w1, 0);
+    expect("slice 2-D step 2", &out3[1], FU_F32, 2, s22, w2, 0);
+    expect("slice whole", &out3[2], FU_F32, 2, s34, w3, 0);
+    free_all(out3, 3);
+    free_all(in2, 2);
+    fu_fusion_free(f);
+}
+
+static void test_full_iota(void)
+{
+    int64_t s22[2] = {2, 2}, s23[2] = {2, 3}, s3000[1] = {3000};
+    fu_fusion *f = fu_fusion_new("full");
+    fu_output(f, fu_full(f, 2, s22, 1.1, FU_F32, "a"));
+    fu_output(f, fu_full(f, 2, s22, 1.1, FU_BF16, "b"));
+    fu_output(f, fu_full(f, 0, NULL, -3.9, FU_I32, "c"));
+    fu_output(f, fu_iota(f, 2, s23, 1, FU_I64, "i1"));
+    fu_output(f, fu_iota(f, 2, s23, 0, FU_F32, "i0"));
+    fu_output(f, fu_iota(f, 1, s3000, 0, FU_F16, "ih")); /* f16 counts by 2 past 2048 */
+    fu_host_tensor out[6];
+    fu_error err;
+    CHECK(run(f, NULL, out, &err) == FU_OK);
+    double wa[4] = {(float)1.1, (float)1.1, (float)1.1, (float)1.1};
+    double wb[4] = {1.1015625, 1.1015625, 1.1015625, 1.1015625}, wc[1] = {-3};
+    double w1[6] = {0, 1, 2, 0, 1, 2}, w0[6] = {0, 0, 0, 1, 1, 1};
+    expect("full f32", &out[0], FU_F32, 2, s22, wa, 0);
+    expect("full bf16", &out[1], FU_BF16, 2, s22, wb, 0);
+    expect("full i32", &out[2], FU_I32, 0, NULL, wc, 0);
+    expect("iota axis 1", &out[3], FU_I64, 2, s23, w1, 0);
+    expect("iota axis 0", &out[4], FU_F32, 2, s23, w0, 0);
+    CHECK(fu_host_tensor_get(&out[5], 2047) == 2047);
+    CHECK(fu_host_tensor_get(&out[5], 2049) == 2048); /* tie to even */
+    CHECK(fu_host_tensor_get(&out[5], 2051) == 2052);
+    free_all(out, 6);
+    fu_fusion_free(f);
+}
+
+/* ------------------------------------------------------------ gathers and scatters */
+
+static void test_gathers(void)
+{
+    int64_t s32[2] = {3, 2}, s3[1] = {3}, s1[1] = {1};
+    double xv[6] = {1, 2, 3, 4, 5, 6};
+    fu_fusion *f = fu_fusion_new("index_select");
+    fu_tensor x = fu_input(f, "x", FU_F32, 2, s32);
+    fu_tensor i3 = fu_input(f, "i3", FU_I64, 1, s3), i1 = fu_input(f, "i1", FU_I32, 1, s1);
+    fu_output(f, fu_index_select(f, x, i3, 0, "rows"));
+    fu_output(f, fu_index_select(f, x, i1, 1, "cols"));
+    double iv3[3] = {2, 0, 2}, iv1[1] = {1};
+    fu_host_tensor in[3] = {make(FU_F32, 2, s32, xv), make(FU_I64, 1, s3, iv3), make(FU_I32, 1, s1, iv1)};
+    fu_host_tensor out[2];
+    fu_error err;
+    CHECK(run(f, in, out, &err) == FU_OK);
+    int64_t s31[2] = {3, 1};
+    double wr[6] = {5, 6, 1, 2, 5, 6}, wc[3] = {2, 4, 6};
+    expect("index_select axis 0", &out[0], FU_F32, 2, s32, wr, 0);
+    expect("index_select axis 1", &out[1], FU_F32, 2, s31, wc, 0);
+    free_all(out, 2);
+    free_all(in, 3);
+    fu_fusion_free(f);
+
+    /* take: out = x.shape[:axis] + index.shape + x.shape[axis+1:]; out[a, i, j] = x[a, idx[i, j]] */
+    int64_t s23[2] = {2, 3}, s22[2] = {2, 2}, s222[3] = {2, 2, 2};
+    f = fu_fusion_new("take");
+    x = fu_input(f, "x", FU_F32, 2, s23);
+    fu_tensor ix = fu_input(f, "ix", FU_I64, 2, s22);
+    fu_output(f, fu_take(f, x, ix, 1, "t"));
+    double tx[6] = {10, 11, 12, 20, 21, 22}, ti[4] = {2, 0, 1, 1};
+    fu_host_tensor tin[2] = {make(FU_F32, 2, s23, tx), make(FU_I64, 2, s22, ti)};
+    double tw[8] = {12, 10, 11, 11, 22, 20, 21, 21};
+    run_expect("take axis 1", f, tin, FU_F32, 3, s222, tw, 0);
+    free_all(tin, 2);
+    fu_fusion_free(f);
+
+    /* take_along_axis (torch.gather) on axis 1 and axis 0, index smaller than x */
+    int64_t s21[2] = {2, 1}, s12[2] = {1, 2};
+    f = fu_fusion_new("take_along_axis");
+    x = fu_input(f, "x", FU_F32, 2, s23);
+    fu_tensor ia = fu_input(f, "ia", FU_I64, 2, s21), ib = fu_input(f, "ib", FU_I32, 2, s12);
+    fu_output(f, fu_take_along_axis(f, x, ia, 1, "a"));
+    fu_output(f, fu_take_along_axis(f, x, ib, 0, "b"));
+    double iav[2] = {2, 0}, ibv[2] = {1, 0};
+    fu_host_tensor gin[3] = {make(FU_F32, 2, s23, tx), make(FU_I64, 2, s21, iav), make(FU_I32, 2, s12, ibv)};
+    CHECK(run(f, gin, out, &err) == FU_OK);
+    double wa[2] = {12, 20}, wb2[2] = {20, 11};
+    expect("take_along_axis axis 1", &out[0], FU_F32, 2, s21, wa, 0);
+    expect("take_along_axis axis 0", &out[1], FU_F32, 2, s12, wb2, 0);
+    free_all(out, 2);
+    free_all(gin, 3);
+    fu_fusion_free(f);
+}
+
+static void test_scatters(void)
+{
+    /* index_add with a repeated index: rows 0 and 2 of src both land on row 0 */
+    int64_t s42[2] = {4, 2}, s3[1] = {3}, s32[2] = {3, 2};
+    fu_fusion *f = fu_fusion_new("index_add");
+    fu_tensor x = fu_input(f, "x", FU_F32, 2, s42), i = fu_input(f, "i", FU_I64, 1, s3);
+    fu_tensor src = fu_input(f, "src", FU_F32, 2, s32);
+    fu_output(f, fu_index_add(f, x, i, src, 0, "y"));
+    double xv[8] = {1, 1, 1, 1, 1, 1, 1, 1}, iv[3] = {0, 2, 0}, sv[6] = {1, 2, 3, 4, 5, 6};
+    fu_host_tensor in[3] = {make(FU_F32, 2, s42, xv), make(FU_I64, 1, s3, iv), make(FU_F32, 2, s32, sv)};
+    double want[8] = {7, 9, 1, 1, 4, 5, 1, 1};
+    run_expect("index_add", f, in, FU_F32, 2, s42, want, 0);
+    free_all(in, 3);
+    fu_fusion_free(f);
+
+    /* index_add along axis 1 */
+    int64_t s24[2] = {2, 4}, s2[1] = {2}, s22[2] = {2, 2};
+    f = fu_fusion_new("index_add1");
+    x = fu_input(f, "x", FU_F32, 2, s24);
+    i = fu_input(f, "i", FU_I32, 1, s2);
+    src = fu_input(f, "src", FU_F32, 2, s22);
+    fu_output(f, fu_index_add(f, x, i, src, 1, "y"));
+    double i2[2] = {3, 3}, sv2[4] = {1, 2, 3, 4};
+    fu_host_tensor in2[3] = {make(FU_F32, 2, s24, NULL), make(FU_I32, 1, s2, i2), make(FU_F32, 2, s22, sv2)};
+    double want2[8] = {0, 0, 0, 3, 0, 0, 0, 7};
+    run_expect("index_add axis 1", f, in2, FU_F32, 2, s24, want2, 0);
+    free_all(in2, 3);
+    fu_fusion_free(f);
+
+    /* scatter_add (torch.scatter_add) along axis 1 with repeats; index smaller than src */
+    int64_t s23[2] = {2, 3}, s24b[2] = {2, 4};
+    f = fu_fusion_new("scatter_add");
+    x = fu_input(f, "x", FU_F32, 2, s23);
+    i = fu_input(f, "i", FU_I64, 2, s23);
+    src = fu_input(f, "src", FU_F32, 2, s24b);
+    fu_output(f, fu_scatter_add(f, x, i, src, 1, "y"));
+    double xs[6] = {100, 200, 300, 400, 500, 600}, is[6] = {0, 1, 0, 2, 2, 1};
+    double ss[8] = {1, 2, 3, 99, 5, 6, 7, 99};
+    fu_host_tensor in3[3] = {make(FU_F32, 2, s23, xs), make(FU_I64, 2, s23, is), make(FU_F32, 2, s24b, ss)};
+    double want3[6] = {104, 202, 300, 400, 507, 611};
+    run_expect("scatter_add", f, in3, FU_F32, 2, s23, want3, 0);
+    free_all(in3, 3);
+    fu_fusion_free(f);
+
+    /* scatter_add along axis 0 */
+    int64_t s13[2] = {1, 3};
+    f = fu_fusion_new("scatter_add0");
+    x = fu_input(f, "x", FU_F64, 2, s23);
+    i = fu_input(f, "i", FU_I64, 2, s13);
+    src = fu_input(f, "src", FU_F64, 2, s13);
+    fu_output(f, fu_scatter_add(f, x, i, src, 0, "y"));
+    double i0[3] = {1, 0, 1}, s0[3] = {5, 6, 7};
+    fu_host_tensor in4[3] = {make(FU_F64, 2, s23, NULL), make(FU_I64, 2, s13, i0), make(FU_F64, 2, s13, s0)};
+    double want4[6] = {0, 6, 0, 5, 0, 7};
+    run_expect("scatter_add axis 0", f, in4, FU_F64, 2, s23, want4, 0);
+    free_all(in4, 3);
+    fu_fusion_free(f);
+}
+
+/* ------------------------------------------------------------ composites (small) */
+
+static void test_small_composites(void)
+{
+    int64_t s3[1] = {3}, s22[2] = {2, 2};
+    fu_fusion *f = fu_fusion_new("sm");
+    fu_tensor x = fu_input(f, "x", FU_F64, 1, s3), m = fu_input(f, "m", FU_F64, 2, s22);
+    fu_output(f, fu_softmax(f, x, 0, "s"));
+    fu_output(f, fu_log_softmax(f, x, -1, "ls"));
+    fu_output(f, fu_log_softmax(f, m, 0, "ls0")); /* strided axis */
+    fu_output(f, fu_segment_set(f, x, "seg"));
+    double xv[3] = {1, 2, 3}, mv[4] = {0, 1, 0, 3};
+    fu_host_tensor in[2] = {make(FU_F64, 1, s3, xv), make(FU_F64, 2, s22, mv)};
+    fu_host_tensor out[4];
+    fu_error err;
+    CHECK(run(f, in, out, &err) == FU_OK);
+    double z = exp(1) + exp(2) + exp(3);
+    double ws[3] = {exp(1) / z, exp(2) / z, exp(3) / z}, wl[3] = {1 - log(z), 2 - log(z), 3 - log(z)};
+    double l2 = log(2), l13 = log(exp(1) + exp(3));
+    double w0[4] = {-l2, 1 - l13, -l2, 3 - l13};
+    expect("softmax", &out[0], FU_F64, 1, s3, ws, 1e-15);
+    expect("log_softmax", &out[1], FU_F64, 1, s3, wl, 1e-15);
+    expect("log_softmax axis 0", &out[2], FU_F64, 2, s22, w0, 1e-15);
+    expect("segment_set", &out[3], FU_F64, 1, s3, xv, 0);
+    free_all(out, 4);
+    free_all(in, 2);
+    fu_fusion_free(f);
+}
+
+/* ------------------------------------------------------------ graph plumbing */
+
+static void test_plumbing(void)
+{
+    /* An input listed as an output, an intermediate that is also an output,
+     * and a chain that frees as it goes. */
+    int64_t s4[1] = {4};
+    fu_fusion *f = fu_fusion_new("plumb");
+    fu_tensor x = fu_input(f, "x", FU_F32, 1, s4);
+    fu_tensor unused = fu_input(f, "unused", FU_F32, 1, s4);
+    (void)unused;
+    fu_tensor a = fu_binary(f, FU_OP_MUL, x, x, "a");
+    fu_tensor b = fu_unary(f, FU_OP_NEG, a, "b");
+    fu_tensor c = fu_binary(f, FU_OP_ADD, a, b, "c");
+    fu_output(f, c);
+    fu_output(f, x);
+    fu_output(f, a);
+    double xv[4] = {1, 2, 3, 4};
+    fu_host_tensor in[2] = {make(FU_F32, 1, s4, xv), make(FU_F32, 1, s4, xv)};
+    fu_host_tensor out[3];
+    fu_error err;
+    CHECK(run(f, in, out, &err) == FU_OK);
+    double wc[4] = {0, 0, 0, 0}, wa[4] = {1, 4, 9, 16};
+    expect("c", &out[0], FU_F32, 1, s4, wc, 0);
+    expect("input as output", &out[1], FU_F32, 1, s4, xv, 0);
+    expect("intermediate output", &out[2], FU_F32, 1, s4, wa, 0);
+    free_all(out, 3);
+    free_all(in, 2);
+    fu_fusion_free(f);
+
+    /* An invalid fusion is refused. */
+    f = fu_fusion_new("bad");
+    x = fu_input(f, "x", FU_F32, 1, s4);
+    fu_output(f, x);
+    fu_unary(f, FU_OP_LOGICAL_NOT, x, "n"); /* f32 operand: a builder error */
+    out[0].data = (void *)&err; /* garbage the interpreter must clear */
+    CHECK(fu_interp_run(f, in, out, &err) == FU_ERR_VERIFY);
+    CHECK(out[0].data == NULL);
+    fu_fusion_free(f);
+}
+
+/* ------------------------------------------------------------ errors */
+
+static void test_input_errors(void)
+{
+    int64_t s23[2] = {2, 3}, s32[2] = {3, 2};
+    fu_fusion *f = fu_fusion_new("inerr");
+    fu_tensor x = fu_input(f, "logits", FU_F32, 2, s23);
+    fu_output(f, fu_unary(f, FU_OP_EXP, x, "y"));
+    fu_host_tensor out[1];
+    fu_error err;
+
+    fu_host_tensor bad = make(FU_BF16, 2, s23, NULL);
+    CHECK(fu_interp_run(f, &bad, out, &err) == FU_ERR_ARG);
+    CHECK_CONTAINS(err.message, "'logits'");
+    CHECK_CONTAINS(err.message, "expected f32 [2, 3], got bf16 [2, 3]");
+    CHECK(out[0].data == NULL);
+    fu_host_tensor_free(&bad);
+
+    bad = make(FU_F32, 2, s32, NULL);
+    CHECK(fu_interp_run(f, &bad, out, &err) == FU_ERR_ARG);
+    CHECK_CONTAINS(err.message, "'logits'");
+    CHECK_CONTAINS(err.message, "got f32 [3, 2]");
+    fu_host_tensor_free(&bad);
+
+    bad = make(FU_F32, 1, s23, NULL);
+    CHECK(fu_interp_run(f, &bad, out, &err) == FU_ERR_ARG);
+    CHECK_CONTAINS(err.message, "got f32 [2]");
+    fu_host_tensor_free(&bad);
+
+    CHECK(fu_interp_run(f, NULL, out, &err) == FU_ERR_ARG);
+    fu_fusion_free(f);
+}
+
+/* Runs f expecting FU_ERR_INDEX with the given message parts; outputs must stay unallocated. */
+static void expect_index_error(const char *what, fu_fusion *f, fu_host_tensor *in, const char *msg1,
+                               const char *msg2)
+{
+    fu_host_tensor out[2];
+    fu_error err;
+    fu_status s = run(f, in, out, &err);
+    check_count++;
+    if (s != FU_ERR_INDEX) {
+        check_failures++;
+        fprintf(stderr, "%s: got status %s (%s), want index error\n", what, fu_status_name(s), err.message);
+        return;
+    }
+    CHECK_CONTAINS(err.message, msg1);
+    if (msg2) CHECK_CONTAINS(err.message, msg2);
+    for (int i = 0; i < fu_fusion_num_outputs(f); i++) CHECK(out[i].data == NULL);
+}
+
+static void test_index_errors(void)
+{
+    int64_t s25[2] = {2, 5}, s21[2] = {2, 1}, s3[1] = {3}, s22[2] = {2, 2};
+    double xv[10] = {0};
+
+    fu_fusion *f = fu_fusion_new("tae");
+    fu_tensor x = fu_input(f, "logp", FU_F32, 2, s25), i = fu_input(f, "target_col", FU_I64, 2, s21);
+    fu_tensor ok = fu_unary(f, FU_OP_EXP, x, "ok");
+    fu_output(f, ok); /* produced before the failing op: must be freed too */
+    fu_output(f, fu_take_along_axis(f, x, i, 1, "picked"));
+    double iv[2] = {3, 7};
+    fu_host_tensor in[2] = {make(FU_F32, 2, s25, xv), make(FU_I64, 2, s21, iv)};
+    expect_index_error("take_along_axis", f, in,
+                       "op 'take_along_axis' -> 'picked': index 7 at position [1, 0] of 'target_col' is out of "
+                       "range [0, 5)",
+                       NULL);
+    fu_host_tensor_set(&in[1], 1, -1); /* negative: no Python wrap-around */
+    expect_index_error("take_along_axis negative", f, in, "index -1 at position [1, 0]", NULL);
+    free_all(in, 2);
+    fu_fusion_free(f);
+
+    f = fu_fusion_new("ise");
+    x = fu_input(f, "x", FU_F32, 2, s25);
+    i = fu_input(f, "rows", FU_I32, 1, s3);
+    fu_output(f, fu_index_select(f, x, i, 0, "sel"));
+    double iv2[3] = {0, 1, 2};
+    fu_host_tensor in2[2] = {make(FU_F32, 2, s25, xv), make(FU_I32, 1, s3, iv2)};
+    expect_index_error("index_select", f, in2, "op 'index_select' -> 'sel': index 2 at position [2] of 'rows'",
+                       "[0, 2)");
+    free_all(in2, 2);
+    fu_fusion_free(f);
+
+    f = fu_fusion_new("take");
+    x = fu_input(f, "x", FU_F32, 2, s25);
+    i = fu_input(f, "ix", FU_I64, 2, s22);
+    fu_output(f, fu_take(f, x, i, 1, "tk"));
+    double iv3[4] = {0, 4, 5, 1};
+    fu_host_tensor in3[2] = {make(FU_F32, 2, s25, xv), make(FU_I64, 2, s22, iv3)};
+    expect_index_error("take", f, in3, "op 'take' -> 'tk': index 5 at position [1, 0] of 'ix'", "[0, 5)");
+    free_all(in3, 2);
+    fu_fusion_free(f);
+
+    f = fu_fusion_new("iadd");
+    x = fu_input(f, "x", FU_F32, 2, s25);
+    i = fu_input(f, "ix", FU_I64, 1, s3);
+    fu_tensor src = fu_input(f, "src", FU_F32, 2, (int64_t[]){3, 5});
+    fu_output(f, fu_index_add(f, x, i, src, 0, "acc"));
+    double iv4[3] = {1, -3, 0};
+    fu_host_tensor in4[3] = {make(FU_F32, 2, s25, xv), make(FU_I64, 1, s3, iv4), make(FU_F32, 2, (int64_t[]){3, 5}, NULL)};
+    expect_index_error("index_add", f, in4, "op 'index_add' -> 'acc': index -3 at position [1] of 'ix'", NULL);
+    free_all(in4, 3);
+    fu_fusion_free(f);
+
+    f = fu_fusion_new("sadd");
+    x = fu_input(f, "x", FU_F32, 2, s25);
+    i = fu_input(f, "ix", FU_I64, 2, s21);
+    src = fu_input(f, "src", FU_F32, 2, s21);
+    fu_output(f, fu_scatter_add(f, x, i, src, 1, "sc"));
+    double iv5[2] = {5, 0};
+    fu_host_tensor in5[3] = {make(FU_F32, 2, s25, xv), make(FU_I64, 2, s21, iv5), make(FU_F32, 2, s21, NULL)};
+    expect_index_error("scatter_add", f, in5, "op 'scatter_add' -> 'sc': index 5 at position [0, 0] of 'ix'", NULL);
+    free_all(in5, 3);
+    fu_fusion_free(f);
+
+    f = fu_fusion_new("emb");
+    x = fu_input(f, "wte", FU_F32, 2, s25);
+    i = fu_input(f, "idx", FU_I64, 2, s22);
+    fu_output(f, fu_embedding(f, x, i, -1, "tok"));
+    double iv6[4] = {0, 1, 1, 2};
+    fu_host_tensor in6[2] = {make(FU_F32, 2, s25, xv), make(FU_I64, 2, s22, iv6)};
+    expect_index_error("embedding", f, in6, "op 'embedding' -> 'tok': index 2 at position [1, 1] of 'idx'",
+                       "[0, 2)");
+    free_all(in6, 2);
+    fu_fusion_free(f);
+
+    f = fu_fusion_new("embb");
+    x = fu_input(f, "g", FU_F32, 3, (int64_t[]){2, 2, 5});
+    i = fu_input(f, "idx", FU_I64, 2, s22);
+    fu_output(f, fu_embedding_backward(f, x, i, 3, 0, "dw"));
+    double iv7[4] = {0, 3, 1, 2};
+    fu_host_tensor in7[2] = {make(FU_F32, 3, (int64_t[]){2, 2, 5}, NULL), make(FU_I64, 2, s22, iv7)};
+    expect_index_error("embedding_backward", f, in7, "op 'embedding_backward' -> 'dw': index 3 at position [0, 1]",
+                       "[0, 3)");
+    free_all(in7, 2);
+    fu_fusion_free(f);
+
+    f = fu_fusion_new("ce");
+    x = fu_input(f, "logits", FU_F32, 2, s25);
+    i = fu_input(f, "target", FU_I64, 1, (int64_t[]){2});
+    fu_output(f, fu_cross_entropy(f, x, i, FU_REDUCTION_MEAN, -100, 0.0, "loss"));
+    fu_output(f, fu_cross_entropy_backward(f, x, i, fu_full(f, 0, NULL, 1.0, FU_F32, "one"), FU_REDUCTION_MEAN,
+                                           -100, 0.0, "dlogits"));
+    double iv8[2] = {-100, 40000};
+    fu_host_tensor in8[2] = {make(FU_F32, 2, s25, xv), make(FU_I64, 1, (int64_t[]){2}, iv8)};
+    expect_index_error("cross_entropy", f, in8,
+                       "op 'cross_entropy' -> 'loss': index 40000 at position [1] of 'target' is out of range [0, 5)",
+                       "ignore_index -100");
+    free_all(in8, 2);
+    fu_fusion_free(f);
+}
+
+int main(void)
+{
+    test_binary_broadcast();
+    test_int_ops();
+    test_compare_logical();
+    test_unary_math();
+    test_where();
+    test_cast();
+    test_cast_saturates();
+    test_broadcast_op();
+    test_reductions();
+    test_shape_ops();
+    test_full_iota();
+    test_gathers();
+    test_scatters();
+    test_small_composites();
+    test_plumbing();
+    test_input_errors();
+    test_index_errors();
+    return check_finish("test_interp_ops");
+}

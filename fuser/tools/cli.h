@@ -1,0 +1,67 @@
+/*
+ * cli.h -- the `fuser` command's pieces: the parsed options (cli_options.c),
+ * the subcommands (fuser_main.c: check, print; cli_run.c: run).
+ *
+ * Every failure is reported through a fu_error; main() prints it as
+ * "fuser: MESSAGE" on stderr and exits 2. Success exits 0.
+ */
+#ifndef FUSER_CLI_H
+#define FUSER_CLI_H
+
+#include <stdio.h>
+
+#include "fuser.h"
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_ERROR 2
+
+typedef enum cli_command {
+    CLI_CMD_NONE = 0, /* `fuser --help` */
+    CLI_CMD_CHECK,
+    CLI_CMD_PRINT,
+    CLI_CMD_RUN,
+} cli_command;
+
+typedef enum cli_device {
+    CLI_DEVICE_CPU = 0,
+    CLI_DEVICE_GPU,
+} cli_device;
+
+/* NAME=PATH of --input / --output. */
+typedef struct cli_binding {
+    const char *name;
+    const char *path;
+} cli_binding;
+
+typedef struct cli_options {
+    cli_command command;
+    bool help;          /* --help / -h: print the usage and exit 0 */
+    const char *file;   /* the fusion file */
+    fu_param_value *sets; /* --set NAME=VALUE */
+    int nsets;
+    cli_binding *inputs; /* --input NAME=PATH */
+    int ninputs;
+    cli_binding *outputs; /* --output NAME=PATH */
+    int noutputs;
+    uint64_t seed;       /* --seed N, default 0 */
+    cli_device device;   /* --device cpu|gpu, default cpu */
+    char **owned;        /* copies of split NAME=VALUE arguments */
+    int nowned;
+} cli_options;
+
+/* Parses argv into o (zeroed first). On error fills err (FU_ERR_ARG); o must
+ * be freed with cli_options_free either way. */
+fu_status cli_parse(int argc, char **argv, cli_options *o, fu_error *err);
+void cli_options_free(cli_options *o);
+
+const char *cli_command_name(cli_command c);
+/* The usage text of a command (CLI_CMD_NONE: the whole tool). */
+void cli_print_usage(FILE *fp, cli_command c);
+
+/* Parses the file and binds --set: *prog always, *fusion when want_fusion. */
+fu_status cli_load(const cli_options *o, bool want_fusion, fu_program **prog, fu_fusion **fusion,
+                   fu_error *err);
+
+fu_status cli_cmd_run(const cli_options *o, fu_error *err);
+
+#endif

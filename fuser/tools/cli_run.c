@@ -1,0 +1,244 @@
+/*
+ * cli_run.c -- `fuser run`: bind inputs (random, or read from .npy), run on
+ * the chosen device, print a summary line per output, write --output files.
+ *
+ * Nothing is written for a failed run: --output names are checked before
+ * running, every output goes to PATH.tmp.PID first, and only when all of them
+ * are written are they renamed into place; on any failure the temporaries
+ * (and any output already renamed) are removed.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ir.h"
+
+/* ------------------------------------------------------------ names */
+
+/* "a, b, c": the names of the fusion's inputs (or outputs), for messages. */
+static void list_names(const fu_fusion *f, bool outputs, char *buf, size_t cap)
+{
+    int n = outputs ? fu_fusion_num_outputs(f) : fu_fusion_num_inputs(f);
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && k < cap; i++) {
+        fu_tensor t = outputs ? fu_fusion_output(f, i) : fu_fusion_input(f, i);
+        int w = snprintf(buf + k, cap - k, "%s%s", i ? ", " : "", fu_tensor_name(f, t));
+        if (w < 0) break;
+        k += (size_t)w;
+    }
+}
+
+/* Position of the input (or output) called name, or -1. */
+static int find_position(const fu_fusion *f, bool outputs, const char *name)
+{
+    int n = outputs ? fu_fusion_num_outputs(f) : fu_fusion_num_inputs(f);
+    for (int i = 0; i < n; i++) {
+        fu_tensor t = outputs ? fu_fusion_output(f, i) : fu_fusion_input(f, i);
+        if (strcmp(fu_tensor_name(f, t), name) == 0) return i;
+    }
+    return -1;
+}
+
+/* Every --input and --output must name an input / output of the fusion. */
+static fu_status check_bindings(const cli_options *o, const fu_fusion *f, fu_error *err)
+{
+    char names[512];
+    for (int i = 0; i < o->ninputs; i++)
+        if (find_position(f, false, o->inputs[i].name) < 0) {
+            list_names(f, false, names, sizeof names);
+            return fu_error_set(err, FU_ERR_ARG, "--input %s: fusion '%s' has no input named '%s' (inputs: %s)",
+                                o->inputs[i].name, fu_fusion_name(f), o->inputs[i].name, names);
+        }
+    for (int i = 0; i < o->noutputs; i++)
+        if (find_position(f, true, o->outputs[i].name) < 0) {
+            list_names(f, true, names, sizeof names);
+            return fu_error_set(err, FU_ERR_ARG,
+                                "--output %s: fusion '%s' has no output named '%s' (outputs: %s)",
+                                o->outputs[i].name, fu_fusion_name(f), o->outputs[i].name, names);
+        }
+    return FU_OK;
+}
+
+/* ------------------------------------------------------------ inputs */
+
+static bool same_shape(const fu_host_tensor *t, int rank, const int64_t *shape)
+{
+    if (t->rank != rank) return false;
+    for (int i = 0; i < rank; i++)
+        if (t->shape[i] != shape[i]) return false;
+    return true;
+}
+
+/* Reads one --input file into *dst, checked against the declared input. */
+static fu_status load_input(const cli_binding *b, const fu_fusion *f, fu_tensor in, fu_host_tensor *dst,
+                            fu_error *err)
+{
+    fu_host_tensor file;
+    fu_status s = fu_npy_read(b->path, &file, err);
+    if (s) return s;
+    int rank = fu_tensor_rank(f, in);
+    const int64_t *shape = fu_tensor_shape(f, in);
+    if (!same_shape(&file, rank, shape)) {
+        char got[256], want[256];
+        s = fu_error_set(err, FU_ERR_ARG, "--input %s=%s: the file has shape %s, input '%s' is declared %s",
+                         b->name, b->path, fu_shape_str(file.rank, file.shape, got, sizeof got), b->name,
+                         fu_shape_str(rank, shape, want, sizeof want));
+    } else {
+        char what[1100];
+        snprintf(what, sizeof what, "--input %s=%s (input '%s' is %s)", b->name, b->path, b->name,
+                 fu_dtype_name(fu_tensor_dtype(f, in)));
+        s = fu_host_tensor_convert(&file, fu_tensor_dtype(f, in), dst, what, err);
+    }
+    fu_host_tensor_free(&file);
+    return s;
+}
+
+static void free_tensors(fu_host_tensor *t, int n)
+{
+    if (!t) return;
+    for (int i = 0; i < n; i++) fu_host_tensor_free(&t[i]);
+    fu_free(t);
+}
+
+/* Random inputs from the seed, with the given files replacing theirs. */
+static fu_status bind_inputs(const cli_options *o, const fu_fusion *f, fu_host_tensor **out, fu_error *err)
+{
+    int n = fu_fusion_num_inputs(f);
+    fu_host_tensor *in = fu_calloc((size_t)(n ? n : 1), sizeof *in);
+    if (!in) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    fu_status s = fu_random_inputs(f, o->seed, in, err);
+    if (s) {
+        fu_free(in);
+        return s;
+    }
+    for (int i = 0; i < o->ninputs && !s; i++) {
+        int pos = find_position(f, false, o->inputs[i].name);
+        fu_host_tensor loaded;
+        s = load_input(&o->inputs[i], f, fu_fusion_input(f, pos), &loaded, err);
+        if (!s) {
+            fu_host_tensor_free(&in[pos]);
+            in[pos] = loaded;
+        }
+    }
+    if (s) {
+        free_tensors(in, n);
+        return s;
+    }
+    *out = in;
+    return FU_OK;
+}
+
+/* ------------------------------------------------------------ device */
+
+/* The one place that picks the executor. */
+static fu_status run_on_device(cli_device device, const fu_fusion *f, const fu_host_tensor *inputs,
+                               fu_host_tensor *outputs, fu_error *err)
+{
+    switch (device) {
+    case CLI_DEVICE_CPU: return fu_interp_run(f, inputs, outputs, err);
+    case CLI_DEVICE_GPU:
+        return fu_error_set(err, FU_ERR_UNSUPPORTED, "--device gpu: the GPU path is not available in this build");
+    }
+    return fu_error_set(err, FU_ERR_ARG, "unknown device");
+}
+
+/* ------------------------------------------------------------ outputs */
+
+static void print_summary(const fu_fusion *f, fu_tensor t, const fu_host_tensor *h)
+{
+    int64_t n = fu_host_tensor_numel(h);
+    double sum = 0.0, absmax = 0.0;
+    bool any_nan = false;
+    for (int64_t i = 0; i < n; i++) {
+        double v = fu_host_tensor_get(h, i);
+        sum += v;
+        if (isnan(v)) any_nan = true;
+        else if (fabs(v) > absmax) absmax = fabs(v);
+    }
+    if (any_nan) absmax = NAN;
+    char shape[256], first[64];
+    if (n > 0) snprintf(first, sizeof first, "%.9g", fu_host_tensor_get(h, 0));
+    else snprintf(first, sizeof first, "empty");
+    printf("%s: %s%s sum=%.9g absmax=%.9g first=%s\n", fu_tensor_name(f, t), fu_dtype_name(h->dtype),
+           fu_shape_str(h->rank, h->shape, shape, sizeof shape), sum, absmax, first);
+}
+
+/* "PATH.tmp.PID", malloc'd. */
+static char *temp_path(const char *path)
+{
+    size_t n = strlen(path) + 32;
+    char *p = fu_malloc(n);
+    if (p) snprintf(p, n, "%s.tmp.%ld", path, (long)getpid());
+    return p;
+}
+
+/* Writes every --output to its temporary, then renames them all. On failure
+ * removes the temporaries and whatever was already renamed. */
+static fu_status write_outputs(const cli_options *o, const fu_fusion *f, const fu_host_tensor *outs,
+                               fu_error *err)
+{
+    int n = o->noutputs;
+    char **tmp = fu_calloc((size_t)(n ? n : 1), sizeof *tmp);
+    if (!tmp) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    fu_status s = FU_OK;
+    int written = 0, renamed = 0;
+    for (; written < n && !s; written++) {
+        const cli_binding *b = &o->outputs[written];
+        tmp[written] = temp_path(b->path);
+        if (!tmp[written]) {
+            s = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+            break;
+        }
+        fu_error werr;
+        if (fu_npy_write(tmp[written], &outs[find_position(f, true, b->name)], &werr))
+            s = fu_error_set(err, FU_ERR_IO, "--output %s=%s: %s", b->name, b->path, werr.message);
+    }
+    while (!s && renamed < n) {
+        if (rename(tmp[renamed], o->outputs[renamed].path) != 0)
+            s = fu_error_set(err, FU_ERR_IO, "--output %s=%s: cannot rename %s into place: %s",
+                             o->outputs[renamed].name, o->outputs[renamed].path, tmp[renamed], strerror(errno));
+        else
+            renamed++;
+    }
+    if (s) {
+        for (int i = 0; i < renamed; i++) remove(o->outputs[i].path);
+        for (int i = renamed; i < written; i++)
+            if (tmp[i]) remove(tmp[i]);
+    }
+    for (int i = 0; i < n; i++) fu_free(tmp[i]);
+    fu_free(tmp);
+    return s;
+}
+
+/* ------------------------------------------------------------ run */
+
+fu_status cli_cmd_run(const cli_options *o, fu_error *err)
+{
+    fu_program *p = NULL;
+    fu_fusion *f = NULL;
+    fu_host_tensor *in = NULL, *out = NULL;
+    int nout = 0;
+    fu_status s = cli_load(o, true, &p, &f, err);
+    if (!s) s = check_bindings(o, f, err);
+    if (!s) s = bind_inputs(o, f, &in, err);
+    if (!s) {
+        nout = fu_fusion_num_outputs(f);
+        out = fu_calloc((size_t)(nout ? nout : 1), sizeof *out);
+        if (!out) s = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    }
+    if (!s) s = run_on_device(o->device, f, in, out, err);
+    if (!s) s = write_outputs(o, f, out, err);
+    if (!s)
+        for (int i = 0; i < nout; i++) print_summary(f, fu_fusion_output(f, i), &out[i]);
+    if (out) free_tensors(out, nout); /* after a failed run these are all empty */
+    if (in) free_tensors(in, fu_fusion_num_inputs(f));
+    if (f) fu_fusion_free(f);
+    if (p) fu_program_free(p);
+    return s;
+}
