@@ -217,11 +217,27 @@ const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t)
 
 static const char *itype(const cg_ctx *c) { return c->index64 ? "long long" : "int"; }
 
-/* Renders an affine index as C, with the current lane folded into the constant. */
+/* Renders an affine index as C, with the current lane folded into the
+ * constant. The text is canonical ("o0", "7", "(3 * o0 + k1 + 2)"), so equal
+ * forms give equal strings (the memo and the schedulers compare them). */
 static void affine_expr(const cg_ctx *c, const cg_index *ix, char *buf, size_t n)
 {
-    size_t k = 0;
     long long cst = ix->c + ix->lane_coef * c->lane;
+    int terms = 0, only = -1;
+    for (int v = 0; v < c->nvars; v++)
+        if (ix->coef[v] != 0) {
+            terms++;
+            only = v;
+        }
+    if (terms == 0) {
+        snprintf(buf, n, "%lld", cst);
+        return;
+    }
+    if (terms == 1 && cst == 0 && ix->coef[only] == 1) {
+        snprintf(buf, n, "%s", c->var_names[only]);
+        return;
+    }
+    size_t k = 0;
     bool any = false;
     k += (size_t)snprintf(buf + k, n - k, "(");
     for (int v = 0; v < c->nvars && k < n; v++) {
@@ -230,7 +246,7 @@ static void affine_expr(const cg_ctx *c, const cg_index *ix, char *buf, size_t n
         else k += (size_t)snprintf(buf + k, n - k, "%s%lld * %s", any ? " + " : "", ix->coef[v], c->var_names[v]);
         any = true;
     }
-    if (k < n && (cst != 0 || !any)) k += (size_t)snprintf(buf + k, n - k, "%s%lld", any ? " + " : "", cst);
+    if (k < n && cst != 0) k += (size_t)snprintf(buf + k, n - k, " + %lld", cst);
     if (k < n) snprintf(buf + k, n - k, ")");
 }
 

@@ -14,6 +14,7 @@
  *    take.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
@@ -269,6 +270,9 @@ static fu_status schedule_members(seg_ctx *s, const bool *members)
     int r = try_group(s, members, why, sizeof why);
     if (r < 0) return s->err->status;
     if (r == 1) return FU_OK;
+    /* FUSER_DEBUG=1 says why a group had to be split (the debug ladder's first rung). */
+    const char *debug = getenv("FUSER_DEBUG");
+    if (debug && atoi(debug) >= 1) fprintf(stderr, "fuser: splitting '%s': %s\n", s->plan->fusion->name, why);
     /* Split at reductions and scatters; if a part still fails, one op each. */
     const fu_fusion *f = s->plan->fusion;
     int *level = fu_calloc((size_t)f->nnodes + 1, sizeof *level);
