@@ -19,7 +19,7 @@
 
 #include "ir.h"
 
-#define CG_MAXVARS 12
+#define CG_MAXVARS 24 /* domain variables plus opaque temporaries (gathered indices, div/mod) */
 #define CG_EXPR 200
 
 typedef struct cg_index {

@@ -215,7 +215,6 @@ const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t)
 
 /* ------------------------------------------------------------ indices */
 
-static const char *itype(const cg_ctx *c) { return c->index64 ? "long long" : "int"; }
 
 /* Renders an affine index as C, with the current lane folded into the
  * constant. The text is canonical ("o0", "7", "(3 * o0 + k1 + 2)"), so equal
@@ -273,14 +272,28 @@ void cg_index_const(cg_index *ix, long long v)
     snprintf(ix->expr, sizeof ix->expr, "%lld", v);
 }
 
-/* A non-affine index held in a fresh local variable (keeps expressions short). */
-static void index_from_expr(cg_ctx *c, cg_index *ix, const char *expr)
+/* An index computed by arbitrary code (a gathered position, a division) is held
+ * in a fresh local and becomes a variable of its own, so that it can still
+ * take part in affine offsets: a load at row j * 768 + d is a vector load when
+ * 768 is a multiple of the vector width, whatever j is. */
+static void opaque_index(cg_ctx *c, cg_index *ix, const char *name)
 {
     memset(ix, 0, sizeof *ix);
+    if (c->nvars < CG_MAXVARS) {
+        int v = cg_add_var(c, name);
+        cg_index_var(ix, v, c->var_names[v]);
+        return;
+    }
     ix->affine = false;
-    int id = c->tmp++;
-    cg_line(c, "const %s i%d = %s;", itype(c), id, expr);
-    snprintf(ix->expr, sizeof ix->expr, "i%d", id);
+    snprintf(ix->expr, sizeof ix->expr, "%s", name);
+}
+
+static void index_from_expr(cg_ctx *c, cg_index *ix, const char *expr)
+{
+    char name[24];
+    snprintf(name, sizeof name, "i%d", c->tmp++);
+    cg_line(c, "const %s %s = %s;", c->index64 ? "long long" : "int", name, expr);
+    opaque_index(c, ix, name);
 }
 
 /* a * s + b, exact on affine forms. */
@@ -595,20 +608,26 @@ static const char *gather_value(cg_ctx *c, const fu_node *n, const cg_index *idx
     }
     const char *j = cg_value(c, n->inputs[1], iidx);
     int64_t extent = x->shape[axis];
-    int id = c->tmp++;
-    cg_index pos;
-    int64_t mul[FU_MAX_RANK];
-    fu_shape_contiguous_strides(out->rank, out->shape, mul);
-    index_linear(c, out->rank, idx, mul, &pos);
-    cg_line(c, "long long j%d = %s;", id, j);
-    cg_line(c, "if (j%d < 0 || j%d >= %lld) { fu_report_index(fu_err, %d, (long long)j%d, (long long)%s); j%d = 0; }", id,
-            id, (long long)extent, (int)(n - f->nodes), id, pos.expr, id);
-    char jname[16];
-    snprintf(jname, sizeof jname, "j%d", id);
+    /* one checked position per distinct index value (shared by the lanes) */
+    char jkey[64], jname[40];
+    snprintf(jkey, sizeof jkey, "gather:%s", j);
+    const char *known = memo_find(c, n->output, jkey);
+    if (known) {
+        snprintf(jname, sizeof jname, "%s", known);
+    } else {
+        cg_index pos;
+        int64_t mul[FU_MAX_RANK];
+        fu_shape_contiguous_strides(out->rank, out->shape, mul);
+        index_linear(c, out->rank, idx, mul, &pos);
+        snprintf(jname, sizeof jname, "j%d", c->tmp++);
+        cg_line(c, "long long %s = %s;", jname, j);
+        cg_line(c, "if (%s < 0 || %s >= %lld) { fu_report_index(fu_err, %d, %s, (long long)%s); %s = 0; }", jname, jname,
+                (long long)extent, (int)(n - f->nodes), jname, pos.expr, jname);
+        memo_add(c, n->output, jkey, jname);
+    }
     for (int i = 0; i < x->rank; i++) {
         if (i == axis) {
-            memset(&xidx[i], 0, sizeof xidx[i]);
-            snprintf(xidx[i].expr, sizeof xidx[i].expr, "%s", jname);
+            opaque_index(c, &xidx[i], jname);
         } else if (n->op == FU_OP_TAKE && i > axis) {
             xidx[i] = idx[i - 1 + ix->rank];
         } else {
