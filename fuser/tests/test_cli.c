@@ -3,12 +3,17 @@
  * on suites/cross_entropy/cross_entropy_fwd.fusion (FUSER_SUITES_DIR):
  * check, print, run with random and given inputs (the loss is compared with a
  * direct C cross entropy), --output files, and every error path (exit 2, a
- * "fuser: " message, nothing written, no temporaries left behind).
+ * "fuser: " message, nothing written, no temporaries left behind). Also
+ * plan (text and --json, compiled through a fresh disk cache: the second plan
+ * makes no NVRTC call), codegen, and run --device gpu [--check], which fails
+ * with "no GPU" where there is none and agrees with the interpreter where
+ * there is one.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,7 +29,15 @@ extern char **environ;
 
 static const char *fuser_bin;
 static char suite[1024];
+static const char *suites_dir;
 static char dir[256];
+static char cache_dir[256]; /* FUSER_CACHE_DIR of the children */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
 
 /* ------------------------------------------------------------ helpers */
 
@@ -482,11 +495,27 @@ static void test_bad_inputs(const suite_info *s)
     RUN_FAILING(s, "needs a value", out, "--output", oarg, "--seed");
     RUN_FAILING(s, "needs a value", NULL, "--input");
     RUN_FAILING(s, "--device", out, "--device", "tpu", "--output", oarg);
-    RUN_FAILING(s, "--device gpu: the GPU path is not available in this build", out, "--device", "gpu", "--output",
-                oarg);
+    RUN_FAILING(s, "--scatter", out, "--scatter", "sometimes", "--output", oarg);
+    RUN_FAILING(s, "needs --device gpu", out, "--check", "--output", oarg);
+    RUN_FAILING(s, "needs --device gpu", out, "--check", "--device", "cpu", "--output", oarg);
     RUN_FAILING(s, "unexpected argument", out, "extra_file.fusion", "--output", oarg);
     RUN_FAILING(s, "takes no value", out, "--help=yes");
     EXPECT_FAILURE(RUN("check", suite, "--seed", "1"), "unknown option '--seed'", NULL);
+    EXPECT_FAILURE(RUN("check", suite, "--scatter", "atomic"), "unknown option '--scatter'", NULL);
+    EXPECT_FAILURE(RUN("check", suite, "--json"), "unknown option '--json'", NULL);
+    EXPECT_FAILURE(RUN("codegen", suite, "--json"), "unknown option '--json'", NULL);
+    EXPECT_FAILURE(RUN("codegen", suite, "--check"), "unknown option '--check'", NULL);
+    EXPECT_FAILURE(RUN("plan", suite, "--device", "gpu"), "unknown option '--device'", NULL);
+    EXPECT_FAILURE(RUN("plan", suite, "--seed", "3"), "unknown option '--seed'", NULL);
+    EXPECT_FAILURE(RUN("plan", suite, "--json=yes"), "takes no value", NULL);
+    EXPECT_FAILURE(RUN("plan", suite, "--scatter", "random"), "bad --scatter 'random'", NULL);
+    EXPECT_FAILURE(RUN("codegen", suite, "--scatter"), "needs a value", NULL);
+    EXPECT_FAILURE(RUN("plan"), "missing FILE", NULL);
+    EXPECT_FAILURE(RUN("codegen"), "missing FILE", NULL);
+    EXPECT_FAILURE(RUN("plan", badf), "bad.fusion", NULL);
+    EXPECT_FAILURE(RUN("codegen", badf), "bad.fusion", NULL);
+    EXPECT_FAILURE(RUN("plan", suite, "--set", "NOPE=1"), "NOPE", NULL);
+    EXPECT_FAILURE(RUN("codegen", path_in("missing.fusion")), "missing.fusion", NULL);
     EXPECT_FAILURE(RUN("print", suite, "--output", oarg), "unknown option '--output'", out);
     EXPECT_FAILURE(RUN("run"), "missing FILE", NULL);
     EXPECT_FAILURE(RUN("frobnicate", suite), "unknown command 'frobnicate'", NULL);
@@ -533,8 +562,8 @@ static void test_partial_write(void)
 
 static void test_help(void)
 {
-    const char *cmds[] = {"check", "print", "run"};
-    for (int i = 0; i < 3; i++) {
+    const char *cmds[] = {"check", "print", "run", "plan", "codegen"};
+    for (int i = 0; i < 5; i++) {
         const char *flags[] = {"--help", "-h"};
         for (int k = 0; k < 2; k++) {
             result r = RUN(cmds[i], flags[k]);
@@ -561,9 +590,243 @@ static void test_help(void)
         CHECK(r.status == 0);
         CHECK_CONTAINS(r.out, top[i][1] ? "usage: fuser run" : "usage: fuser COMMAND");
         if (!top[i][1])
-            for (int k = 0; k < 3; k++) CHECK_CONTAINS(r.out, cmds[k]);
+            for (int k = 0; k < 5; k++) CHECK_CONTAINS(r.out, cmds[k]);
         result_free(&r);
     }
+    r = RUN("run", "--help");
+    CHECK_CONTAINS(r.out, "--check");
+    CHECK_CONTAINS(r.out, "--scatter");
+    result_free(&r);
+    r = RUN("plan", "--help");
+    const char *plan_opts[] = {"--json", "--scatter", "compile_ms", "cache_hit", "registers", "local_bytes", "ready_ms",
+                               "nvrtc_calls"};
+    for (int i = 0; i < 8; i++) CHECK_CONTAINS(r.out, plan_opts[i]);
+    result_free(&r);
+    r = RUN("codegen", "-h");
+    CHECK_CONTAINS(r.out, "// ==== kernel");
+    CHECK_CONTAINS(r.out, "--scatter");
+    result_free(&r);
+    r = RUN("help", "plan");
+    CHECK(r.status == 0);
+    CHECK_CONTAINS(r.out, "usage: fuser plan");
+    result_free(&r);
+}
+
+/* ------------------------------------------------------------ plan, codegen, run --device gpu */
+
+/* Braces and brackets balance outside strings, and the text is one object. */
+static bool json_balanced(const char *s)
+{
+    int depth = 0;
+    bool in_string = false, escaped = false, closed = false;
+    while (*s == ' ' || *s == '\n') s++;
+    if (*s != '{') return false;
+    for (; *s; s++) {
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (*s == '\\') escaped = true;
+            else if (*s == '"') in_string = false;
+            else if ((unsigned char)*s < 0x20) return false;
+        } else if (*s == '"') {
+            if (closed) return false;
+            in_string = true;
+        } else if (*s == '{' || *s == '[') {
+            if (closed) return false;
+            depth++;
+        } else if (*s == '}' || *s == ']') {
+            if (--depth < 0) return false;
+            if (depth == 0) closed = true;
+        } else if (closed && *s != '\n' && *s != ' ') {
+            return false;
+        }
+    }
+    return closed && !in_string && depth == 0;
+}
+
+/* The integer after `"key": ` in a JSON text; -1 if absent. */
+static long long json_int(const char *text, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *p = strstr(text, k);
+    if (!p || p[strlen(k)] < '0' || p[strlen(k)] > '9') return -1;
+    return strtoll(p + strlen(k), NULL, 10);
+}
+
+/* True where `fuser plan --json` reports a GPU (so run --device gpu works). */
+static bool test_plan(const suite_info *s)
+{
+    const char *a[24];
+    int n = base_args(s, "plan", a);
+    a[n++] = "--json";
+    a[n] = NULL;
+    /* first plan in a fresh cache: one kernel, compiled by NVRTC */
+    result r = run_args(a);
+    EXPECT_SUCCESS(r);
+    CHECK(json_balanced(r.out));
+    CHECK_CONTAINS(r.out, "\"fusion\": \"cross_entropy_fwd\"");
+    CHECK_CONTAINS(r.out, "\"segments\": 1,");
+    CHECK_CONTAINS(r.out, "\"kernels\": [{");
+    const char *keys[] = {"\"compile_ms\": ", "\"cache_hit\": false", "\"registers\": ", "\"local_bytes\": ",
+                          "\"ready_ms\": ", "\"device\": \"", "\"arch\": \"sm_", "\"scatter\": \"deterministic\"",
+                          "\"compiled\": true"};
+    for (int i = 0; i < 9; i++) CHECK_CONTAINS(r.out, keys[i]);
+    CHECK(json_int(r.out, "nvrtc_calls") == 1);
+    CHECK(json_int(r.out, "cache_hits") == 0);
+    CHECK(json_int(r.out, "sm_count") > 0);
+    bool gpu = strstr(r.out, "\"device\": \"GPU: ") != NULL;
+    if (gpu) {
+        CHECK(json_int(r.out, "registers") > 0);
+        CHECK(json_int(r.out, "local_bytes") >= 0);
+    } else {
+        CHECK_CONTAINS(r.out, "\"device\": \"no GPU");
+        CHECK_CONTAINS(r.out, "\"registers\": null, \"local_bytes\": null");
+        CHECK(json_int(r.out, "sm_count") == 132);
+    }
+    CHECK(r.err[0] == '\0');
+    result_free(&r);
+
+    /* the second plan of the same fusion: all from the cache */
+    r = run_args(a);
+    EXPECT_SUCCESS(r);
+    CHECK(json_balanced(r.out));
+    CHECK(json_int(r.out, "nvrtc_calls") == 0);
+    CHECK(json_int(r.out, "cache_hits") == 1);
+    CHECK_CONTAINS(r.out, "\"cache_hit\": true");
+    CHECK_CONTAINS(r.out, "\"compile_ms\": 0.000");
+    result_free(&r);
+
+    /* text: the plan, the device, per kernel the compile, ready to launch */
+    n = base_args(s, "plan", a);
+    a[n] = NULL;
+    r = run_args(a);
+    EXPECT_SUCCESS(r);
+    CHECK(strncmp(r.out, "fusion 'cross_entropy_fwd': 1 kernel\n", 37) == 0);
+    CHECK_CONTAINS(r.out, "  kernel 0: ");
+    CHECK_CONTAINS(r.out, "scheduler=");
+    CHECK_CONTAINS(r.out, "\ndevice: ");
+    CHECK_CONTAINS(r.out, ": cache hit");
+    CHECK_CONTAINS(r.out, "\nready to launch in ");
+    CHECK_CONTAINS(r.out, "0 NVRTC calls, 1 cache hit\n");
+    if (gpu) CHECK_CONTAINS(r.out, " registers, ");
+    result_free(&r);
+
+    /* the embedding backward: deterministic by default, a memset first in atomic mode */
+    char emb[1100];
+    snprintf(emb, sizeof emb, "%s/embedding/embedding_bwd.fusion", suites_dir);
+    r = RUN("plan", emb, "--set", "V=50", "--set", "T=64", "--set", "D=24", "--json");
+    EXPECT_SUCCESS(r);
+    CHECK(json_balanced(r.out));
+    CHECK_CONTAINS(r.out, "\"segments\": 1,");
+    CHECK_CONTAINS(r.out, "\"memset_before\": false");
+    result_free(&r);
+    r = RUN("plan", emb, "--set", "V=50", "--set", "T=64", "--set", "D=24", "--json", "--scatter", "atomic");
+    EXPECT_SUCCESS(r);
+    CHECK(json_balanced(r.out));
+    CHECK_CONTAINS(r.out, "\"segments\": 1,");
+    CHECK_CONTAINS(r.out, "\"memset_before\": true");
+    CHECK_CONTAINS(r.out, "\"scatter\": \"atomic\"");
+    result_free(&r);
+    return gpu;
+}
+
+static void test_codegen(const suite_info *s)
+{
+    const char *a[24];
+    int n = base_args(s, "codegen", a);
+    a[n] = NULL;
+    result r = run_args(a);
+    EXPECT_SUCCESS(r);
+    CHECK(strncmp(r.out, "// ==== kernel 0: ", 18) == 0);
+    CHECK_CONTAINS(r.out, "extern \"C\" __global__");
+    CHECK(strstr(r.out, "// ==== kernel 1: ") == NULL);
+    CHECK(r.err[0] == '\0');
+    /* the same kernel name as the plan's */
+    char name[128] = "";
+    sscanf(r.out, "// ==== kernel 0: %127s", name);
+    CHECK(name[0] != '\0');
+    if (name[0]) CHECK_CONTAINS(r.out, name);
+    result_free(&r);
+
+    /* two kernels: a segment_set cuts the chain */
+    const char *file = path_in("cut.fusion");
+    spit(file, "fusion cut\ninput x: f32[4, 5]\na = exp(x)\nb = segment_set(a)\nc = mul(b, 2.0)\noutput c\n");
+    r = RUN("codegen", file);
+    EXPECT_SUCCESS(r);
+    CHECK_CONTAINS(r.out, "// ==== kernel 0: ");
+    CHECK_CONTAINS(r.out, "\n// ==== kernel 1: ");
+    result_free(&r);
+    r = RUN("plan", file, "--json");
+    EXPECT_SUCCESS(r);
+    CHECK(json_balanced(r.out));
+    CHECK_CONTAINS(r.out, "\"segments\": 2,");
+    CHECK(json_int(r.out, "nvrtc_calls") == 2);
+    result_free(&r);
+}
+
+static void test_run_gpu(const suite_info *s, bool gpu)
+{
+    const char *out = path_in("gpu_loss.npy");
+    const char *a[32];
+    int n = base_args(s, "run", a);
+    const char *extra[] = {"--device", "gpu", "--check", "--output", binding(s->loss, out)};
+    for (int i = 0; i < 5; i++) a[n++] = extra[i];
+    a[n] = NULL;
+    if (!gpu) {
+        expect_failure(run_args(a), "no GPU", out, __LINE__);
+        n = base_args(s, "run", a);
+        a[n++] = "--device";
+        a[n++] = "gpu";
+        a[n] = NULL;
+        result r = run_args(a);
+        CHECK(r.status == 2);
+        CHECK(strncmp(r.err, "fuser: --device gpu: no GPU", 27) == 0);
+        result_free(&r);
+        return;
+    }
+    /* with a GPU: the loss of given inputs, and --check against the interpreter */
+    int64_t xs[2] = {4, 7}, ts[1] = {4};
+    const char *xp = path_in("gx.npy"), *tp = path_in("gt.npy");
+    write_tensor(xp, FU_F32, 2, xs, &X[0][0]);
+    write_tensor(tp, FU_I64, 1, ts, T);
+    a[n++] = "--input";
+    a[n++] = binding(s->logits, xp);
+    a[n++] = "--input";
+    a[n++] = binding(s->target, tp);
+    a[n] = NULL;
+    result r = run_args(a);
+    EXPECT_SUCCESS(r);
+    char want[128];
+    snprintf(want, sizeof want, "\n%s: max_rel_error=", s->loss);
+    CHECK_CONTAINS(r.out, want);
+    const char *e = strstr(r.out, want);
+    if (e) CHECK(strtod(e + strlen(want), NULL) <= 1e-5);
+    fu_host_tensor t;
+    fu_error err;
+    fu_status st = fu_npy_read(out, &t, &err);
+    CHECK(st == FU_OK);
+    if (st == FU_OK) {
+        CHECK_NEAR(fu_host_tensor_get(&t, 0), reference_loss(T), 1e-5);
+        fu_host_tensor_free(&t);
+    }
+    result_free(&r);
+    unlink(out);
+
+    /* an out-of-range class index on the GPU: an error naming the op; nothing written */
+    double bad_t[4] = {2, 0, 7, 3};
+    write_tensor(tp, FU_I64, 1, ts, bad_t);
+    expect_failure(run_args(a), "out of range", out, __LINE__);
+
+    /* the atomic scatter mode of the embedding backward, checked */
+    char emb[1100];
+    snprintf(emb, sizeof emb, "%s/embedding/embedding_bwd.fusion", suites_dir);
+    r = RUN("run", emb, "--set", "V=50", "--set", "T=300", "--set", "D=24", "--device", "gpu", "--check", "--scatter",
+            "atomic", "--seed", "5");
+    EXPECT_SUCCESS(r);
+    CHECK_CONTAINS(r.out, "dweight: max_rel_error=");
+    e = strstr(r.out, "dweight: max_rel_error=");
+    if (e) CHECK(strtod(e + 23, NULL) <= 1e-5);
+    result_free(&r);
 }
 
 static void remove_dir(void)
@@ -585,6 +848,7 @@ int main(void)
         fprintf(stderr, "test_cli: FUSER_BIN and FUSER_SUITES_DIR must be set\n");
         return 1;
     }
+    suites_dir = suites;
     snprintf(suite, sizeof suite, "%s/cross_entropy/cross_entropy_fwd.fusion", suites);
     const char *base = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/test_cli.XXXXXX", base && *base ? base : "/tmp");
@@ -592,6 +856,20 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
+    /* Children that open the CUDA driver under AddressSanitizer need its
+     * shadow gap unprotected (see runtime.cmake); a fresh compile cache makes
+     * the NVRTC call counts of `fuser plan` predictable. */
+    const char *asan = getenv("ASAN_OPTIONS");
+    char asan_opts[1024];
+    snprintf(asan_opts, sizeof asan_opts, "%s%sprotect_shadow_gap=0", asan && *asan ? asan : "",
+             asan && *asan ? ":" : "");
+    setenv("ASAN_OPTIONS", asan_opts, 1);
+    snprintf(cache_dir, sizeof cache_dir, "%s/test_cli_cache.XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(cache_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    setenv("FUSER_CACHE_DIR", cache_dir, 1);
     test_help();
     suite_info s;
     if (load_suite(&s)) {
@@ -599,12 +877,16 @@ int main(void)
         test_run_random(&s);
         test_run_given(&s);
         test_bad_inputs(&s);
+        bool gpu = test_plan(&s);
+        test_codegen(&s);
+        test_run_gpu(&s, gpu);
     } else {
         CHECK(!"the cross entropy suite loads");
     }
     free_suite(&s);
     test_partial_write();
     remove_dir();
+    nftw(cache_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     free_pool();
     return check_finish("test_cli");
 }

@@ -1,6 +1,7 @@
 /*
  * cli.h -- the `fuser` command's pieces: the parsed options (cli_options.c),
- * the subcommands (fuser_main.c: check, print; cli_run.c: run).
+ * the subcommands (fuser_main.c: check, print; cli_run.c: run; cli_plan.c:
+ * plan, codegen, and the runtime and plan options they share with run).
  *
  * Every failure is reported through a fu_error; main() prints it as
  * "fuser: MESSAGE" on stderr and exits 2. Success exits 0.
@@ -11,6 +12,8 @@
 #include <stdio.h>
 
 #include "fuser.h"
+#include "plan.h"
+#include "runtime.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_ERROR 2
@@ -20,7 +23,10 @@ typedef enum cli_command {
     CLI_CMD_CHECK,
     CLI_CMD_PRINT,
     CLI_CMD_RUN,
+    CLI_CMD_PLAN,
+    CLI_CMD_CODEGEN,
 } cli_command;
+#define CLI_CMD_LAST CLI_CMD_CODEGEN
 
 typedef enum cli_device {
     CLI_DEVICE_CPU = 0,
@@ -45,6 +51,9 @@ typedef struct cli_options {
     int noutputs;
     uint64_t seed;       /* --seed N, default 0 */
     cli_device device;   /* --device cpu|gpu, default cpu */
+    bool check;          /* run --check: compare the GPU with the interpreter */
+    bool json;           /* plan --json */
+    fu_scatter_mode scatter; /* --scatter deterministic|atomic (plan, codegen, run) */
     char **owned;        /* copies of split NAME=VALUE arguments */
     int nowned;
 } cli_options;
@@ -63,5 +72,13 @@ fu_status cli_load(const cli_options *o, bool want_fusion, fu_program **prog, fu
                    fu_error *err);
 
 fu_status cli_cmd_run(const cli_options *o, fu_error *err);
+fu_status cli_cmd_plan(const cli_options *o, fu_error *err);
+fu_status cli_cmd_codegen(const cli_options *o, fu_error *err);
+
+/* The runtime with default options (the device if there is one, else
+ * compile-only), and the plan options for it: the device's SM count (else
+ * the default 132) and the --scatter mode. */
+fu_status cli_open_runtime(fu_runtime **rt, fu_error *err);
+void cli_plan_options(const cli_options *o, const fu_runtime *rt, fu_plan_options *po);
 
 #endif

@@ -13,7 +13,10 @@ static const char *const usage_main =
     "  check FILE [--set NAME=VALUE]...   parse, build and verify a fusion file\n"
     "  print FILE [--set NAME=VALUE]...   print the canonical program text (the built\n"
     "                                     fusion when --set is given)\n"
-    "  run FILE [options]                 run a fusion on the CPU interpreter\n"
+    "  run FILE [options]                 run a fusion on the CPU interpreter or the GPU\n"
+    "  plan FILE [options]                split a fusion into GPU kernels, compile them\n"
+    "                                     (NVRTC) and report each kernel\n"
+    "  codegen FILE [options]             print the generated CUDA C of every kernel\n"
     "  help [COMMAND]                     this text, or a command's\n"
     "\n"
     "Options:\n"
@@ -45,9 +48,14 @@ static const char *const usage_print =
 static const char *const usage_run =
     "usage: fuser run FILE [--set NAME=VALUE]... [--input NAME=PATH.npy]...\n"
     "                      [--output NAME=PATH.npy]... [--seed N] [--device cpu|gpu]\n"
+    "                      [--check] [--scatter deterministic|atomic]\n"
     "\n"
     "Runs the fusion in FILE and prints one line per output:\n"
     "  NAME: DTYPE[SHAPE] sum=S absmax=A first=X\n"
+    "With --check (GPU only), then one line per output comparing the GPU with the\n"
+    "CPU interpreter on the same inputs:\n"
+    "  NAME: max_rel_error=E        max|gpu - cpu| / max|cpu| (float outputs)\n"
+    "  NAME: mismatches=N           elements that differ (integer and bool outputs)\n"
     "\n"
     "Options:\n"
     "  --set NAME=VALUE        bind a parameter; repeatable\n"
@@ -59,8 +67,44 @@ static const char *const usage_run =
     "                          repeatable; nothing is written unless the run succeeds\n"
     "  --seed N                seed of the random inputs (default 0): normal(0,1) floats,\n"
     "                          valid indices for index inputs, [0,10) for other ints\n"
-    "  --device cpu|gpu        where to run (default cpu: the reference interpreter)\n"
+    "  --device cpu|gpu        where to run (default cpu: the reference interpreter;\n"
+    "                          gpu: the fuser's kernels, an error where there is no GPU)\n"
+    "  --check                 with --device gpu: also run the interpreter and compare\n"
+    "  --scatter MODE          GPU scatter (index_add, embedding backward): deterministic\n"
+    "                          (default; bit-identical run to run) or atomic (the output\n"
+    "                          is zeroed, then atomic adds)\n"
     "  -h, --help              show this help\n";
+
+static const char *const usage_plan =
+    "usage: fuser plan FILE [--set NAME=VALUE]... [--json] [--scatter deterministic|atomic]\n"
+    "\n"
+    "Splits the fusion in FILE into GPU kernels and prints the plan: each kernel's\n"
+    "scheduler, launch configuration and ops. Then compiles every kernel with NVRTC\n"
+    "(through the disk cache) and reports, per kernel, the NVRTC time or a cache\n"
+    "hit and, with a GPU, the registers and local (spill) bytes per thread; and the\n"
+    "total time until the plan is ready to launch. Works without a GPU (the plan\n"
+    "is then made for 132 SMs and compiled for sm_90, or $FUSER_ARCH).\n"
+    "\n"
+    "Options:\n"
+    "  --set NAME=VALUE   bind a parameter; repeatable\n"
+    "  --json             print one JSON object instead: the plan, with per kernel\n"
+    "                     \"compile_ms\", \"cache_hit\", \"registers\", \"local_bytes\"\n"
+    "                     (null without a GPU), and \"ready_ms\", \"nvrtc_calls\",\n"
+    "                     \"cache_hits\", \"device\", \"arch\", \"sm_count\", \"scatter\"\n"
+    "  --scatter MODE     deterministic (default) or atomic (see 'fuser run --help')\n"
+    "  -h, --help         show this help\n";
+
+static const char *const usage_codegen =
+    "usage: fuser codegen FILE [--set NAME=VALUE]... [--scatter deterministic|atomic]\n"
+    "\n"
+    "Plans the fusion in FILE as 'fuser plan' does and prints the generated CUDA C\n"
+    "of every kernel, each after a line\n"
+    "  // ==== kernel I: NAME ====\n"
+    "\n"
+    "Options:\n"
+    "  --set NAME=VALUE   bind a parameter; repeatable\n"
+    "  --scatter MODE     deterministic (default) or atomic\n"
+    "  -h, --help         show this help\n";
 
 const char *cli_command_name(cli_command c)
 {
@@ -68,6 +112,8 @@ const char *cli_command_name(cli_command c)
     case CLI_CMD_CHECK: return "check";
     case CLI_CMD_PRINT: return "print";
     case CLI_CMD_RUN: return "run";
+    case CLI_CMD_PLAN: return "plan";
+    case CLI_CMD_CODEGEN: return "codegen";
     default: return "";
     }
 }
@@ -78,17 +124,32 @@ void cli_print_usage(FILE *fp, cli_command c)
     case CLI_CMD_CHECK: fputs(usage_check, fp); break;
     case CLI_CMD_PRINT: fputs(usage_print, fp); break;
     case CLI_CMD_RUN: fputs(usage_run, fp); break;
+    case CLI_CMD_PLAN: fputs(usage_plan, fp); break;
+    case CLI_CMD_CODEGEN: fputs(usage_codegen, fp); break;
     default: fputs(usage_main, fp); break;
     }
 }
 
 /* ------------------------------------------------------------ option table */
 
-typedef enum opt_id { OPT_HELP, OPT_SET, OPT_INPUT, OPT_OUTPUT, OPT_SEED, OPT_DEVICE } opt_id;
+typedef enum opt_id {
+    OPT_HELP,
+    OPT_SET,
+    OPT_INPUT,
+    OPT_OUTPUT,
+    OPT_SEED,
+    OPT_DEVICE,
+    OPT_CHECK,
+    OPT_JSON,
+    OPT_SCATTER
+} opt_id;
 
 #define FOR_CHECK (1u << CLI_CMD_CHECK)
 #define FOR_PRINT (1u << CLI_CMD_PRINT)
 #define FOR_RUN (1u << CLI_CMD_RUN)
+#define FOR_PLAN (1u << CLI_CMD_PLAN)
+#define FOR_CODEGEN (1u << CLI_CMD_CODEGEN)
+#define FOR_ALL (FOR_CHECK | FOR_PRINT | FOR_RUN | FOR_PLAN | FOR_CODEGEN)
 
 typedef struct opt_def {
     const char *name;
@@ -98,20 +159,23 @@ typedef struct opt_def {
 } opt_def;
 
 static const opt_def opt_defs[] = {
-    {"--help", OPT_HELP, false, FOR_CHECK | FOR_PRINT | FOR_RUN},
-    {"-h", OPT_HELP, false, FOR_CHECK | FOR_PRINT | FOR_RUN},
-    {"--set", OPT_SET, true, FOR_CHECK | FOR_PRINT | FOR_RUN},
+    {"--help", OPT_HELP, false, FOR_ALL},
+    {"-h", OPT_HELP, false, FOR_ALL},
+    {"--set", OPT_SET, true, FOR_ALL},
     {"--input", OPT_INPUT, true, FOR_RUN},
     {"--output", OPT_OUTPUT, true, FOR_RUN},
     {"--seed", OPT_SEED, true, FOR_RUN},
     {"--device", OPT_DEVICE, true, FOR_RUN},
+    {"--check", OPT_CHECK, false, FOR_RUN},
+    {"--json", OPT_JSON, false, FOR_PLAN},
+    {"--scatter", OPT_SCATTER, true, FOR_RUN | FOR_PLAN | FOR_CODEGEN},
 };
 
 static bool is_help(const char *a) { return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0; }
 
 static bool command_from_name(const char *s, cli_command *out)
 {
-    for (cli_command c = CLI_CMD_CHECK; c <= CLI_CMD_RUN; c++)
+    for (cli_command c = CLI_CMD_CHECK; c <= CLI_CMD_LAST; c++)
         if (strcmp(s, cli_command_name(c)) == 0) {
             *out = c;
             return true;
@@ -142,6 +206,14 @@ static fu_status parse_device(const char *s, cli_device *out, fu_error *err)
     if (strcmp(s, "cpu") == 0) *out = CLI_DEVICE_CPU;
     else if (strcmp(s, "gpu") == 0) *out = CLI_DEVICE_GPU;
     else return fu_error_set(err, FU_ERR_ARG, "bad --device '%s': expected cpu or gpu", s);
+    return FU_OK;
+}
+
+static fu_status parse_scatter(const char *s, fu_scatter_mode *out, fu_error *err)
+{
+    if (strcmp(s, "deterministic") == 0) *out = FU_SCATTER_DETERMINISTIC;
+    else if (strcmp(s, "atomic") == 0) *out = FU_SCATTER_ATOMIC;
+    else return fu_error_set(err, FU_ERR_ARG, "bad --scatter '%s': expected deterministic or atomic", s);
     return FU_OK;
 }
 
@@ -205,6 +277,9 @@ static fu_status apply_option(cli_options *o, opt_id id, const char *value, fu_e
     case OPT_OUTPUT: return add_binding(o, "--output", value, o->outputs, &o->noutputs, err);
     case OPT_SEED: return parse_seed(value, &o->seed, err);
     case OPT_DEVICE: return parse_device(value, &o->device, err);
+    case OPT_CHECK: o->check = true; return FU_OK;
+    case OPT_JSON: o->json = true; return FU_OK;
+    case OPT_SCATTER: return parse_scatter(value, &o->scatter, err);
     }
     return FU_OK;
 }
@@ -255,7 +330,8 @@ static fu_status alloc_lists(cli_options *o, int argc, fu_error *err)
 static fu_status parse_command(int argc, char **argv, cli_options *o, fu_error *err)
 {
     if (argc < 2)
-        return fu_error_set(err, FU_ERR_ARG, "missing command: check, print or run (see 'fuser --help')");
+        return fu_error_set(err, FU_ERR_ARG,
+                            "missing command: check, print, plan, codegen or run (see 'fuser --help')");
     const char *first = argv[1];
     if (is_help(first)) {
         o->help = true;
@@ -264,15 +340,16 @@ static fu_status parse_command(int argc, char **argv, cli_options *o, fu_error *
     if (strcmp(first, "help") == 0) {
         o->help = true;
         if (argc > 2 && !command_from_name(argv[2], &o->command))
-            return fu_error_set(err, FU_ERR_ARG, "help: unknown command '%s' (expected check, print or run)",
-                                argv[2]);
+            return fu_error_set(err, FU_ERR_ARG,
+                                "help: unknown command '%s' (expected check, print, plan, codegen or run)", argv[2]);
         return FU_OK;
     }
     if (first[0] == '-')
         return fu_error_set(err, FU_ERR_ARG, "unknown option '%s' (a command comes first; see 'fuser --help')",
                             first);
     if (!command_from_name(first, &o->command))
-        return fu_error_set(err, FU_ERR_ARG, "unknown command '%s' (expected check, print or run)", first);
+        return fu_error_set(err, FU_ERR_ARG, "unknown command '%s' (expected check, print, plan, codegen or run)",
+                            first);
     return FU_OK;
 }
 
@@ -300,6 +377,9 @@ fu_status cli_parse(int argc, char **argv, cli_options *o, fu_error *err)
         }
     }
     if (!o->file) return fu_error_set(err, FU_ERR_ARG, "%s: missing FILE (see 'fuser %s --help')", cmd, cmd);
+    if (o->check && o->device != CLI_DEVICE_GPU)
+        return fu_error_set(err, FU_ERR_ARG,
+                            "%s: --check compares a GPU run with the interpreter; it needs --device gpu", cmd);
     return FU_OK;
 }
 

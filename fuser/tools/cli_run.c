@@ -1,6 +1,8 @@
 /*
  * cli_run.c -- `fuser run`: bind inputs (random, or read from .npy), run on
  * the chosen device, print a summary line per output, write --output files.
+ * On the GPU (fu_exec_run_host), --check also runs the interpreter on the
+ * same inputs and prints how far apart the two are, per output.
  *
  * Nothing is written for a failed run: --output names are checked before
  * running, every output goes to PATH.tmp.PID first, and only when all of them
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "exec.h"
 #include "ir.h"
 
 /* ------------------------------------------------------------ names */
@@ -136,16 +139,77 @@ static fu_status bind_inputs(const cli_options *o, const fu_fusion *f, fu_host_t
 
 /* ------------------------------------------------------------ device */
 
+/* The fuser's kernels on the GPU; FU_ERR_NO_DEVICE where there is none. */
+static fu_status run_on_gpu(const cli_options *o, const fu_fusion *f, const fu_host_tensor *inputs,
+                            fu_host_tensor *outputs, fu_error *err)
+{
+    fu_runtime *rt;
+    fu_status s = cli_open_runtime(&rt, err);
+    if (s) return s;
+    if (!fu_runtime_has_device(rt)) {
+        s = fu_error_set(err, FU_ERR_NO_DEVICE, "--device gpu: %s", fu_runtime_describe(rt));
+    } else {
+        fu_plan_options po;
+        cli_plan_options(o, rt, &po);
+        s = fu_exec_run_host(rt, f, &po, inputs, outputs, err);
+    }
+    fu_runtime_close(rt);
+    return s;
+}
+
 /* The one place that picks the executor. */
-static fu_status run_on_device(cli_device device, const fu_fusion *f, const fu_host_tensor *inputs,
+static fu_status run_on_device(const cli_options *o, const fu_fusion *f, const fu_host_tensor *inputs,
                                fu_host_tensor *outputs, fu_error *err)
 {
-    switch (device) {
+    switch (o->device) {
     case CLI_DEVICE_CPU: return fu_interp_run(f, inputs, outputs, err);
-    case CLI_DEVICE_GPU:
-        return fu_error_set(err, FU_ERR_UNSUPPORTED, "--device gpu: the GPU path is not available in this build");
+    case CLI_DEVICE_GPU: return run_on_gpu(o, f, inputs, outputs, err);
     }
     return fu_error_set(err, FU_ERR_ARG, "unknown device");
+}
+
+/* ------------------------------------------------------------ --check */
+
+/* The interpreter's outputs for the same inputs (nout of them, allocated). */
+static fu_status reference_outputs(const fu_fusion *f, const fu_host_tensor *in, fu_host_tensor **ref, fu_error *err)
+{
+    int nout = fu_fusion_num_outputs(f);
+    *ref = fu_calloc((size_t)(nout ? nout : 1), sizeof **ref);
+    if (!*ref) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    fu_error ierr;
+    if (fu_interp_run(f, in, *ref, &ierr)) {
+        fu_free(*ref);
+        *ref = NULL;
+        return fu_error_set(err, ierr.status, "--check: the interpreter failed where the GPU did not: %s",
+                            ierr.message);
+    }
+    return FU_OK;
+}
+
+/* "NAME: max_rel_error=E" (max|gpu - cpu| / max|cpu|; max|gpu - cpu| when the
+ * reference is all zero; inf where only one of them is NaN) for floats,
+ * "NAME: mismatches=N" for integers and bool. */
+static void print_check(const fu_fusion *f, fu_tensor t, const fu_host_tensor *gpu, const fu_host_tensor *cpu)
+{
+    int64_t n = fu_host_tensor_numel(cpu);
+    const char *name = fu_tensor_name(f, t);
+    if (!fu_dtype_is_float(cpu->dtype)) {
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += fu_host_tensor_get(gpu, i) != fu_host_tensor_get(cpu, i);
+        printf("%s: mismatches=%lld\n", name, (long long)bad);
+        return;
+    }
+    double maxdiff = 0.0, maxref = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double g = fu_host_tensor_get(gpu, i), c = fu_host_tensor_get(cpu, i);
+        double d;
+        if (isnan(g) || isnan(c)) d = isnan(g) && isnan(c) ? 0.0 : INFINITY;
+        else if (isinf(g) || isinf(c)) d = g == c ? 0.0 : INFINITY;
+        else d = fabs(g - c);
+        if (d > maxdiff) maxdiff = d;
+        if (isfinite(c) && fabs(c) > maxref) maxref = fabs(c);
+    }
+    printf("%s: max_rel_error=%.3g\n", name, maxref > 0.0 ? maxdiff / maxref : maxdiff);
 }
 
 /* ------------------------------------------------------------ outputs */
@@ -222,7 +286,7 @@ fu_status cli_cmd_run(const cli_options *o, fu_error *err)
 {
     fu_program *p = NULL;
     fu_fusion *f = NULL;
-    fu_host_tensor *in = NULL, *out = NULL;
+    fu_host_tensor *in = NULL, *out = NULL, *ref = NULL;
     int nout = 0;
     fu_status s = cli_load(o, true, &p, &f, err);
     if (!s) s = check_bindings(o, f, err);
@@ -232,10 +296,14 @@ fu_status cli_cmd_run(const cli_options *o, fu_error *err)
         out = fu_calloc((size_t)(nout ? nout : 1), sizeof *out);
         if (!out) s = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     }
-    if (!s) s = run_on_device(o->device, f, in, out, err);
+    if (!s) s = run_on_device(o, f, in, out, err);
+    if (!s && o->check) s = reference_outputs(f, in, &ref, err);
     if (!s) s = write_outputs(o, f, out, err);
-    if (!s)
+    if (!s) {
         for (int i = 0; i < nout; i++) print_summary(f, fu_fusion_output(f, i), &out[i]);
+        for (int i = 0; ref && i < nout; i++) print_check(f, fu_fusion_output(f, i), &out[i], &ref[i]);
+    }
+    if (ref) free_tensors(ref, nout);
     if (out) free_tensors(out, nout); /* after a failed run these are all empty */
     if (in) free_tensors(in, fu_fusion_num_inputs(f));
     if (f) fu_fusion_free(f);

@@ -1,11 +1,16 @@
 /*
- * fuser_main.c -- the `fuser` command: check, print and run fusion files.
+ * fuser_main.c -- the `fuser` command: check, print, plan, compile and run
+ * fusion files.
  *
  *   fuser check FILE [--set NAME=VALUE]...
  *   fuser print FILE [--set NAME=VALUE]...
  *   fuser run FILE [--set ...] [--input NAME=PATH] [--output NAME=PATH] [--seed N] [--device cpu|gpu]
+ *             [--check] [--scatter deterministic|atomic]
+ *   fuser plan FILE [--set ...] [--json] [--scatter deterministic|atomic]
+ *   fuser codegen FILE [--set ...] [--scatter deterministic|atomic]
  *
- * Options are parsed in cli_options.c, `run` lives in cli_run.c. Every error
+ * Options are parsed in cli_options.c, `run` lives in cli_run.c, `plan` and
+ * `codegen` in cli_plan.c. Every error
  * prints "fuser: MESSAGE" on stderr and exits 2; success exits 0.
  */
 #include <string.h>
@@ -74,6 +79,8 @@ static fu_status dispatch(const cli_options *o, fu_error *err)
     case CLI_CMD_CHECK: return cmd_check(o, err);
     case CLI_CMD_PRINT: return cmd_print(o, err);
     case CLI_CMD_RUN: return cli_cmd_run(o, err);
+    case CLI_CMD_PLAN: return cli_cmd_plan(o, err);
+    case CLI_CMD_CODEGEN: return cli_cmd_codegen(o, err);
     default: return fu_error_set(err, FU_ERR_ARG, "missing command (see 'fuser --help')");
     }
 }

@@ -184,9 +184,14 @@ fu_status fu_exec_check(fu_executable *x, fu_error *err)
     const fu_node *n = &f->nodes[node];
     const fu_value *src = fu_val(f, n->inputs[0]), *idx = fu_val(f, n->inputs[1]);
     int64_t extent = src->shape[n->attrs.axis];
+    /* Ops made by decomposition are named "<user tensor>.<part>": name the user's tensor too. */
+    const char *name = fu_val(f, n->output)->name;
+    const char *dot = strchr(name, '.');
+    char part_of[FU_MAX_NAME + 16] = "";
+    if (dot) snprintf(part_of, sizeof part_of, " (part of '%.*s')", (int)(dot - name), name);
     return fu_error_set(err, FU_ERR_INDEX,
-                        "op '%s' -> '%s': index %lld read from '%s' at position %lld is out of range [0, %lld)",
-                        fu_op_name(n->op), fu_val(f, n->output)->name, (long long)(int64_t)flag[1], idx->name,
+                        "op '%s' -> '%s'%s: index %lld (from '%s', at position %lld) is out of range [0, %lld)",
+                        fu_op_name(n->op), name, part_of, (long long)(int64_t)flag[1], idx->name,
                         (long long)(int64_t)flag[2], (long long)extent);
 }
 

@@ -143,7 +143,10 @@ static fu_tensor expand_cross_entropy_bwd(dctx *c, const fu_node *n, const char 
     fu_tensor p = fu_unary(d, FU_OP_EXP, fu_binary(d, FU_OP_SUB, xf, lse, HN("lsm")), HN("softmax"));
     ce_target(c, t, N, at->ignore_index, &valid, &tsafe);
     fu_tensor cls = fu_iota(d, 2, xs, 1, fu_tensor_dtype(d, tsafe), HN("class"));
-    fu_tensor hot = fu_cast(d, fu_binary(d, FU_OP_EQ, cls, tsafe, HN("is_target")), FU_F32, HN("onehot"));
+    /* The one-hot needs no gather, but a bad target must still be reported:
+     * gathering the class index at the target is the target, bounds-checked. */
+    fu_tensor checked = fu_take_along_axis(d, cls, tsafe, 1, HN("tcheck"));
+    fu_tensor hot = fu_cast(d, fu_binary(d, FU_OP_EQ, cls, checked, HN("is_target")), FU_F32, HN("onehot"));
     fu_tensor delta = fu_binary(d, FU_OP_SUB, p, fu_binary(d, FU_OP_MUL, hot, scalar(c, 1.0 - at->label_smoothing, FU_F32), HN("hot")), HN("delta"));
     if (at->label_smoothing > 0.0)
         delta = fu_binary(d, FU_OP_SUB, delta, scalar(c, at->label_smoothing / (double)C, FU_F32), HN("delta"));

@@ -296,6 +296,8 @@ static fu_status plan_fusion(seg_ctx *s)
 
 fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan **out, fu_error *err)
 {
+    fu_error local;
+    if (!err) err = &local; /* the segmenter reports through err internally */
     *out = NULL;
     fu_plan_options defaults;
     if (!opts) {

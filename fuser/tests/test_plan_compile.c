@@ -1,0 +1,157 @@
+/*
+ * test_plan_compile.c -- the segmenter, schedulers and code generator without
+ * a GPU: every seed workload (suites/, default sizes and small overrides, f32
+ * and bf16) and the C-API variants of fuser_cases.h plan to the kernel count
+ * they must (one, except the fusions built to need several), every kernel
+ * compiles with NVRTC for sm_90, and preparing the same plan again is served
+ * entirely from the disk cache (no NVRTC call).
+ *
+ * The runtime is opened compile-only with a fresh temporary cache directory.
+ * One line per plan: name, kernels, compile time, OK/FAIL.
+ */
+#define _XOPEN_SOURCE 700
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "exec.h"
+#include "fuser_cases.h"
+#include "runtime.h"
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static fu_runtime_stats stats_of(const fu_runtime *rt)
+{
+    fu_runtime_stats s;
+    fu_runtime_get_stats(rt, &s);
+    return s;
+}
+
+/* Plans, checks the kernel count, compiles every kernel, then prepares again
+ * and checks that nothing was compiled the second time. */
+static void plan_and_compile(fu_runtime *rt, const tc_case *c)
+{
+    fu_error err = {0};
+    int before = check_failures;
+    fu_plan *p = tc_plan(c, 0, &err);
+    CHECK(p != NULL);
+    if (!p) {
+        fprintf(stderr, "case %s: fu_plan_build: %s\n", c->name, err.message);
+        printf("%-48s plan failed  FAIL\n", c->name);
+        return;
+    }
+    CHECK(tc_plan_ok(c, p));
+    for (int k = 0; k < p->nkernels; k++) {
+        CHECK(p->kernels[k].source != NULL);
+        if (p->kernels[k].source) CHECK_CONTAINS(p->kernels[k].source, "extern \"C\" __global__");
+    }
+    fu_executable *x = NULL;
+    fu_status s = fu_exec_prepare(rt, p, &x, &err);
+    CHECK(s == FU_OK);
+    double ms = 0;
+    if (s != FU_OK) {
+        char *text = fu_plan_text(p);
+        fprintf(stderr, "case %s: compile failed: %s\nplan:\n%s", c->name, err.message, text ? text : "");
+        free(text);
+    } else {
+        ms = fu_exec_prepare_ms(x);
+        fu_exec_free(x);
+        x = NULL;
+        /* the same plan again: every kernel from the cache */
+        int64_t calls = stats_of(rt).nvrtc_calls;
+        s = fu_exec_prepare(rt, p, &x, &err);
+        CHECK(s == FU_OK);
+        if (s == FU_OK) {
+            CHECK(stats_of(rt).nvrtc_calls == calls);
+            for (int k = 0; k < p->nkernels; k++) {
+                const fu_exec_kernel_info *ki = fu_exec_kernel(x, k);
+                CHECK(ki->cache_hit);
+                CHECK(ki->compile_ms == 0.0);
+            }
+            fu_exec_free(x);
+        } else {
+            fprintf(stderr, "case %s: second prepare: %s\n", c->name, err.message);
+        }
+    }
+    printf("%-48s kernels=%d  ready_ms=%8.1f  %s\n", c->name, p->nkernels, ms,
+           check_failures == before ? "OK" : "FAIL");
+    fflush(stdout);
+    fu_plan_free(p);
+}
+
+int main(void)
+{
+    const char *suites = getenv("FUSER_SUITES_DIR");
+    if (!suites) {
+        fprintf(stderr, "test_plan_compile: FUSER_SUITES_DIR must be set\n");
+        return 1;
+    }
+    const char *tmp = getenv("TMPDIR");
+    char cache[512];
+    snprintf(cache, sizeof cache, "%s/test_plan_compile.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(cache)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    fu_runtime_options ro = {0};
+    ro.compile_only = true;
+    ro.cache_dir = cache;
+    ro.arch = "sm_90";
+    fu_runtime *rt = NULL;
+    fu_error err = {0};
+    fu_status s = fu_runtime_open(&ro, &rt, &err);
+    CHECK(s == FU_OK);
+    if (s != FU_OK) {
+        fprintf(stderr, "fu_runtime_open: %s\n", err.message);
+        return check_finish("test_plan_compile");
+    }
+    printf("%s\n", fu_runtime_describe(rt));
+    CHECK(fu_runtime_has_nvrtc(rt));
+    CHECK(strcmp(fu_runtime_arch(rt), "sm_90") == 0);
+
+    tc_list l = {0};
+    /* (a) the seed workloads: defaults, a tiny set and an odd set of sizes */
+    const char *small[] = {"N=4", "V=7", "D=8", "T=5", "B=1", "C=64", "H=2"};
+    const char *odd[] = {"N=37", "V=1000", "D=100", "T=100", "B=2", "C=384", "H=3"};
+    const fu_dtype dts[2] = {FU_F32, FU_BF16};
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < TC_NSUITES; i++) {
+            tc_add_suite(&l, suites, tc_suite_files[i], "default", NULL, 0, dts[d], NULL);
+            tc_add_suite(&l, suites, tc_suite_files[i], "small", small, 7, dts[d], NULL);
+            tc_add_suite(&l, suites, tc_suite_files[i], "odd", odd, 7, dts[d], NULL);
+        }
+    /* embedding_bwd in atomic mode: one kernel after a memset of the output */
+    for (int d = 0; d < 2; d++) {
+        tc_case *c =
+            tc_add_suite(&l, suites, "embedding/embedding_bwd.fusion", "default_atomic", NULL, 0, dts[d], NULL);
+        if (c) c->scatter = FU_SCATTER_ATOMIC, c->want_zero_before = true;
+        c = tc_add_suite(&l, suites, "embedding/embedding_bwd.fusion", "odd_atomic", odd, 7, dts[d], NULL);
+        if (c) c->scatter = FU_SCATTER_ATOMIC, c->want_zero_before = true;
+    }
+    /* (b) C-API variants and (d) multi-kernel fusions */
+    tc_sizes z = {.ce_n = 1024, .ce_v = 32768, .emb_v = 50304, .emb_d = 768, .emb_t = 8192,
+                  .qkv_b = 16, .qkv_t = 128, .qkv_c = 1024, .multi_n = 1024, .multi_v = 4096};
+    for (int d = 0; d < 2; d++) tc_add_api_cases(&l, &z, dts[d]);
+    CHECK(l.errors == 0);
+
+    for (int i = 0; i < l.n; i++) plan_and_compile(rt, &l.v[i]);
+
+    fu_runtime_stats st = stats_of(rt);
+    printf("%d plans; nvrtc_calls=%lld cache_hits=%lld compile_ms=%.0f\n", l.n, (long long)st.nvrtc_calls,
+           (long long)st.cache_hits, st.compile_ms);
+    tc_list_free(&l);
+    fu_runtime_close(rt);
+    if (check_failures) /* keep <cache>/failed/ (sources and logs of failed compiles) */
+        printf("cache directory kept: %s\n", cache);
+    else
+        nftw(cache, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return check_finish("test_plan_compile");
+}
