@@ -1,0 +1,67 @@
+#!/bin/sh
+# test_gate_save_baseline.sh -- scripts/save_baseline, the contract that
+# `./run_suite ... --save-baseline` relies on: a run file is copied unchanged
+# to RESULTS/baselines/<gpu_key>.json and RESULTS/runs/<date>_<commit>_<gpu_key>.json
+# (--history-only: only the latter); bad input exits 2 and writes nothing.
+# scripts/compare then gates a run against the saved baseline.
+# Environment (set by CTest): GATE_SYNTH, FUSEBENCH_GATE_DIR, FUSEBENCH_ROOT.
+# shellcheck disable=SC2034 # variables read by check()'s eval
+set -u
+fail=0
+check() { if ! eval "$1"; then echo "FAIL: $2" >&2; fail=1; fi; }
+root=${FUSEBENCH_ROOT:?}
+synth=${GATE_SYNTH:?}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_save.XXXXXX")
+res=$tmp/results
+
+"$synth" "$tmp/run.json" --date 2025-05-06T07:08:09+02:00 --commit 1b454c5 || exit 1
+out=$("$root/scripts/save_baseline" "$tmp/run.json" --results "$res" 2> "$tmp/err")
+check '[ $? = 0 ]' "save_baseline failed: $(cat "$tmp/err")"
+check "cmp -s '$tmp/run.json' '$res/baselines/nvidia_h200.json'" "the baseline is the run, unchanged"
+check "cmp -s '$tmp/run.json' '$res/runs/2025-05-06T050809Z_1b454c5_nvidia_h200.json'" \
+    "the run is kept as <UTC date>_<commit>_<gpu_key>.json"
+check "printf '%s\n' \"\$out\" | grep -qx '$res/baselines/nvidia_h200.json'" "the paths written are printed"
+check '[ -z "$(ls -a "$res/baselines" | grep tmp)" ]' "no temporary file left"
+
+# The gate reads what was saved: the same run is SAME everywhere (exit 0); a
+# slower one regresses (exit 1).
+"$root/scripts/compare" "$tmp/run.json" "$res/baselines/nvidia_h200.json" -q
+check '[ $? = 0 ]' "a run compared with itself passes"
+"$synth" "$tmp/slow.json" --seed 2 --scale 1.1 --date 2025-05-07T07:08:09Z --commit 2c55d6e || exit 1
+"$root/scripts/compare" "$tmp/slow.json" "$res/baselines/nvidia_h200.json" -q
+check '[ $? = 1 ]' "a 10% slower run regresses"
+
+# --history-only keeps the baseline as it was.
+"$root/scripts/save_baseline" "$tmp/slow.json" --history-only --results "$res" > /dev/null 2> "$tmp/err"
+check '[ $? = 0 ]' "save_baseline --history-only: $(cat "$tmp/err")"
+check "cmp -s '$tmp/run.json' '$res/baselines/nvidia_h200.json'" "--history-only leaves the baseline alone"
+check "[ -f '$res/runs/2025-05-07T070809Z_2c55d6e_nvidia_h200.json' ]" "--history-only keeps the run"
+check '[ "$(ls "$res/runs" | wc -l)" = 2 ]' "two stored runs"
+
+# A run with failed cases is saved, with a warning.
+"$synth" "$tmp/failing.json" --fail 'qkv_split/*' --gpu "NVIDIA H100 80GB HBM3" || exit 1
+"$root/scripts/save_baseline" "$tmp/failing.json" --results "$res" > /dev/null 2> "$tmp/err"
+check '[ $? = 0 ] && grep -q "4 case(s) failed" "$tmp/err"' "failed cases are warned about"
+check "[ -f '$res/baselines/nvidia_h100_80gb_hbm3.json' ]" "one baseline per GPU model"
+
+# Bad input: exit 2, a message, nothing written.
+before=$(ls -R "$res" | wc -l)
+expect2() {
+    "$@" > /dev/null 2> "$tmp/err"
+    rc=$?
+    check "[ $rc = 2 ] && [ -s '$tmp/err' ]" "exit 2 and a message from: $* (got $rc: $(cat "$tmp/err"))"
+}
+"$synth" "$tmp/cpu.json" --gpu none || exit 1
+"$synth" "$tmp/v2.json" --schema fusebench-run/2 || exit 1
+printf '{"context": ' > "$tmp/broken.json"
+expect2 "$root/scripts/save_baseline" "$tmp/cpu.json" --results "$res"
+check "grep -q 'measured on no GPU' '$tmp/err'" "a run without a GPU is refused as such"
+expect2 "$root/scripts/save_baseline" "$tmp/v2.json" --results "$res"
+expect2 "$root/scripts/save_baseline" "$tmp/broken.json" --results "$res"
+expect2 "$root/scripts/save_baseline" "$tmp/nothere.json" --results "$res"
+expect2 "$root/scripts/save_baseline" --results "$res"
+expect2 "$root/scripts/save_baseline" "$tmp/run.json" --bogus
+check '[ "$(ls -R "$res" | wc -l)" = "$before" ]' "nothing written on bad input"
+
+if [ "$fail" = 0 ]; then rm -rf "$tmp"; echo "test_gate_save_baseline: ok"; else echo "files kept in $tmp" >&2; fi
+exit "$fail"
