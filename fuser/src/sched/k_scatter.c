@@ -97,8 +97,9 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     kp->grid = (unsigned)grid;
     kp->block = (unsigned)threads;
     snprintf(kp->config, sizeof kp->config,
-             "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d list=%d",
-             (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, LIST_CAP);
+             "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d list=%d ids_per_thread=%d",
+             (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, LIST_CAP,
+             LIST_CAP / threads > 8 ? 8 : LIST_CAP / threads < 1 ? 1 : LIST_CAP / threads);
     fu_kw_signature(w, kp, (unsigned)threads, false);
     const char *it = c->index64 ? "long long" : "int";
     cg_open(c);
@@ -225,42 +226,55 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     c->scope--;
     c->indent--;
     cg_line(c, "};");
-    /* scan the index, keep positions in owned rows, in order */
-    cg_line(c, "for (%s base = 0; base < %lld; base += %d) {", it, (long long)M, threads);
+    /* Scan the index, keep positions in owned rows, in order. A thread takes
+     * `ipt` consecutive positions per window, so a window of threads * ipt
+     * positions costs one block-wide prefix sum (two barriers). */
+    int ipt = LIST_CAP / threads;
+    if (ipt > 8) ipt = 8;
+    if (ipt < 1) ipt = 1;
+    cg_line(c, "for (%s base = 0; base < %lld; base += %d) {", it, (long long)M, threads * ipt);
     c->indent++;
     c->scope++;
-    cg_line(c, "const %s i = base + threadIdx.x;", it);
-    cg_line(c, "int keep = 0, row = 0;");
-    cg_line(c, "if (i < %lld) {", (long long)M);
-    c->indent++;
-    c->scope++;
+    cg_line(c, "const %s ib = base + (%s)threadIdx.x * %d;", it, it, ipt);
+    cg_line(c, "unsigned keep = 0u;");
+    cg_line(c, "int rows[%d];", ipt);
     c->nvars = 0;
     c->vec = 1;
     c->lane = 0;
     c->lane_var = -1;
-    int iv = cg_add_var(c, "i");
-    cg_index ii;
-    cg_index_var(&ii, iv, "i");
-    const char *j = cg_value(c, s->inputs[1], &ii);
-    cg_line(c, "const long long j = %s;", j);
-    cg_line(c, "if (j < 0 || j >= %lld) fu_report_index(fu_err, %d, j, (long long)i);", (long long)V, (int)(s - f->nodes));
-    cg_line(c, "else if (j >= v0 && j < v0 + nrows) { keep = 1; row = (int)(j - v0); }");
-    c->scope--;
-    c->indent--;
-    cg_drop_scope(c);
-    cg_line(c, "}");
-    cg_line(c, "// ordered compaction: exclusive prefix of `keep` over the block");
-    cg_line(c, "const unsigned lanemask = (1u << (threadIdx.x & 31)) - 1u;");
-    cg_line(c, "const unsigned ballot = __ballot_sync(0xffffffffu, keep);");
-    cg_line(c, "if ((threadIdx.x & 31) == 0) fu_scan[threadIdx.x >> 5] = __popc(ballot);");
+    int iv = cg_add_var(c, "ib");
+    for (int k = 0; k < ipt; k++) {
+        cg_line(c, "if (ib + %d < %lld) {", k, (long long)M);
+        c->indent++;
+        c->scope++;
+        cg_index ii;
+        cg_index_var(&ii, iv, "ib");
+        ii.c = k;
+        cg_index_refresh(c, &ii);
+        const char *j = cg_value(c, s->inputs[1], &ii);
+        cg_line(c, "const long long j = %s;", j);
+        cg_line(c, "if (j < 0 || j >= %lld) fu_report_index(fu_err, %d, j, (long long)(ib + %d));", (long long)V,
+                (int)(s - f->nodes), k);
+        cg_line(c, "else if (j >= v0 && j < v0 + nrows) { keep |= 1u << %d; rows[%d] = (int)(j - v0); }", k, k);
+        c->scope--;
+        c->indent--;
+        cg_drop_scope(c);
+        cg_line(c, "}");
+    }
+    cg_line(c, "// ordered compaction: exclusive prefix of the kept counts over the block");
+    cg_line(c, "const int cnt = __popc(keep), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
+    cg_line(c, "int incl = cnt;");
+    cg_line(c, "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
+    cg_line(c, "if (lane == 31) fu_scan[warp] = incl;");
     cg_line(c, "__syncthreads();");
     cg_line(c, "if (threadIdx.x == 0) { int s = 0; for (int wq = 0; wq < %d; wq++) { int n = fu_scan[wq]; fu_scan[wq] = s; s += n; } fu_scan[32] = s; }",
             (threads + 31) / 32);
     cg_line(c, "__syncthreads();");
     cg_line(c, "const int total = fu_scan[32];");
-    cg_line(c, "const int at = fu_scan[threadIdx.x >> 5] + __popc(ballot & lanemask);");
+    cg_line(c, "int at = fu_scan[warp] + incl - cnt;");
     cg_line(c, "if (nlist + total > %d) flush();", LIST_CAP);
-    cg_line(c, "if (keep) { fu_pos[nlist + at] = (int)i; fu_row[nlist + at] = row; }");
+    cg_line(c, "for (int k = 0; k < %d; k++)", ipt);
+    cg_line(c, "  if (keep >> k & 1u) { fu_pos[nlist + at] = (int)(ib + k); fu_row[nlist + at] = rows[k]; at++; }");
     cg_line(c, "nlist += total;");
     cg_line(c, "__syncthreads();");
     cg_close(c);
