@@ -1,0 +1,427 @@
+/*
+ * run_suite_main.c -- the `run_suite` command: parse the options, list the
+ * benchmarks, plan and compile them, and (with a GPU) check and time them.
+ * See usage() for the options. Exit status: 0 when every case is ok (or,
+ * without a GPU, planned and compiled), 1 when a case failed or the run could
+ * not be made, 2 for bad usage.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_shim.h"
+#include "suite.h"
+
+#ifndef HB_SUITES_DIR
+#define HB_SUITES_DIR "suites"
+#endif
+
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
+
+typedef enum { FORMAT_TABLE, FORMAT_JSON } out_format;
+
+typedef struct options {
+    const char *suite;
+    const char *sizes;      /* NULL: the suite's defaults */
+    const char *dtypes;     /* NULL: the suite's defaults */
+    const char *out;
+    const char *filter;
+    const char *suites_dir;
+    out_format format;
+    bool list, help, compile_only;
+    hb_runner_options run;
+    int ngb;
+    char **gb;              /* --benchmark_* flags, pointers into argv */
+} options;
+
+static void usage(FILE *f)
+{
+    fputs("usage: run_suite SUITE|all [options] [--benchmark_FLAG=VALUE ...]\n"
+          "\n"
+          "Checks and times a benchmark suite: every case is planned and compiled by the fuser, its\n"
+          "output checked against the CPU interpreter, then timed on the GPU (CUDA events around the\n"
+          "whole call, the median of repeated samples), with what it launched recorded by CUPTI.\n"
+          "\n"
+          "suites:\n",
+          f);
+    for (int i = 0; hb_suites[i]; i++) {
+        const hb_suite *s = hb_suites[i];
+        fprintf(f, "  %-14s %s; cases:", s->name, s->size_help);
+        for (int c = 0; c < s->ncases; c++) fprintf(f, "%s %s", c ? "," : "", s->cases[c].name);
+        fprintf(f, "\n  %-14s   default sizes %s\n", "", s->default_sizes);
+    }
+    fputs("  all            every suite at its default (or sweep) sizes\n"
+          "\n"
+          "options:\n"
+          "  --sizes LIST         comma-separated sizes (8192x32768,4096x50304), or 'default' or 'sweep'\n"
+          "  --dtype LIST         f32,bf16 (default: both)\n"
+          "  --mode cold|hot      flush the L2 before every sample (cold, the default) or not (hot)\n"
+          "  --format table|json  what goes to standard output (default: table)\n"
+          "  --out FILE           also write the run JSON (docs/results-schema.md) to FILE\n"
+          "  --filter REGEX       only benchmarks whose name, suite/case/variant/dtype/size, matches\n"
+          "                       (POSIX extended regular expression)\n"
+          "  --list               print the benchmark names and exit\n"
+          "  --repetitions N      Google Benchmark repetitions per case (default 3)\n"
+          "  --time-limit S       at most S seconds of samples per repetition (default 2)\n"
+          "  --seed N             seed of the random inputs\n"
+          "  --compile-only       plan and compile only, even with a GPU\n"
+          "  --suites-dir DIR     where the .fusion files are (default: $FUSEBENCH_SUITES_DIR, else the\n"
+          "                       source tree's suites/)\n"
+          "  -h, --help           this text\n"
+          "  --benchmark_...      passed to Google Benchmark (--benchmark_filter, --benchmark_out, ...)\n"
+          "\n"
+          "A sample is CUDA-event time around one whole call (every launch and the gaps between them),\n"
+          "after a memset of twice the L2 (cold) or a 50 us spin kernel (hot), which keeps the GPU busy\n"
+          "while the call is enqueued; samples are taken until (p75-p25)/median is\n"
+          "under 2% with at least 10, or the time limit; samples taken while the GPU was throttled are\n"
+          "dropped. GB/s is the case's fewest bytes (its formula is in the JSON) over the median time;\n"
+          "% copy compares it with a 1 GiB device-to-device copy measured in the same run.\n"
+          "\n"
+          "Without a GPU, every case is planned and compiled, the kernel counts are printed, and\n"
+          "run_suite says that timing needs a GPU and exits 0.\n"
+          "\n"
+          "exit status: 0 ok; 1 a case failed (wrong result, launch error) or the run could not be\n"
+          "made; 2 bad usage.\n",
+          f);
+}
+
+static int usage_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("run_suite: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (see run_suite --help)\n", stderr);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+/* "--name VALUE" or "--name=VALUE"; advances *i past what it used. */
+static bool option_value(int argc, char **argv, int *i, const char *name, const char **value, int *rc)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return false;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return true;
+    }
+    if (a[n] != '\0') return false;
+    if (*i + 1 >= argc) {
+        *rc = usage_error("%s needs a value", name);
+        *value = NULL;
+        return true;
+    }
+    *value = argv[++*i];
+    return true;
+}
+
+static bool parse_long(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    hb_runner_options_default(&o->run);
+    o->gb = calloc((size_t)argc + 1, sizeof *o->gb);
+    if (!o->gb) return usage_error("out of memory");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        int rc = 0;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            o->help = true;
+        } else if (strncmp(a, "--benchmark_", 12) == 0) {
+            o->gb[o->ngb++] = argv[i];
+        } else if (option_value(argc, argv, &i, "--sizes", &v, &rc)) {
+            if (rc) return rc;
+            o->sizes = v;
+        } else if (option_value(argc, argv, &i, "--dtype", &v, &rc) ||
+                   option_value(argc, argv, &i, "--dtypes", &v, &rc)) {
+            if (rc) return rc;
+            o->dtypes = v;
+        } else if (option_value(argc, argv, &i, "--mode", &v, &rc)) {
+            if (rc) return rc;
+            if (!hb_mode_from_name(v, &o->run.timing.mode)) return usage_error("--mode: '%s' is not cold or hot", v);
+        } else if (option_value(argc, argv, &i, "--format", &v, &rc)) {
+            if (rc) return rc;
+            if (strcmp(v, "table") == 0) o->format = FORMAT_TABLE;
+            else if (strcmp(v, "json") == 0) o->format = FORMAT_JSON;
+            else return usage_error("--format: '%s' is not table or json", v);
+        } else if (option_value(argc, argv, &i, "--out", &v, &rc)) {
+            if (rc) return rc;
+            if (!v[0]) return usage_error("--out needs a file name");
+            o->out = v;
+        } else if (option_value(argc, argv, &i, "--filter", &v, &rc)) {
+            if (rc) return rc;
+            o->filter = v;
+        } else if (option_value(argc, argv, &i, "--repetitions", &v, &rc)) {
+            if (rc) return rc;
+            long long n;
+            if (!parse_long(v, 1, 1000, &n)) return usage_error("--repetitions: '%s' is not a number from 1 to 1000", v);
+            o->run.repetitions = (int)n;
+        } else if (option_value(argc, argv, &i, "--time-limit", &v, &rc)) {
+            if (rc) return rc;
+            char *end;
+            errno = 0;
+            double t = strtod(v, &end);
+            if (errno || end == v || *end || !(t > 0) || t > 3600)
+                return usage_error("--time-limit: '%s' is not a number of seconds above 0 and at most 3600", v);
+            o->run.timing.stop.time_limit_s = t;
+        } else if (option_value(argc, argv, &i, "--seed", &v, &rc)) {
+            if (rc) return rc;
+            long long n;
+            if (!parse_long(v, 0, INT64_MAX, &n)) return usage_error("--seed: '%s' is not a non-negative integer", v);
+            o->run.seed = (uint64_t)n;
+        } else if (option_value(argc, argv, &i, "--suites-dir", &v, &rc)) {
+            if (rc) return rc;
+            o->suites_dir = v;
+        } else if (strcmp(a, "--list") == 0) {
+            o->list = true;
+        } else if (strcmp(a, "--compile-only") == 0) {
+            o->compile_only = true;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return usage_error("unknown option '%s'", a);
+        } else if (o->suite) {
+            return usage_error("one suite at a time: '%s' and '%s' (or 'all')", o->suite, a);
+        } else {
+            o->suite = a;
+        }
+    }
+    return EXIT_OK;
+}
+
+static void known_suites(char *buf, size_t cap)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; hb_suites[i] && k < cap; i++) {
+        int w = snprintf(buf + k, cap - k, "%s, ", hb_suites[i]->name);
+        if (w > 0) k += (size_t)w;
+    }
+    if (k < cap) snprintf(buf + k, cap - k, "all");
+}
+
+/* Adds the items of one suite. Returns an exit code. */
+static int add_suite(hb_runner *r, const options *o, const hb_suite *s, const regex_t *filter, bool all)
+{
+    const char *sizes = o->sizes;
+    if (!sizes || strcmp(sizes, "default") == 0) sizes = s->default_sizes;
+    else if (strcmp(sizes, "sweep") == 0) sizes = s->sweep_sizes;
+    else if (all) return usage_error("--sizes with 'all' takes only 'default' or 'sweep': sizes mean different things in each suite");
+    hb_size *sz = NULL;
+    int nsz = 0;
+    char why[512];
+    if (!hb_parse_sizes(sizes, s->ndims, &sz, &nsz, why, sizeof why))
+        return usage_error("--sizes: %s (%s sizes are %s)", why, s->name, s->size_help);
+    fu_dtype dts[8];
+    int ndt = 0;
+    if (!hb_parse_dtypes(o->dtypes ? o->dtypes : s->default_dtypes, dts, 8, &ndt, why, sizeof why)) {
+        free(sz);
+        return usage_error("--dtype: %s", why);
+    }
+    for (int k = 0; k < nsz; k++) { /* every size must bind (qkv_split: 3C a multiple of 192) */
+        hb_params p;
+        memset(&p, 0, sizeof p);
+        if (!s->params(&sz[k], dts[0], &p, why, sizeof why)) {
+            free(sz);
+            return usage_error("--sizes: %s", why);
+        }
+    }
+    int rc = EXIT_OK;
+    for (int c = 0; c < s->ncases && !rc; c++)
+        for (int d = 0; d < ndt && !rc; d++)
+            for (int k = 0; k < nsz && !rc; k++)
+                for (int v = 0; hb_variants[v] && !rc; v++) {
+                    const hb_variant *var = hb_variants[v];
+                    char size_str[64], name[256];
+                    hb_size_str(&sz[k], size_str, sizeof size_str);
+                    snprintf(name, sizeof name, "%s/%s/%s/%s/%s", s->name, s->cases[c].name, var->name,
+                             fu_dtype_name(dts[d]), size_str);
+                    if (filter && regexec(filter, name, 0, NULL, 0) != 0) continue;
+                    fu_error err;
+                    if (hb_runner_add(r, s, &s->cases[c], var, dts[d], &sz[k], &err)) {
+                        fprintf(stderr, "run_suite: %s\n", err.message);
+                        rc = EXIT_FAILED;
+                    }
+                }
+    free(sz);
+    return rc;
+}
+
+/* Writes the run JSON to path (through a temporary, renamed into place). */
+static bool write_json_file(const char *path, const hb_context *c, const hb_entry *e, int n)
+{
+    size_t len = strlen(path) + 16;
+    char *tmp = malloc(len);
+    if (!tmp) return false;
+    snprintf(tmp, len, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "run_suite: --out %s: cannot write %s: %s\n", path, tmp, strerror(errno));
+        free(tmp);
+        return false;
+    }
+    bool ok = hb_json_write_run(f, c, e, n);
+    if (fclose(f) != 0) ok = false;
+    if (ok && rename(tmp, path) != 0) {
+        fprintf(stderr, "run_suite: --out %s: cannot rename %s into place: %s\n", path, tmp, strerror(errno));
+        ok = false;
+    } else if (!ok) {
+        fprintf(stderr, "run_suite: --out %s: write error\n", path);
+    }
+    if (!ok) remove(tmp);
+    free(tmp);
+    return ok;
+}
+
+static int finish_output(hb_runner *r, const options *o, const char *argv0, const char *no_timing_line)
+{
+    const hb_entry *entries;
+    int n = hb_runner_entries(r, &entries);
+    hb_context ctx;
+    hb_runner_context(r, &ctx);
+    if (!ctx.host.executable[0]) snprintf(ctx.host.executable, sizeof ctx.host.executable, "%s", argv0);
+    int rc = EXIT_OK;
+    if (o->format == FORMAT_JSON) {
+        if (!hb_json_write_run(stdout, &ctx, entries, n)) rc = EXIT_FAILED;
+        if (no_timing_line) fprintf(stderr, "%s\n", no_timing_line);
+    } else {
+        hb_runner_print_table(r, stdout);
+        if (no_timing_line) printf("%s\n", no_timing_line);
+    }
+    if (o->out && !write_json_file(o->out, &ctx, entries, n)) rc = EXIT_FAILED;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "run_suite: cannot write to standard output\n");
+        rc = EXIT_FAILED;
+    }
+    if (hb_runner_failures(r) > 0) {
+        fprintf(stderr, "run_suite: %d of %d case%s failed\n", hb_runner_failures(r), hb_runner_count(r),
+                hb_runner_count(r) == 1 ? "" : "s");
+        rc = EXIT_FAILED;
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) {
+        free(o.gb);
+        return rc;
+    }
+    if (o.help) {
+        usage(stdout);
+        free(o.gb);
+        return EXIT_OK;
+    }
+    if (o.ngb > 0) { /* Google Benchmark's flags: checked now, used when timing */
+        hb_gbench *g = hb_gb_new();
+        char why[512];
+        bool ok = g && hb_gb_init(g, argv[0], o.ngb, o.gb, why, sizeof why);
+        hb_gb_free(g);
+        if (!ok) {
+            free(o.gb);
+            return usage_error("%s", g ? why : "out of memory");
+        }
+    }
+    char known[256];
+    known_suites(known, sizeof known);
+    if (!o.suite) {
+        free(o.gb);
+        return usage_error("name a suite (%s)", known);
+    }
+    bool all = strcmp(o.suite, "all") == 0;
+    const hb_suite *one = all ? NULL : hb_find_suite(o.suite);
+    if (!all && !one) {
+        free(o.gb);
+        return usage_error("unknown suite '%s' (known: %s)", o.suite, known);
+    }
+    regex_t re;
+    bool have_re = false;
+    if (o.filter) {
+        int e = regcomp(&re, o.filter, REG_EXTENDED | REG_NOSUB);
+        if (e) {
+            char msg[256];
+            regerror(e, &re, msg, sizeof msg);
+            free(o.gb);
+            return usage_error("--filter '%s': %s", o.filter, msg);
+        }
+        have_re = true;
+    }
+    const char *dir = o.suites_dir;
+    if (!dir) dir = getenv("FUSEBENCH_SUITES_DIR");
+    if (!dir || !dir[0]) dir = HB_SUITES_DIR;
+    o.run.suites_dir = dir;
+    o.run.compile_only = o.compile_only;
+
+    fu_runtime *rt = NULL;
+    hb_runner *r = NULL;
+    fu_error err;
+    memset(&err, 0, sizeof err);
+    if (hb_runner_new(&o.run, &r, &err)) {
+        fprintf(stderr, "run_suite: %s\n", err.message);
+        rc = EXIT_FAILED;
+        goto done;
+    }
+    for (int i = 0; hb_suites[i] && !rc; i++)
+        if (all || hb_suites[i] == one) rc = add_suite(r, &o, hb_suites[i], have_re ? &re : NULL, all);
+    if (rc) goto done;
+    if (o.list) {
+        for (int i = 0; i < hb_runner_count(r); i++) printf("%s\n", hb_runner_item_name(r, i));
+        goto done;
+    }
+    if (hb_runner_count(r) == 0) {
+        rc = usage_error("no benchmark matches --filter '%s'", o.filter ? o.filter : "");
+        goto done;
+    }
+    fu_runtime_options ro;
+    memset(&ro, 0, sizeof ro);
+    ro.compile_only = o.compile_only;
+    if (fu_runtime_open(&ro, &rt, &err)) {
+        fprintf(stderr, "run_suite: %s\n", err.message);
+        rc = EXIT_FAILED;
+        goto done;
+    }
+    hb_runner_prepare(r, rt);
+    if (!fu_runtime_has_device(rt) || o.compile_only) {
+        char line[1024];
+        if (o.compile_only)
+            snprintf(line, sizeof line, "--compile-only: planned and compiled %d case%s, timed none",
+                     hb_runner_count(r), hb_runner_count(r) == 1 ? "" : "s");
+        else
+            snprintf(line, sizeof line, "timing needs a GPU (%s): planned and compiled %d case%s, timed none",
+                     fu_runtime_describe(rt), hb_runner_count(r), hb_runner_count(r) == 1 ? "" : "s");
+        rc = finish_output(r, &o, argv[0], line);
+        goto done;
+    }
+    if (hb_runner_measure(r, argv[0], o.ngb, o.gb, &err)) {
+        fprintf(stderr, "run_suite: %s\n", err.message);
+        rc = err.status == FU_ERR_ARG ? EXIT_USAGE : EXIT_FAILED;
+        goto done;
+    }
+    rc = finish_output(r, &o, argv[0], NULL);
+done:
+    hb_runner_free(r);
+    if (rt) fu_runtime_close(rt);
+    if (have_re) regfree(&re);
+    free(o.gb);
+    return rc;
+}

@@ -1,0 +1,917 @@
+/*
+ * runner.c -- builds, checks and times items (suite/case/variant/dtype/size).
+ *
+ * prepare (no device needed): parse the case's fusion file, bind the size and
+ *   dtype, plan and compile through the variant. Without a GPU this is all.
+ * measure (Google Benchmark drives; each repetition calls `body`):
+ *   first repetition of an item, `setup`:
+ *     1. check: the variant runs the fusion, at full size when it is small
+ *        enough, else at the suite's check size (same file, fewer rows), on
+ *        fu_random_inputs, outputs poisoned first; every output is compared
+ *        with fu_interp_run. A wrong result fails the item: it is never timed.
+ *     2. full size: random inputs, outputs poisoned, one call; an index out of
+ *        range or an output element left unwritten (or NaN) fails the item.
+ *     3. CUPTI records a few calls, one at a time: kernels, memsets, copies,
+ *        summed kernel time.
+ *   every repetition: hb_timer_measure (event time, cold or hot L2).
+ *   last repetition: the device buffers are freed.
+ * Google Benchmark reports each repetition and its aggregates; `on_run` turns
+ * them into run-file entries.
+ */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_shim.h"
+#include "suite.h"
+
+#ifdef HB_HAVE_GIT_COMMIT_H
+#include "git_commit.h" /* generated: HB_GIT_COMMIT */
+#endif
+#ifndef HB_GIT_COMMIT
+#define HB_GIT_COMMIT "unknown"
+#endif
+#ifndef HB_BUILD_TYPE
+#define HB_BUILD_TYPE "unknown"
+#endif
+
+typedef struct hb_rep {
+    bool done;
+    hb_status status;
+    char error[512];
+    hb_samples samples;
+} hb_rep;
+
+typedef struct hb_item {
+    struct hb_runner *runner;
+    int index;
+    const hb_suite *suite;
+    const hb_case *cs;
+    const hb_variant *variant;
+    fu_dtype dtype;
+    hb_size size;
+    char name[256];
+    char size_str[64];
+    int64_t bytes;
+    /* prepare */
+    bool prepared;
+    hb_status status;
+    char error[512];
+    fu_program *prog;
+    fu_fusion *fusion;            /* full size */
+    void *vstate;
+    hb_variant_info info;
+    double prepare_ms;
+    /* setup */
+    bool set_up, released;
+    bool failure_reported;        /* the progress line said FAILED */
+    fu_devptr *din, *dout;
+    double max_rel_error;
+    char checked_at[96];          /* the size the interpreter checked */
+    hb_call_profile profile;
+    int kernels, launches;        /* CUPTI's count, or the variant's without CUPTI; -1 unknown */
+    /* repetitions */
+    int nreps;
+    hb_rep *reps;
+} hb_item;
+
+struct hb_runner {
+    fu_runtime *rt;
+    hb_runner_options o;
+    hb_item *items;
+    int nitems, citems;
+    /* measure */
+    bool measured;
+    hb_timer *timer;
+    hb_cupti *cupti;
+    hb_clocks *clocks;
+    char cupti_note[224], clocks_note[224];
+    char argv0[1024];             /* for the context's "executable" */
+    double copy_gbps;
+    bool have_clock0;
+    hb_clock_sample clock0;
+    /* entries */
+    hb_entry *entries;
+    int nentries, centries;
+};
+
+void hb_runner_options_default(hb_runner_options *o)
+{
+    memset(o, 0, sizeof *o);
+    hb_timing_options_default(&o->timing);
+    o->repetitions = 3;
+    o->seed = 20261130;
+    o->suites_dir = NULL;
+    o->check_elements = (int64_t)32 << 20;
+    o->exact_random_elements = (int64_t)32 << 20;
+    o->profile_calls = 5;
+    o->copy_bytes = (size_t)1 << 30;
+    o->progress = stderr;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static void progress(const hb_runner *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void progress(const hb_runner *r, const char *fmt, ...)
+{
+    if (!r->o.progress) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(r->o.progress, fmt, ap);
+    va_end(ap);
+    fputc('\n', r->o.progress);
+    fflush(r->o.progress);
+}
+
+static size_t tensor_bytes(const fu_fusion *f, fu_tensor t)
+{
+    size_t n = (size_t)fu_tensor_numel(f, t) * fu_dtype_size(fu_tensor_dtype(f, t));
+    return n ? n : 1;
+}
+
+static int64_t io_elements(const fu_fusion *f)
+{
+    int64_t n = 0;
+    for (int i = 0; i < fu_fusion_num_inputs(f); i++) n += fu_tensor_numel(f, fu_fusion_input(f, i));
+    for (int i = 0; i < fu_fusion_num_outputs(f); i++) n += fu_tensor_numel(f, fu_fusion_output(f, i));
+    return n;
+}
+
+static int64_t input_elements(const fu_fusion *f)
+{
+    int64_t n = 0;
+    for (int i = 0; i < fu_fusion_num_inputs(f); i++) n += fu_tensor_numel(f, fu_fusion_input(f, i));
+    return n;
+}
+
+static void free_host(fu_host_tensor *t, int n)
+{
+    if (!t) return;
+    for (int i = 0; i < n; i++) fu_host_tensor_free(&t[i]);
+    free(t);
+}
+
+static void free_io(fu_runtime *rt, const fu_fusion *f, fu_devptr **din, fu_devptr **dout)
+{
+    if (*din)
+        for (int i = 0; i < fu_fusion_num_inputs(f); i++) fu_device_free(rt, (*din)[i], NULL);
+    if (*dout)
+        for (int i = 0; i < fu_fusion_num_outputs(f); i++) fu_device_free(rt, (*dout)[i], NULL);
+    free(*din);
+    free(*dout);
+    *din = *dout = NULL;
+}
+
+/* Device buffers for f's inputs (uploaded from host) and outputs (poisoned
+ * with 0xff bytes: NaN in every float dtype). */
+static fu_status alloc_io(fu_runtime *rt, const fu_fusion *f, const fu_host_tensor *host, fu_devptr **din,
+                          fu_devptr **dout, fu_error *err)
+{
+    int nin = fu_fusion_num_inputs(f), nout = fu_fusion_num_outputs(f);
+    *din = calloc((size_t)nin + 1, sizeof **din);
+    *dout = calloc((size_t)nout + 1, sizeof **dout);
+    fu_status s = *din && *dout ? FU_OK : fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    for (int i = 0; !s && i < nin; i++) {
+        fu_tensor t = fu_fusion_input(f, i);
+        s = fu_device_alloc(rt, tensor_bytes(f, t), &(*din)[i], err);
+        if (!s && fu_host_tensor_bytes(&host[i]))
+            s = fu_device_upload(rt, (*din)[i], host[i].data, fu_host_tensor_bytes(&host[i]), err);
+    }
+    for (int i = 0; !s && i < nout; i++) {
+        fu_tensor t = fu_fusion_output(f, i);
+        s = fu_device_alloc(rt, tensor_bytes(f, t), &(*dout)[i], err);
+    }
+    if (s) free_io(rt, f, din, dout);
+    return s;
+}
+
+static fu_status poison_outputs(fu_runtime *rt, const fu_fusion *f, const fu_devptr *dout, fu_error *err)
+{
+    fu_status s = FU_OK;
+    for (int i = 0; !s && i < fu_fusion_num_outputs(f); i++)
+        s = fu_device_memset8(rt, dout[i], 0xff, tensor_bytes(f, fu_fusion_output(f, i)), err);
+    return s;
+}
+
+static void set_failed(hb_item *it, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void set_failed(hb_item *it, const char *fmt, ...)
+{
+    it->status = HB_STATUS_FAILED;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(it->error, sizeof it->error, fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------------------ runner */
+
+fu_status hb_runner_new(const hb_runner_options *o, hb_runner **out, fu_error *err)
+{
+    *out = NULL;
+    if (!o->suites_dir || !o->suites_dir[0]) return fu_error_set(err, FU_ERR_ARG, "no suites directory given");
+    if (o->repetitions < 1) return fu_error_set(err, FU_ERR_ARG, "repetitions must be at least 1 (got %d)", o->repetitions);
+    hb_runner *r = calloc(1, sizeof *r);
+    if (!r) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    r->o = *o;
+    r->copy_gbps = NAN;
+    *out = r;
+    return FU_OK;
+}
+
+static void item_release_device(hb_runner *r, hb_item *it)
+{
+    if (it->fusion) free_io(r->rt, it->fusion, &it->din, &it->dout);
+    it->released = true;
+}
+
+void hb_runner_free(hb_runner *r)
+{
+    if (!r) return;
+    for (int i = 0; i < r->nitems; i++) {
+        hb_item *it = &r->items[i];
+        item_release_device(r, it);
+        if (it->vstate) it->variant->free(it->vstate);
+        if (it->fusion) fu_fusion_free(it->fusion);
+        if (it->prog) fu_program_free(it->prog);
+        for (int k = 0; k < it->nreps; k++) hb_samples_free(&it->reps[k].samples);
+        free(it->reps);
+    }
+    free(r->items);
+    free(r->entries);
+    hb_timer_close(r->timer);
+    hb_cupti_close(r->cupti);
+    hb_clocks_close(r->clocks);
+    free(r);
+}
+
+fu_status hb_runner_add(hb_runner *r, const hb_suite *s, const hb_case *c, const hb_variant *v, fu_dtype dt,
+                        const hb_size *size, fu_error *err)
+{
+    if (size->n != s->ndims)
+        return fu_error_set(err, FU_ERR_ARG, "suite %s takes sizes of %d numbers", s->name, s->ndims);
+    if (r->nitems == r->citems) {
+        int nc = r->citems ? 2 * r->citems : 16;
+        hb_item *p = realloc(r->items, (size_t)nc * sizeof *p);
+        if (!p) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+        r->items = p;
+        r->citems = nc;
+    }
+    hb_item *it = &r->items[r->nitems];
+    memset(it, 0, sizeof *it);
+    it->index = r->nitems;
+    it->suite = s;
+    it->cs = c;
+    it->variant = v;
+    it->dtype = dt;
+    it->size = *size;
+    it->kernels = it->launches = -1;
+    it->max_rel_error = NAN;
+    hb_size_str(size, it->size_str, sizeof it->size_str);
+    snprintf(it->name, sizeof it->name, "%s/%s/%s/%s/%s", s->name, c->name, v->name, fu_dtype_name(dt), it->size_str);
+    it->bytes = c->bytes(size, (int64_t)fu_dtype_size(dt));
+    it->nreps = r->o.repetitions;
+    it->reps = calloc((size_t)it->nreps, sizeof *it->reps);
+    if (!it->reps) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    r->nitems++;
+    return FU_OK;
+}
+
+int hb_runner_count(const hb_runner *r) { return r->nitems; }
+const char *hb_runner_item_name(const hb_runner *r, int i) { return r->items[i].name; }
+const hb_variant_info *hb_runner_item_info(const hb_runner *r, int i) { return &r->items[i].info; }
+
+static fu_status build_fusion(hb_runner *r, hb_item *it, const hb_size *size, fu_fusion **out, fu_error *err)
+{
+    hb_params p;
+    memset(&p, 0, sizeof p);
+    char why[256];
+    if (!it->suite->params(size, it->dtype, &p, why, sizeof why)) return fu_error_set(err, FU_ERR_ARG, "%s", why);
+    (void)r;
+    fu_status s = fu_program_build(it->prog, p.v, p.n, out, err);
+    if (!s) s = fu_fusion_verify(*out, err);
+    return s;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void prepare_item(hb_runner *r, hb_item *it)
+{
+    fu_error err;
+    memset(&err, 0, sizeof err);
+    double t0 = now_ms();
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", r->o.suites_dir, it->cs->fusion_file);
+    fu_status s = fu_program_parse_file(path, &it->prog, &err);
+    if (s) it->prog = NULL;
+    if (!s) s = build_fusion(r, it, &it->size, &it->fusion, &err);
+    if (!s) s = it->variant->prepare(r->rt, it->fusion, it->cs, &it->vstate, &it->info, &err);
+    it->prepare_ms = now_ms() - t0;
+    it->prepared = true;
+    if (s) {
+        set_failed(it, "%s", err.message[0] ? err.message : fu_status_name(s));
+        progress(r, "[%d/%d] %s: FAILED to plan or compile: %s", it->index + 1, r->nitems, it->name, it->error);
+        return;
+    }
+    const hb_variant_info *in = &it->info;
+    progress(r, "[%d/%d] %s: %d kernel%s (%s), %d memset%s, %d cop%s; %s", it->index + 1, r->nitems, it->name,
+             in->kernels, in->kernels == 1 ? "" : "s", in->detail[0] ? in->detail : "-", in->memsets,
+             in->memsets == 1 ? "" : "s", in->copies, in->copies == 1 ? "y" : "ies",
+             in->cache_hits == in->compiled ? "compiled (cached)" : "compiled");
+}
+
+int hb_runner_prepare(hb_runner *r, fu_runtime *rt)
+{
+    r->rt = rt;
+    int failed = 0;
+    for (int i = 0; i < r->nitems; i++) {
+        if (!r->items[i].prepared) prepare_item(r, &r->items[i]);
+        failed += r->items[i].status == HB_STATUS_FAILED;
+    }
+    return failed;
+}
+
+/* ------------------------------------------------------------ setup: check, full size, CUPTI */
+
+static fu_status call_item(void *p, fu_error *err)
+{
+    hb_item *it = p;
+    return it->variant->run(it->vstate, it->din, it->dout, err);
+}
+
+/* Runs the variant on fusion f (state st) with fu_random_inputs, compares
+ * with the interpreter. Returns FU_OK when the comparison ran; *ok says
+ * whether it passed (the reason in it->error). On success with keep, the
+ * device buffers are handed over in *din / *dout. */
+static fu_status check_against_interpreter(hb_runner *r, hb_item *it, const fu_fusion *f, void *st, bool keep,
+                                           bool *ok, fu_devptr **din_out, fu_devptr **dout_out, fu_error *err)
+{
+    *ok = false;
+    int nin = fu_fusion_num_inputs(f), nout = fu_fusion_num_outputs(f);
+    fu_host_tensor *hin = calloc((size_t)nin + 1, sizeof *hin);
+    fu_host_tensor *got = calloc((size_t)nout + 1, sizeof *got);
+    fu_host_tensor *ref = calloc((size_t)nout + 1, sizeof *ref);
+    fu_devptr *din = NULL, *dout = NULL;
+    int ngot = 0;
+    bool have_ref = false;
+    fu_status s = hin && got && ref ? FU_OK : fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    bool have_in = false;
+    if (!s) s = fu_random_inputs(f, r->o.seed, hin, err);
+    if (!s) have_in = true;
+    if (!s) s = alloc_io(r->rt, f, hin, &din, &dout, err);
+    if (!s) s = poison_outputs(r->rt, f, dout, err);
+    if (!s) s = it->variant->run(st, din, dout, err);
+    if (!s && it->variant->check) s = it->variant->check(st, err);
+    if (!s) s = fu_runtime_synchronize(r->rt, err);
+    for (; !s && ngot < nout; ngot++) {
+        fu_tensor t = fu_fusion_output(f, ngot);
+        s = fu_host_tensor_alloc(&got[ngot], fu_tensor_dtype(f, t), fu_tensor_rank(f, t), fu_tensor_shape(f, t), err);
+        if (!s && fu_host_tensor_bytes(&got[ngot]))
+            s = fu_device_download(r->rt, got[ngot].data, dout[ngot], fu_host_tensor_bytes(&got[ngot]), err);
+        if (s) fu_host_tensor_free(&got[ngot]);
+    }
+    if (!s) {
+        s = fu_interp_run(f, hin, ref, err);
+        have_ref = !s;
+    }
+    if (!s) {
+        *ok = true;
+        it->max_rel_error = 0;
+        for (int i = 0; i < nout; i++) {
+            hb_compare c;
+            hb_compare_tensors(&got[i], &ref[i], &c);
+            double tol_l2, tol_elem;
+            hb_tolerance(got[i].dtype, &tol_l2, &tol_elem);
+            if (!(c.rel_l2 <= it->max_rel_error)) it->max_rel_error = c.rel_l2;
+            const char *oname = fu_tensor_name(f, fu_fusion_output(f, i));
+            if (c.nan_count) {
+                set_failed(it, "output '%s' at %s: %" PRId64 " element%s NaN or not written where the CPU "
+                               "interpreter has a number (first at flat index %" PRId64 ": %.9g vs %.9g)",
+                           oname, it->checked_at, c.nan_count, c.nan_count == 1 ? " is" : "s are", c.worst_index,
+                           c.worst_out, c.worst_ref);
+                *ok = false;
+                break;
+            }
+            if (!(c.rel_l2 <= tol_l2) || !(c.worst_elem <= tol_elem)) {
+                set_failed(it, "output '%s' at %s differs from the CPU interpreter: relative L2 error %.3g (tolerance "
+                               "%.0e), worst element at flat index %" PRId64 ": %.9g vs %.9g (%.3g, tolerance %.0e)",
+                           oname, it->checked_at, c.rel_l2, tol_l2, c.worst_index, c.worst_out, c.worst_ref,
+                           c.worst_elem, tol_elem);
+                *ok = false;
+                break;
+            }
+        }
+    }
+    for (int i = 0; i < ngot; i++) fu_host_tensor_free(&got[i]);
+    if (have_ref)
+        for (int i = 0; i < nout; i++) fu_host_tensor_free(&ref[i]);
+    free(got);
+    free(ref);
+    if (have_in) free_host(hin, nin);
+    else free(hin);
+    if (!s && *ok && keep) {
+        *din_out = din;
+        *dout_out = dout;
+    } else {
+        free_io(r->rt, f, &din, &dout);
+    }
+    return s;
+}
+
+/* Reads pieces of the full-size outputs for the spot checks. */
+typedef struct fetch_ctx {
+    fu_runtime *rt;
+    const fu_fusion *f;
+    const fu_devptr *dout;
+    void *buf;
+    size_t cap;
+} fetch_ctx;
+
+static bool fetch_device(void *p, int output, int64_t offset, int64_t count, double *dst)
+{
+    fetch_ctx *c = p;
+    if (output < 0 || output >= fu_fusion_num_outputs(c->f) || offset < 0 || count < 0) return false;
+    fu_tensor t = fu_fusion_output(c->f, output);
+    if (offset + count > fu_tensor_numel(c->f, t)) return false;
+    fu_dtype dt = fu_tensor_dtype(c->f, t);
+    size_t es = fu_dtype_size(dt), bytes = (size_t)count * es;
+    if (bytes > c->cap) {
+        void *nb = realloc(c->buf, bytes);
+        if (!nb) return false;
+        c->buf = nb;
+        c->cap = bytes;
+    }
+    if (bytes && fu_device_download(c->rt, c->buf, c->dout[output] + (fu_devptr)offset * es, bytes, NULL)) return false;
+    fu_host_tensor h = {.dtype = dt, .rank = 1, .shape = {count}, .data = c->buf};
+    for (int64_t i = 0; i < count; i++) dst[i] = fu_host_tensor_get(&h, i);
+    return true;
+}
+
+/* The item's full-size buffers: random inputs, one call, every output element
+ * written, and a few rows checked from the definition (hb_case.spot_check). */
+static fu_status full_size_run(hb_runner *r, hb_item *it, bool *ok, fu_error *err)
+{
+    *ok = false;
+    const fu_fusion *f = it->fusion;
+    int nin = fu_fusion_num_inputs(f);
+    fu_host_tensor *hin = calloc((size_t)nin + 1, sizeof *hin);
+    if (!hin) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    fu_status s = input_elements(f) <= r->o.exact_random_elements ? fu_random_inputs(f, r->o.seed + 1, hin, err)
+                                                                     : hb_fast_random_inputs(f, r->o.seed + 1, hin, err);
+    if (s) {
+        free(hin);
+        return s;
+    }
+    s = alloc_io(r->rt, f, hin, &it->din, &it->dout, err);
+    if (!s) s = poison_outputs(r->rt, f, it->dout, err);
+    if (!s) s = call_item(it, err);
+    if (!s && it->variant->check) s = it->variant->check(it->vstate, err);
+    if (!s) s = fu_runtime_synchronize(r->rt, err);
+    *ok = !s;
+    for (int i = 0; !s && i < fu_fusion_num_outputs(f); i++) {
+        fu_tensor t = fu_fusion_output(f, i);
+        int64_t nan_count, first;
+        s = hb_scan_device_nan(r->rt, it->dout[i], fu_tensor_dtype(f, t), fu_tensor_numel(f, t), &nan_count, &first,
+                               err);
+        if (!s && nan_count) {
+            set_failed(it, "output '%s' at full size %s: %" PRId64 " of %" PRId64 " elements not written or NaN "
+                           "(first at flat index %" PRId64 ")",
+                       fu_tensor_name(f, t), it->size_str, nan_count, fu_tensor_numel(f, t), first);
+            *ok = false;
+            break;
+        }
+    }
+    if (!s && *ok && it->cs->spot_check) {
+        fetch_ctx fc = {r->rt, f, it->dout, NULL, 0};
+        char why[400];
+        if (!it->cs->spot_check(f, hin, fetch_device, &fc, r->o.seed, why, sizeof why)) {
+            set_failed(it, "at full size %s, checked from the definition: %s", it->size_str, why);
+            *ok = false;
+        }
+        free(fc.buf);
+    }
+    free_host(hin, nin);
+    return s;
+}
+
+static void setup_item(hb_runner *r, hb_item *it)
+{
+    it->set_up = true;
+    fu_error err;
+    memset(&err, 0, sizeof err);
+    fu_status s = FU_OK;
+    bool ok = false;
+    bool full = io_elements(it->fusion) <= r->o.check_elements;
+    if (full) {
+        snprintf(it->checked_at, sizeof it->checked_at, "%s (full size)", it->size_str);
+        s = check_against_interpreter(r, it, it->fusion, it->vstate, true, &ok, &it->din, &it->dout, &err);
+    } else {
+        hb_size cs;
+        it->suite->check_size(&it->size, &cs);
+        char cstr[64];
+        hb_size_str(&cs, cstr, sizeof cstr);
+        snprintf(it->checked_at, sizeof it->checked_at, "%s", cstr);
+        fu_fusion *cf = NULL;
+        void *cstate = NULL;
+        hb_variant_info cinfo;
+        s = build_fusion(r, it, &cs, &cf, &err);
+        if (!s) s = it->variant->prepare(r->rt, cf, it->cs, &cstate, &cinfo, &err);
+        if (!s) s = check_against_interpreter(r, it, cf, cstate, false, &ok, NULL, NULL, &err);
+        if (cstate) it->variant->free(cstate);
+        if (cf) fu_fusion_free(cf);
+        if (!s && ok) s = full_size_run(r, it, &ok, &err);
+    }
+    if (s) {
+        set_failed(it, "%s", err.message[0] ? err.message : fu_status_name(s));
+        return;
+    }
+    if (!ok) return; /* the reason is in it->error */
+    s = hb_profile_call(r->cupti, r->timer, call_item, it, r->o.profile_calls, &it->profile, &err);
+    if (s) {
+        set_failed(it, "recording the call with CUPTI: %s", err.message);
+        return;
+    }
+    if (it->profile.recorded) {
+        it->kernels = it->profile.last.kernels;
+        it->launches = it->profile.last.kernels + it->profile.last.memsets + it->profile.last.memcpys;
+    } else if (it->variant->launch_counts) {
+        int k, m, c;
+        it->variant->launch_counts(it->vstate, &k, &m, &c);
+        it->kernels = k;
+        it->launches = k + m + c;
+    }
+}
+
+/* ------------------------------------------------------------ Google Benchmark body and reports */
+
+static void put_counters(const hb_item *it, const hb_samples *smp, hb_counter *out, int *n)
+{
+    double median_us = smp->summary.median;
+    double copy = it->runner->copy_gbps;
+    double gbps = median_us > 0 ? (double)it->bytes / (median_us * 1e-6) / 1e9 : NAN;
+    struct {
+        const char *name;
+        double v;
+    } c[] = {
+        {"kernels", it->kernels >= 0 ? it->kernels : NAN},
+        {"launches", it->launches >= 0 ? it->launches : NAN},
+        {"segments", it->info.segments},
+        {"bytes", (double)it->bytes},
+        {"GB/s", gbps},
+        {"peak_fraction", isfinite(copy) && copy > 0 ? gbps / copy : NAN},
+        {"kernel_time_us", it->profile.recorded ? it->profile.kernel_us : NAN},
+        {"max_rel_error", it->max_rel_error},
+        {"spread", smp->summary.spread},
+        {"throttled_samples", smp->throttled},
+    };
+    *n = 0;
+    for (size_t i = 0; i < sizeof c / sizeof c[0] && *n < HB_MAX_COUNTERS; i++) {
+        snprintf(out[*n].name, sizeof out[*n].name, "%s", c[i].name);
+        out[*n].value = c[i].v;
+        (*n)++;
+    }
+}
+
+static void body(void *user, int repetition, hb_gb_result *out)
+{
+    hb_item *it = user;
+    hb_runner *r = it->runner;
+    hb_rep *rep = repetition >= 0 && repetition < it->nreps ? &it->reps[repetition] : NULL;
+    if (!it->set_up && it->status == HB_STATUS_OK) setup_item(r, it);
+    if (it->status == HB_STATUS_OK && rep) {
+        fu_error err;
+        memset(&err, 0, sizeof err);
+        fu_status s = hb_timer_measure(r->timer, call_item, it, &rep->samples, &err);
+        if (!s && it->variant->check) s = it->variant->check(it->vstate, &err);
+        if (s) set_failed(it, "timing: %s", err.message);
+    }
+    if (it->status != HB_STATUS_OK || !rep) {
+        out->failed = true;
+        snprintf(out->message, sizeof out->message, "%s", it->status != HB_STATUS_OK ? it->error : "too many repetitions");
+        if (rep) {
+            rep->done = true;
+            rep->status = HB_STATUS_FAILED;
+            snprintf(rep->error, sizeof rep->error, "%s", it->error);
+            hb_samples_free(&rep->samples);
+        }
+        if (!it->failure_reported)
+            progress(r, "[%d/%d] %s: FAILED: %s", it->index + 1, r->nitems, it->name, it->error);
+        it->failure_reported = true;
+    } else {
+        rep->done = true;
+        rep->status = HB_STATUS_OK;
+        const hb_summary *sm = &rep->samples.summary;
+        out->seconds = sm->median * 1e-6;
+        put_counters(it, &rep->samples, out->counters, &out->ncounters);
+        double gbps = (double)it->bytes / (sm->median * 1e-6) / 1e9;
+        progress(r, "[%d/%d] %s: rep %d/%d: %.2f us +-%.1f%% (%d samples, %s%s), %.0f GB/s, %d kernel%s, %d launch%s",
+                 it->index + 1, r->nitems, it->name, repetition + 1, it->nreps, sm->median, 100 * sm->spread,
+                 rep->samples.n, hb_stop_name(rep->samples.stop),
+                 rep->samples.throttled ? ", throttled samples dropped" : "", gbps, it->kernels,
+                 it->kernels == 1 ? "" : "s", it->launches, it->launches == 1 ? "" : "es");
+    }
+    if (repetition >= it->nreps - 1) item_release_device(r, it);
+}
+
+static hb_entry *new_entry(hb_runner *r)
+{
+    if (r->nentries == r->centries) {
+        int nc = r->centries ? 2 * r->centries : 32;
+        hb_entry *p = realloc(r->entries, (size_t)nc * sizeof *p);
+        if (!p) return NULL;
+        r->entries = p;
+        r->centries = nc;
+    }
+    hb_entry *e = &r->entries[r->nentries++];
+    hb_entry_init(e);
+    return e;
+}
+
+static void fill_entry_strings(hb_entry *e, const hb_item *it)
+{
+    snprintf(e->name, sizeof e->name, "%s", it->name);
+    snprintf(e->run_name, sizeof e->run_name, "%s", it->name);
+    snprintf(e->suite, sizeof e->suite, "%s", it->suite->name);
+    snprintf(e->case_name, sizeof e->case_name, "%s", it->cs->name);
+    snprintf(e->variant, sizeof e->variant, "%s", it->variant->name);
+    snprintf(e->dtype, sizeof e->dtype, "%s", fu_dtype_name(it->dtype));
+    snprintf(e->size, sizeof e->size, "%s", it->size_str);
+    snprintf(e->bytes_formula, sizeof e->bytes_formula, "%s", it->cs->bytes_formula);
+    e->per_family_instance_index = 0;
+    e->family_index = it->index;
+}
+
+/* An entry for an item that was not timed: failed, or skipped (no GPU). */
+static void add_untimed_entry(hb_runner *r, const hb_item *it, hb_status st, const char *why)
+{
+    hb_entry *e = new_entry(r);
+    if (!e) return;
+    fill_entry_strings(e, it);
+    e->repetitions = 1;
+    e->status = st;
+    snprintf(e->error, sizeof e->error, "%s", why);
+    hb_entry_counter(e, "segments", it->info.segments);
+    if (st == HB_STATUS_SKIPPED) { /* what the plan would launch */
+        hb_entry_counter(e, "kernels", it->info.kernels);
+        hb_entry_counter(e, "launches", it->info.kernels + it->info.memsets + it->info.copies);
+    }
+    hb_entry_counter(e, "bytes", (double)it->bytes);
+}
+
+static void on_run(void *user, const hb_gb_run *run)
+{
+    hb_runner *r = user;
+    hb_item *it = run->user;
+    if (!it) return;
+    hb_entry *e = new_entry(r);
+    if (!e) return;
+    fill_entry_strings(e, it);
+    e->family_index = run->family_index;
+    e->per_family_instance_index = run->per_family_instance_index;
+    e->repetitions = run->repetitions;
+    e->threads = run->threads;
+    e->iterations = run->iterations;
+    if (run->aggregate) {
+        e->aggregate = true;
+        snprintf(e->name, sizeof e->name, "%.220s_%.31s", it->name, run->aggregate_name);
+        snprintf(e->aggregate_name, sizeof e->aggregate_name, "%s", run->aggregate_name);
+        snprintf(e->aggregate_unit, sizeof e->aggregate_unit, "%s", run->aggregate_unit);
+        e->real_time = run->real_time;
+        e->cpu_time = run->cpu_time;
+        e->status = HB_STATUS_OK;
+        for (int i = 0; i < run->ncounters; i++) hb_entry_counter(e, run->counters[i].name, run->counters[i].value);
+        return;
+    }
+    e->repetition_index = run->repetition_index;
+    const hb_rep *rep = run->repetition_index >= 0 && run->repetition_index < it->nreps ? &it->reps[run->repetition_index]
+                                                                                        : NULL;
+    if (run->error || !rep || rep->status != HB_STATUS_OK) {
+        e->status = HB_STATUS_FAILED;
+        snprintf(e->error, sizeof e->error, "%s", rep && rep->error[0] ? rep->error : run->error_message);
+        hb_entry_counter(e, "segments", it->info.segments);
+        hb_entry_counter(e, "bytes", (double)it->bytes);
+        if (isfinite(it->max_rel_error)) hb_entry_counter(e, "max_rel_error", it->max_rel_error);
+        return;
+    }
+    e->status = HB_STATUS_OK;
+    e->real_time = rep->samples.summary.median;
+    e->cpu_time = run->cpu_time;
+    int n = 0;
+    put_counters(it, &rep->samples, e->counters, &n);
+    e->ncounters = n;
+    e->samples_us = rep->samples.us;
+    e->nsamples = rep->samples.n;
+    if (it->profile.recorded) {
+        e->kernel_records = it->profile.last.records;
+        e->nkernel_records = it->profile.last.nrecords;
+    }
+    if (rep->samples.throttle_ignored)
+        snprintf(e->error, sizeof e->error, "the GPU was throttled for most samples; they were kept");
+    else if (it->profile.recorded && !it->profile.consistent)
+        snprintf(e->error, sizeof e->error, "CUPTI saw different launches in different calls");
+}
+
+/* ------------------------------------------------------------ measure */
+
+static void open_instruments(hb_runner *r)
+{
+    char why[192];
+    r->clocks = hb_clocks_open(0, why, sizeof why);
+    if (!r->clocks) snprintf(r->clocks_note, sizeof r->clocks_note, "unavailable: %s", why);
+    else snprintf(r->clocks_note, sizeof r->clocks_note, "NVML");
+    r->have_clock0 = r->clocks && hb_clocks_sample(r->clocks, &r->clock0);
+    r->cupti = hb_cupti_open(why, sizeof why);
+    if (!r->cupti) snprintf(r->cupti_note, sizeof r->cupti_note, "unavailable: %s", why);
+    else snprintf(r->cupti_note, sizeof r->cupti_note, "%s", hb_cupti_describe(r->cupti));
+}
+
+fu_status hb_runner_measure(hb_runner *r, const char *argv0, int ngb_flags, char **gb_flags, fu_error *err)
+{
+    if (!r->rt) return fu_error_set(err, FU_ERR_ARG, "hb_runner_measure before hb_runner_prepare");
+    if (!fu_runtime_has_device(r->rt))
+        return fu_error_set(err, FU_ERR_NO_DEVICE, "timing needs a GPU: %s", fu_runtime_describe(r->rt));
+    r->measured = true;
+    snprintf(r->argv0, sizeof r->argv0, "%s", argv0 ? argv0 : "");
+    open_instruments(r);
+    if (!r->cupti) progress(r, "note: CUPTI %s; launch counts come from the launcher, no kernel time", r->cupti_note);
+    if (!r->clocks) progress(r, "note: clock sampling %s; no sample is discarded as throttled", r->clocks_note);
+    fu_status s = hb_timer_open(r->rt, r->clocks, &r->o.timing, &r->timer, err);
+    if (s) return s;
+    fu_error cerr;
+    memset(&cerr, 0, sizeof cerr);
+    if (hb_copy_bandwidth(r->rt, r->o.copy_bytes, 10, &r->copy_gbps, &cerr))
+        progress(r, "note: copy bandwidth not measured: %s", cerr.message);
+    else
+        progress(r, "%s; copy bandwidth %.0f GB/s (%zu MiB device-to-device, read + write); %s L2, %s", fu_runtime_describe(r->rt),
+                 r->copy_gbps, r->o.copy_bytes >> 20, hb_mode_name(r->o.timing.mode), r->cupti_note);
+
+    hb_gbench *g = hb_gb_new();
+    if (!g) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    char why[512];
+    if (!hb_gb_init(g, argv0, ngb_flags, gb_flags, why, sizeof why)) {
+        hb_gb_free(g);
+        return fu_error_set(err, FU_ERR_ARG, "%s", why);
+    }
+    for (int i = 0; i < r->nitems; i++) {
+        hb_item *it = &r->items[i];
+        it->runner = r;
+        if (it->status != HB_STATUS_OK) {
+            add_untimed_entry(r, it, HB_STATUS_FAILED, it->error);
+            continue;
+        }
+        if (!hb_gb_register(g, it->name, it->nreps, body, it)) {
+            hb_gb_free(g);
+            return fu_error_set(err, FU_ERR_ARG, "benchmark '%s' is listed twice", it->name);
+        }
+    }
+    hb_gb_run_all(g, on_run, r);
+    hb_gb_free(g);
+    for (int i = 0; i < r->nitems; i++) item_release_device(r, &r->items[i]);
+    return FU_OK;
+}
+
+int hb_runner_failures(const hb_runner *r)
+{
+    int n = 0;
+    for (int i = 0; i < r->nitems; i++) n += r->items[i].status == HB_STATUS_FAILED;
+    return n;
+}
+
+/* ------------------------------------------------------------ context, entries, table */
+
+void hb_runner_context(hb_runner *r, hb_context *c)
+{
+    memset(c, 0, sizeof *c);
+    hb_gb_host_info(&c->host);
+    snprintf(c->host.executable, sizeof c->host.executable, "%s", r->argv0);
+    c->copy_bandwidth_gbps = c->sm_clock_mhz = c->mem_clock_mhz = NAN;
+    snprintf(c->gpu_name, sizeof c->gpu_name, "none");
+    snprintf(c->gpu_key, sizeof c->gpu_key, "none");
+    if (!r->rt) return; /* nothing prepared */
+    const fu_device_props *p = fu_runtime_device(r->rt);
+    bool dev = fu_runtime_has_device(r->rt);
+    snprintf(c->gpu_name, sizeof c->gpu_name, "%s", dev && p->name[0] ? p->name : "none");
+    hb_gpu_key(c->gpu_name, c->gpu_key, sizeof c->gpu_key);
+    if (p->driver_version > 0)
+        snprintf(c->driver_version, sizeof c->driver_version, "%d.%d", p->driver_version / 1000,
+                 p->driver_version % 1000 / 10);
+    snprintf(c->driver_release, sizeof c->driver_release, "%s", hb_clocks_driver_release(r->clocks));
+    c->sm_count = dev ? p->sm_count : 0;
+    c->l2_bytes = dev ? p->l2_bytes : 0;
+    c->copy_bandwidth_gbps = r->copy_gbps;
+    c->sm_clock_mhz = r->have_clock0 ? r->clock0.sm_mhz : NAN;
+    c->mem_clock_mhz = r->have_clock0 ? r->clock0.mem_mhz : NAN;
+    snprintf(c->git_commit, sizeof c->git_commit, "%s", HB_GIT_COMMIT);
+    snprintf(c->build_type, sizeof c->build_type, "%s", HB_BUILD_TYPE);
+    snprintf(c->timing_mode, sizeof c->timing_mode, "%s", hb_mode_name(r->o.timing.mode));
+    snprintf(c->cupti, sizeof c->cupti, "%s", r->measured ? r->cupti_note : "not loaded (nothing timed)");
+    snprintf(c->clock_sampling, sizeof c->clock_sampling, "%s", r->measured ? r->clocks_note : "not loaded (nothing timed)");
+    c->l2_flush_bytes = r->timer ? hb_timer_flush_bytes(r->timer) : 0;
+    c->min_samples = r->o.timing.stop.min_samples;
+    c->max_spread = r->o.timing.stop.max_spread;
+    c->time_limit_s = r->o.timing.stop.time_limit_s;
+    int maj, min;
+    fu_runtime_nvrtc_version(r->rt, &maj, &min);
+    if (maj) snprintf(c->nvrtc, sizeof c->nvrtc, "%d.%d", maj, min);
+    snprintf(c->arch, sizeof c->arch, "%s", fu_runtime_arch(r->rt));
+}
+
+int hb_runner_entries(hb_runner *r, const hb_entry **out)
+{
+    if (!r->measured && r->nentries == 0) { /* prepare only: one untimed entry per item */
+        hb_runner *w = r;
+        char why[512];
+        snprintf(why, sizeof why, "timing needs a GPU: %s", fu_runtime_describe(r->rt));
+        for (int i = 0; i < r->nitems; i++) {
+            const hb_item *it = &r->items[i];
+            if (it->status == HB_STATUS_FAILED) add_untimed_entry(w, it, HB_STATUS_FAILED, it->error);
+            else add_untimed_entry(w, it, HB_STATUS_SKIPPED, fu_runtime_has_device(r->rt) ? "--compile-only" : why);
+        }
+    }
+    *out = r->entries;
+    return r->nentries;
+}
+
+static const char *fmt_num(char *buf, size_t cap, const char *fmt, double v)
+{
+    if (!isfinite(v)) snprintf(buf, cap, "-");
+    else snprintf(buf, cap, fmt, v);
+    return buf;
+}
+
+void hb_runner_print_table(const hb_runner *r, FILE *out)
+{
+    int wcase = 4, wsize = 4, wvar = 7;
+    for (int i = 0; i < r->nitems; i++) {
+        const hb_item *it = &r->items[i];
+        int n = (int)(strlen(it->suite->name) + 1 + strlen(it->cs->name));
+        if (n > wcase) wcase = n;
+        if ((int)strlen(it->size_str) > wsize) wsize = (int)strlen(it->size_str);
+        if ((int)strlen(it->variant->name) > wvar) wvar = (int)strlen(it->variant->name);
+    }
+    if (!r->measured) {
+        fprintf(out, "%-*s  %-*s %-5s %-*s %8s %7s %7s %6s  %s\n", wcase, "case", wvar, "variant", "dtype", wsize, "size",
+                "segments", "kernels", "memsets", "copies", "compile");
+        for (int i = 0; i < r->nitems; i++) {
+            const hb_item *it = &r->items[i];
+            char cse[128];
+            snprintf(cse, sizeof cse, "%s/%s", it->suite->name, it->cs->name);
+            if (it->status == HB_STATUS_FAILED) {
+                fprintf(out, "%-*s  %-*s %-5s %-*s  FAILED: %s\n", wcase, cse, wvar, it->variant->name,
+                        fu_dtype_name(it->dtype), wsize, it->size_str, it->error);
+                continue;
+            }
+            const hb_variant_info *in = &it->info;
+            char how[64];
+            if (in->cache_hits == in->compiled) snprintf(how, sizeof how, "disk cache");
+            else snprintf(how, sizeof how, "NVRTC %.0f ms", in->compile_ms);
+            fprintf(out, "%-*s  %-*s %-5s %-*s %8d %7d %7d %6d  %s\n", wcase, cse, wvar, it->variant->name,
+                    fu_dtype_name(it->dtype), wsize, it->size_str, in->segments, in->kernels, in->memsets, in->copies,
+                    how);
+        }
+        return;
+    }
+    fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %9s  %s\n", wcase, "case", wvar, "variant", "dtype", wsize,
+            "size", "kernels", "launches", "time us", "+-%", "GB/s", "% copy", "max err", "status");
+    for (int i = 0; i < r->nitems; i++) {
+        const hb_item *it = &r->items[i];
+        char cse[128];
+        snprintf(cse, sizeof cse, "%s/%s", it->suite->name, it->cs->name);
+        double med[64], spreads[64];
+        int n = 0;
+        for (int k = 0; k < it->nreps && n < 64; k++)
+            if (it->reps[k].done && it->reps[k].status == HB_STATUS_OK) {
+                med[n] = it->reps[k].samples.summary.median;
+                spreads[n++] = it->reps[k].samples.summary.spread;
+            }
+        double t = n ? hb_median(med, n) : NAN, sp = n ? hb_median(spreads, n) : NAN;
+        double gbps = isfinite(t) && t > 0 ? (double)it->bytes / (t * 1e-6) / 1e9 : NAN;
+        double frac = isfinite(r->copy_gbps) ? gbps / r->copy_gbps : NAN;
+        char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+        const char *status = it->status == HB_STATUS_FAILED ? "FAILED" : n ? "ok" : "not run";
+        fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %9s  %s%s%s\n", wcase, cse, wvar, it->variant->name,
+                fu_dtype_name(it->dtype), wsize, it->size_str,
+                fmt_num(b1, sizeof b1, "%.0f", it->kernels >= 0 ? it->kernels : NAN),
+                fmt_num(b2, sizeof b2, "%.0f", it->launches >= 0 ? it->launches : NAN), fmt_num(b3, sizeof b3, "%.2f", t),
+                fmt_num(b4, sizeof b4, "%.1f", 100 * sp), fmt_num(b5, sizeof b5, "%.0f", gbps),
+                fmt_num(b6, sizeof b6, "%.1f%%", 100 * frac), fmt_num(b7, sizeof b7, "%.1e", it->max_rel_error), status,
+                it->status == HB_STATUS_FAILED ? ": " : "", it->status == HB_STATUS_FAILED ? it->error : "");
+    }
+}

@@ -1,0 +1,192 @@
+/*
+ * suite.h -- suites, cases, variants and the runner that checks and times them.
+ *
+ * A suite (embedding, cross_entropy, qkv_split) has sizes (numbers joined by
+ * 'x', what they mean is the suite's), dtypes, and cases (fwd, bwd, ...). A
+ * case is a fusion file with parameters bound from the size and dtype, a bytes
+ * formula and plan options. A variant is one way of computing a case: the
+ * fuser today; hand-written reference kernels (compiled with NVRTC through the
+ * runtime) later. Every variant of a case runs on the same device inputs, is
+ * checked against the CPU interpreter, and is timed by the same method. Rows
+ * measured elsewhere (PyTorch eager and torch.compile, from a Python script's
+ * JSON) are run entries (hb_entry) merged into the run file, not variants.
+ *
+ * One benchmark, an item, is suite/case/variant/dtype/size.
+ */
+#ifndef FUSEBENCH_SUITE_H
+#define FUSEBENCH_SUITE_H
+
+#include "harness.h"
+#include "plan.h"
+
+#define HB_MAX_DIMS 4
+#define HB_MAX_PARAMS 8
+
+typedef struct hb_size {
+    int n;
+    int64_t d[HB_MAX_DIMS];
+} hb_size;
+
+/* "8192x32768"; the text of a size. */
+void hb_size_str(const hb_size *s, char *out, size_t cap);
+/* Parses "8192x32768,4096x50304" (ndims numbers each, every one >= 1 and
+ * below 2^40, their product at most 2^58). false and why when malformed.
+ * *out is malloc'd. */
+bool hb_parse_sizes(const char *text, int ndims, hb_size **out, int *n, char *why, size_t nwhy);
+/* Parses "f32,bf16": the dtypes the suites take (f32, bf16). */
+bool hb_parse_dtypes(const char *text, fu_dtype *out, int cap, int *n, char *why, size_t nwhy);
+
+/* --set overrides for a fusion file. */
+typedef struct hb_params {
+    int n;
+    fu_param_value v[HB_MAX_PARAMS];
+    char names[HB_MAX_PARAMS][16];
+    char values[HB_MAX_PARAMS][32];
+} hb_params;
+void hb_params_int(hb_params *p, const char *name, int64_t value);
+void hb_params_str(hb_params *p, const char *name, const char *value);
+
+/* Fetches count elements of output number `output` of a full-size result,
+ * from flat offset `offset`, as doubles. */
+typedef bool (*hb_fetch_fn)(void *ctx, int output, int64_t offset, int64_t count, double *dst);
+
+/* A direct check of a few rows of a full-size result against its inputs,
+ * computed on the CPU from the definition (the interpreter checks a smaller
+ * size; this catches what only the full size shows, an index that overflows,
+ * say). false and why on a mismatch. */
+typedef bool (*hb_spot_fn)(const fu_fusion *f, const fu_host_tensor *inputs, hb_fetch_fn fetch, void *ctx,
+                           uint64_t seed, char *why, size_t nwhy);
+
+typedef struct hb_case {
+    const char *name;             /* "fwd" */
+    const char *fusion_file;      /* relative to the suites directory */
+    const char *bytes_formula;    /* written in the JSON, e.g. "N*V*elem + 8N" */
+    /* The fewest bytes the case must move: each input read once, each output
+     * written once (elem: bytes per element of the dtype). */
+    int64_t (*bytes)(const hb_size *s, int64_t elem);
+    fu_scatter_mode scatter;      /* plan option (embedding backward) */
+    hb_spot_fn spot_check;        /* NULL: none (a scalar result, say) */
+} hb_case;
+
+/* ---- for spot checks (suites.c) ---- */
+/* Position of the input / output called name, or -1. */
+int hb_input_index(const fu_fusion *f, const char *name);
+int hb_output_index(const fu_fusion *f, const char *name);
+#define HB_SPOT_ROWS 8
+/* Up to HB_SPOT_ROWS distinct rows of n: the first, the last, and random ones. */
+int hb_spot_rows(int64_t n, uint64_t seed, int64_t *rows);
+/* got against ref (n values of an output of dtype dt) with hb_tolerance;
+ * false and why (naming `what`) when they differ. */
+bool hb_spot_compare(const double *got, const double *ref, int64_t n, fu_dtype dt, const char *what, char *why,
+                     size_t nwhy);
+
+typedef struct hb_suite {
+    const char *name;
+    const char *size_help;        /* "NxV (rows x vocabulary), e.g. 8192x32768" */
+    int ndims;
+    const char *default_sizes;
+    const char *sweep_sizes;
+    const char *default_dtypes;
+    const hb_case *cases;
+    int ncases;
+    /* Binds a size and dtype to the fusion files' parameters. false and why
+     * when the size is not one the suite can run. */
+    bool (*params)(const hb_size *s, fu_dtype dt, hb_params *out, char *why, size_t nwhy);
+    /* The smaller size the CPU interpreter checks when the full size would take
+     * too long: fewer rows (tokens, batch), the same row length. */
+    void (*check_size)(const hb_size *s, hb_size *out);
+} hb_suite;
+
+extern const hb_suite hb_suite_embedding;
+extern const hb_suite hb_suite_cross_entropy;
+extern const hb_suite hb_suite_qkv_split;
+
+/* Every suite, in the order `all` runs them; NULL-terminated. */
+extern const hb_suite *const hb_suites[];
+const hb_suite *hb_find_suite(const char *name);
+
+/* ------------------------------------------------------------ variants */
+
+/* What a variant planned for one fusion (before anything runs). */
+typedef struct hb_variant_info {
+    int segments;                 /* kernels the fuser planned (0 for other variants) */
+    int kernels, memsets, copies; /* launches one call makes, as planned */
+    int compiled;                 /* kernels compiled */
+    int cache_hits;               /* of those, from the disk cache */
+    double compile_ms;            /* NVRTC time */
+    char detail[256];             /* e.g. the schedulers */
+} hb_variant_info;
+
+/*
+ * A variant: how one case is computed. Inputs and outputs are device buffers
+ * in the order of the case fusion's inputs and outputs (dense, row-major).
+ */
+typedef struct hb_variant {
+    const char *name;             /* "fuser", "reference" */
+    /* Plans and compiles for fusion f (the case at some size). Without a
+     * device it compiles only. */
+    fu_status (*prepare)(fu_runtime *rt, const fu_fusion *f, const hb_case *c, void **state,
+                         hb_variant_info *info, fu_error *err);
+    /* Enqueues one call on the runtime's stream. */
+    fu_status (*run)(void *state, const fu_devptr *inputs, const fu_devptr *outputs, fu_error *err);
+    /* Waits for the calls made so far and reports an error they left (an index
+     * out of range, say). May be NULL. */
+    fu_status (*check)(void *state, fu_error *err);
+    /* Launches of the last call as the variant counted them (used when CUPTI
+     * is unavailable). May be NULL. */
+    void (*launch_counts)(void *state, int *kernels, int *memsets, int *copies);
+    void (*free)(void *state);
+} hb_variant;
+
+extern const hb_variant hb_variant_fuser;
+
+/* Every variant run_suite runs for each case, in order; NULL-terminated. */
+extern const hb_variant *const hb_variants[];
+
+/* ------------------------------------------------------------ the runner */
+
+typedef struct hb_runner_options {
+    hb_timing_options timing;
+    int repetitions;              /* Google Benchmark repetitions per item (3) */
+    uint64_t seed;
+    const char *suites_dir;
+    bool compile_only;            /* plan and compile, time nothing, even with a GPU */
+    /* The interpreter checks the full size when its inputs and outputs hold
+     * at most this many elements, else the suite's check size. */
+    int64_t check_elements;
+    /* fu_random_inputs for full-size timing inputs up to this many elements,
+     * hb_fast_random_inputs above. */
+    int64_t exact_random_elements;
+    int profile_calls;            /* calls recorded by CUPTI per item (5) */
+    size_t copy_bytes;            /* copy-bandwidth buffer (1 GiB) */
+    FILE *progress;               /* progress lines; NULL = none */
+} hb_runner_options;
+void hb_runner_options_default(hb_runner_options *o);
+
+typedef struct hb_runner hb_runner;
+
+fu_status hb_runner_new(const hb_runner_options *o, hb_runner **out, fu_error *err);
+void hb_runner_free(hb_runner *r);
+/* Adds an item (nothing is built yet). */
+fu_status hb_runner_add(hb_runner *r, const hb_suite *s, const hb_case *c, const hb_variant *v, fu_dtype dt,
+                        const hb_size *size, fu_error *err);
+int hb_runner_count(const hb_runner *r);
+const char *hb_runner_item_name(const hb_runner *r, int i);
+/* Builds, plans and compiles every item with runtime rt (which the runner
+ * uses from then on; it must outlive the runner); an item that fails is
+ * marked failed (the run goes on). Returns the number of failed items. */
+int hb_runner_prepare(hb_runner *r, fu_runtime *rt);
+/* Planned launches of item i (after hb_runner_prepare). */
+const hb_variant_info *hb_runner_item_info(const hb_runner *r, int i);
+/* Checks and times every prepared item through Google Benchmark (gb_flags:
+ * its own flags). Needs a device (after hb_runner_prepare). */
+fu_status hb_runner_measure(hb_runner *r, const char *argv0, int ngb_flags, char **gb_flags, fu_error *err);
+/* The run file's context and entries (after prepare or measure). */
+void hb_runner_context(hb_runner *r, hb_context *out);
+int hb_runner_entries(hb_runner *r, const hb_entry **out);
+/* Items whose status is failed. */
+int hb_runner_failures(const hb_runner *r);
+/* The readable table: one row per item. */
+void hb_runner_print_table(const hb_runner *r, FILE *out);
+
+#endif

@@ -1,0 +1,738 @@
+/*
+ * test_harness_unit.c -- the harness without a GPU: statistics and the stop
+ * rule of the sampling loop, byte accounting (the formulas against hand
+ * counts, the anchors' floors and the fusion files themselves), the JSON
+ * writer (read back by a strict parser), sizes and dtypes, output
+ * comparison and tolerances, fast random inputs, throttle reasons.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "json_read.h"
+#include "suite.h"
+#include "bench_shim.h"
+
+/* ------------------------------------------------------------ statistics */
+
+static void test_stats(void)
+{
+    double s4[] = {1, 2, 3, 4};
+    CHECK_NEAR(hb_quantile_sorted(s4, 4, 0.5), 2.5, 1e-15);
+    CHECK_NEAR(hb_quantile_sorted(s4, 4, 0.25), 1.75, 1e-15);
+    CHECK_NEAR(hb_quantile_sorted(s4, 4, 0.75), 3.25, 1e-15);
+    CHECK(hb_quantile_sorted(s4, 4, 0) == 1 && hb_quantile_sorted(s4, 4, 1) == 4);
+    CHECK(isnan(hb_quantile_sorted(s4, 0, 0.5)));
+    double one[] = {7};
+    CHECK(hb_quantile_sorted(one, 1, 0.3) == 7);
+
+    double odd[] = {5, -1, 3, 9, 0};
+    CHECK(hb_median(odd, 5) == 3);
+    double even[] = {8, 2, 6, 4};
+    CHECK(hb_median(even, 4) == 5);
+    CHECK(isnan(hb_median(even, 0)));
+    CHECK(even[0] == 8 && even[3] == 4); /* not sorted in place */
+
+    hb_summary s;
+    double x[] = {10, 14, 12, 11, 13};
+    CHECK(hb_summarize(x, 5, &s));
+    CHECK(s.n == 5 && s.min == 10 && s.max == 14);
+    CHECK_NEAR(s.median, 12, 1e-15);
+    CHECK_NEAR(s.p25, 11, 1e-15);
+    CHECK_NEAR(s.p75, 13, 1e-15);
+    CHECK_NEAR(s.mean, 12, 1e-15);
+    CHECK_NEAR(s.stddev, sqrt(2.5), 1e-15);
+    CHECK_NEAR(s.spread, 2.0 / 12.0, 1e-15);
+    CHECK(hb_summarize(one, 1, &s) && s.spread == 0 && s.stddev == 0 && s.median == 7);
+    double same[] = {3, 3, 3};
+    CHECK(hb_summarize(same, 3, &s) && s.spread == 0);
+    double zeros[] = {0, 0, 1, 0, 5};
+    CHECK(hb_summarize(zeros, 5, &s) && s.median == 0 && isinf(s.spread));
+    CHECK(!hb_summarize(x, 0, &s) && isnan(s.median));
+}
+
+static void test_stop_rule(void)
+{
+    hb_stop_rule r = {.min_samples = 10, .max_samples = 50, .max_spread = 0.02, .time_limit_s = 1.0};
+    double flat[60], noisy[60];
+    for (int i = 0; i < 60; i++) {
+        flat[i] = 100.0 + (i % 3) * 0.1;     /* spread ~0.1% */
+        noisy[i] = 100.0 + (i % 4) * 10.0;   /* spread ~10% */
+    }
+    CHECK(hb_should_stop(&r, flat, 9, 0.1) == HB_CONTINUE);      /* too few, though flat */
+    CHECK(hb_should_stop(&r, flat, 10, 0.1) == HB_STOP_CONVERGED);
+    CHECK(hb_should_stop(&r, noisy, 30, 0.5) == HB_CONTINUE);    /* not converged, time left */
+    CHECK(hb_should_stop(&r, noisy, 30, 1.0) == HB_STOP_TIME_LIMIT);
+    CHECK(hb_should_stop(&r, noisy, 50, 0.1) == HB_STOP_MAX_SAMPLES);
+    CHECK(hb_should_stop(&r, noisy, 2, 1.5) == HB_CONTINUE);     /* past the limit: a few samples first */
+    CHECK(hb_should_stop(&r, noisy, 5, 1.5) == HB_STOP_TIME_LIMIT);
+    CHECK(hb_should_stop(&r, noisy, 1, 2.0) == HB_STOP_TIME_LIMIT); /* twice the limit: whatever there is */
+    CHECK(strcmp(hb_stop_name(HB_STOP_CONVERGED), "converged") == 0);
+
+    hb_timing_options o;
+    hb_timing_options_default(&o);
+    CHECK(o.mode == HB_MODE_COLD && o.stop.min_samples == 10 && o.stop.max_spread == 0.02);
+    hb_mode m;
+    CHECK(hb_mode_from_name("hot", &m) && m == HB_MODE_HOT);
+    CHECK(hb_mode_from_name("cold", &m) && m == HB_MODE_COLD);
+    CHECK(!hb_mode_from_name("warm", &m));
+    CHECK(strcmp(hb_mode_name(HB_MODE_HOT), "hot") == 0);
+}
+
+/* ------------------------------------------------------------ bytes */
+
+static const hb_case *find_case(const hb_suite *s, const char *name)
+{
+    for (int i = 0; i < s->ncases; i++)
+        if (strcmp(s->cases[i].name, name) == 0) return &s->cases[i];
+    return NULL;
+}
+
+static int64_t bytes_of(const hb_suite *s, const char *cname, int64_t a, int64_t b, int64_t c, int64_t elem)
+{
+    hb_size sz = {s->ndims, {a, b, c}};
+    const hb_case *k = find_case(s, cname);
+    CHECK(k != NULL);
+    return k ? k->bytes(&sz, elem) : -1;
+}
+
+static int64_t io_bytes(const fu_fusion *f)
+{
+    int64_t n = 0;
+    for (int i = 0; i < fu_fusion_num_inputs(f); i++) {
+        fu_tensor t = fu_fusion_input(f, i);
+        n += fu_tensor_numel(f, t) * (int64_t)fu_dtype_size(fu_tensor_dtype(f, t));
+    }
+    for (int i = 0; i < fu_fusion_num_outputs(f); i++) {
+        fu_tensor t = fu_fusion_output(f, i);
+        n += fu_tensor_numel(f, t) * (int64_t)fu_dtype_size(fu_tensor_dtype(f, t));
+    }
+    return n;
+}
+
+static void test_bytes(const char *suites_dir)
+{
+    const hb_suite *ce = &hb_suite_cross_entropy, *emb = &hb_suite_embedding, *qkv = &hb_suite_qkv_split;
+    /* hand counts */
+    CHECK(bytes_of(ce, "fwd", 8192, 32768, 0, 4) == 8192ll * 32768 * 4 + 8 * 8192);
+    CHECK(bytes_of(ce, "fwd", 8192, 32768, 0, 2) == 8192ll * 32768 * 2 + 8 * 8192);
+    CHECK(bytes_of(ce, "bwd", 8192, 32768, 0, 4) == 2 * 8192ll * 32768 * 4 + 8 * 8192);
+    CHECK(bytes_of(ce, "fwdbwd", 8192, 128256, 0, 2) == 2 * 8192ll * 128256 * 2 + 8 * 8192);
+    CHECK(bytes_of(emb, "fwd", 50304, 768, 8192, 4) == 2 * 8192ll * 768 * 4 + 8 * 8192);
+    CHECK(bytes_of(emb, "bwd_atomic", 50304, 768, 8192, 4) == 50304ll * 768 * 4 + 8192ll * 768 * 4 + 8 * 8192);
+    CHECK(bytes_of(emb, "bwd_deterministic", 128256, 4096, 65536, 2) ==
+          128256ll * 4096 * 2 + 65536ll * 4096 * 2 + 8 * 65536);
+    CHECK(bytes_of(qkv, "fwd", 16, 128, 3072, 4) == 2 * 16ll * 128 * 3072 * 4);
+    CHECK(bytes_of(qkv, "fwd", 32, 2048, 6144, 2) == 2 * 32ll * 2048 * 6144 * 2);
+
+    /* the anchors' floors at 4233 GB/s (../shared/anchors/README.md), in microseconds */
+    struct {
+        const hb_suite *s;
+        const char *c;
+        int64_t a, b, d, elem;
+        double floor_us;
+    } anchors[] = {
+        {ce, "fwd", 8192, 32768, 0, 4, 254},      {ce, "fwd", 8192, 32768, 0, 2, 127},
+        {ce, "fwd", 8192, 128256, 0, 4, 993},     {ce, "fwd", 8192, 128256, 0, 2, 497},
+        {emb, "fwd", 50304, 768, 8192, 4, 11.9},  {emb, "bwd_atomic", 50304, 768, 8192, 4, 42.6},
+        {emb, "fwd", 128256, 4096, 65536, 2, 254}, {emb, "bwd_deterministic", 128256, 4096, 65536, 2, 375},
+        {qkv, "fwd", 16, 128, 3072, 4, 11.9},     {qkv, "fwd", 16, 128, 3072, 2, 5.9},
+        {qkv, "fwd", 16, 1024, 2304, 2, 35.7},    {qkv, "fwd", 32, 2048, 6144, 2, 381},
+    };
+    for (size_t i = 0; i < sizeof anchors / sizeof anchors[0]; i++) {
+        double us = (double)bytes_of(anchors[i].s, anchors[i].c, anchors[i].a, anchors[i].b, anchors[i].d,
+                                     anchors[i].elem) / 4233e9 * 1e6;
+        if (fabs(us - anchors[i].floor_us) > 0.01 * anchors[i].floor_us + 0.06)
+            fprintf(stderr, "anchor %s/%s: %.2f us, the anchors say %.1f\n", anchors[i].s->name, anchors[i].c, us,
+                    anchors[i].floor_us);
+        CHECK(fabs(us - anchors[i].floor_us) <= 0.01 * anchors[i].floor_us + 0.06);
+    }
+
+    /* Each formula against the fusion file: every input read once and every
+     * output written once, but for scalars (left out) and the embedding
+     * forward, which reads the T rows it gathers, not the whole table. */
+    for (int si = 0; hb_suites[si]; si++) {
+        const hb_suite *s = hb_suites[si];
+        hb_size *sz;
+        int nsz;
+        char why[256];
+        bool parsed = hb_parse_sizes(s->default_sizes, s->ndims, &sz, &nsz, why, sizeof why);
+        CHECK(parsed);
+        if (!parsed) continue;
+        for (int ci = 0; ci < s->ncases; ci++)
+            for (int d = 0; d < 2; d++) {
+                fu_dtype dt = d ? FU_BF16 : FU_F32;
+                const hb_case *c = &s->cases[ci];
+                char path[2048];
+                snprintf(path, sizeof path, "%s/%s", suites_dir, c->fusion_file);
+                fu_program *p = NULL;
+                fu_fusion *f = NULL;
+                fu_error err;
+                hb_params prm;
+                memset(&prm, 0, sizeof prm);
+                CHECK(s->params(&sz[0], dt, &prm, why, sizeof why));
+                if (fu_program_parse_file(path, &p, &err) || fu_program_build(p, prm.v, prm.n, &f, &err)) {
+                    fprintf(stderr, "%s: %s\n", path, err.message);
+                    CHECK(!"fusion file builds");
+                    if (p) fu_program_free(p);
+                    continue;
+                }
+                int64_t e = (int64_t)fu_dtype_size(dt);
+                int64_t formula = c->bytes(&sz[0], e), io = io_bytes(f);
+                if (s == emb && strcmp(c->name, "fwd") == 0)
+                    io -= (sz[0].d[0] - sz[0].d[2]) * sz[0].d[1] * e; /* V table rows -> T gathered rows */
+                if (llabs(formula - io) > 16)
+                    fprintf(stderr, "%s/%s %s: formula %lld bytes, fusion file %lld\n", s->name, c->name,
+                            fu_dtype_name(dt), (long long)formula, (long long)io);
+                CHECK(llabs(formula - io) <= 16); /* at most two scalars apart */
+                fu_fusion_free(f);
+                fu_program_free(p);
+            }
+        free(sz);
+    }
+}
+
+/* ------------------------------------------------------------ JSON */
+
+static char *json_of(void (*write)(hb_json *), bool *ok)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    hb_json j;
+    hb_json_init(&j, f, 2);
+    write(&j);
+    *ok = hb_json_finish(&j);
+    fclose(f);
+    return buf;
+}
+
+static void write_values(hb_json *j)
+{
+    hb_json_object_begin(j);
+    hb_json_key(j, "s");
+    hb_json_string(j, "quote\" backslash\\ nl\n tab\t ctl\x01 utf8 \xc3\xa9");
+    hb_json_key(j, "tenth");
+    hb_json_number(j, 0.1);
+    hb_json_key(j, "big");
+    hb_json_number(j, 1e300);
+    hb_json_key(j, "neg");
+    hb_json_number(j, -3);
+    hb_json_key(j, "nan");
+    hb_json_number(j, NAN);
+    hb_json_key(j, "inf");
+    hb_json_number(j, INFINITY);
+    hb_json_key(j, "i64");
+    hb_json_int(j, INT64_MAX);
+    hb_json_key(j, "t");
+    hb_json_bool(j, true);
+    hb_json_key(j, "null");
+    hb_json_string(j, NULL);
+    hb_json_key(j, "empty_obj");
+    hb_json_object_begin(j);
+    hb_json_object_end(j);
+    hb_json_key(j, "arr");
+    hb_json_array_begin(j);
+    hb_json_int(j, 1);
+    hb_json_array_begin(j);
+    hb_json_array_end(j);
+    hb_json_object_begin(j);
+    hb_json_key(j, "k");
+    hb_json_number(j, 2.5);
+    hb_json_object_end(j);
+    hb_json_array_end(j);
+    hb_json_object_end(j);
+}
+
+static void write_value_without_key(hb_json *j)
+{
+    hb_json_object_begin(j);
+    hb_json_int(j, 1);
+    hb_json_object_end(j);
+}
+
+static void write_unbalanced(hb_json *j)
+{
+    hb_json_array_begin(j);
+    hb_json_int(j, 1);
+}
+
+static void write_key_in_array(hb_json *j)
+{
+    hb_json_array_begin(j);
+    hb_json_key(j, "k");
+    hb_json_array_end(j);
+}
+
+static void write_wrong_close(hb_json *j)
+{
+    hb_json_array_begin(j);
+    hb_json_object_end(j);
+}
+
+static void test_json_writer(void)
+{
+    bool ok;
+    char err[256];
+    char *text = json_of(write_values, &ok);
+    CHECK(ok);
+    jv *v = jv_parse(text, err, sizeof err);
+    if (!v) fprintf(stderr, "parse: %s\n%s\n", err, text);
+    CHECK(v != NULL);
+    if (v) {
+        CHECK(strcmp(jv_str(v, "s"), "quote\" backslash\\ nl\n tab\t ctl\x01 utf8 \xc3\xa9") == 0);
+        CHECK(jv_num(v, "tenth") == 0.1); /* reads back exactly */
+        CHECK(jv_num(v, "big") == 1e300);
+        CHECK(jv_num(v, "neg") == -3);
+        CHECK(jv_get(v, "nan") && jv_get(v, "nan")->kind == JV_NULL);
+        CHECK(jv_get(v, "inf") && jv_get(v, "inf")->kind == JV_NULL);
+        CHECK(jv_get(v, "null") && jv_get(v, "null")->kind == JV_NULL);
+        CHECK(jv_get(v, "t") && jv_get(v, "t")->kind == JV_BOOL && jv_get(v, "t")->b);
+        CHECK(jv_get(v, "empty_obj") && jv_get(v, "empty_obj")->kind == JV_OBJ && jv_get(v, "empty_obj")->n == 0);
+        const jv *arr = jv_get(v, "arr");
+        CHECK(arr && arr->kind == JV_ARR && arr->n == 3);
+        if (arr && arr->n == 3) {
+            CHECK(arr->items[1].kind == JV_ARR && arr->items[1].n == 0);
+            CHECK(jv_num(&arr->items[2], "k") == 2.5);
+        }
+    }
+    CHECK_CONTAINS(text, "\"i64\": 9223372036854775807");
+    jv_free(v);
+    free(text);
+
+    text = json_of(write_value_without_key, &ok);
+    CHECK(!ok);
+    free(text);
+    text = json_of(write_unbalanced, &ok);
+    CHECK(!ok);
+    free(text);
+    text = json_of(write_key_in_array, &ok);
+    CHECK(!ok);
+    free(text);
+    text = json_of(write_wrong_close, &ok);
+    CHECK(!ok);
+    free(text);
+
+    char key[64];
+    hb_gpu_key("NVIDIA H200", key, sizeof key);
+    CHECK(strcmp(key, "nvidia_h200") == 0);
+    hb_gpu_key("  NVIDIA GeForce RTX 4090 (Laptop)", key, sizeof key);
+    CHECK(strcmp(key, "nvidia_geforce_rtx_4090_laptop") == 0);
+    hb_gpu_key("", key, sizeof key);
+    CHECK(strcmp(key, "none") == 0);
+}
+
+static void test_run_file(void)
+{
+    hb_context c;
+    memset(&c, 0, sizeof c);
+    hb_gb_host_info(&c.host);
+    CHECK(c.host.num_cpus > 0);
+    CHECK(strlen(c.host.date) >= 19 && c.host.date[4] == '-' && c.host.date[10] == 'T');
+    snprintf(c.gpu_name, sizeof c.gpu_name, "NVIDIA H200");
+    hb_gpu_key(c.gpu_name, c.gpu_key, sizeof c.gpu_key);
+    snprintf(c.driver_version, sizeof c.driver_version, "13.0");
+    c.sm_count = 132;
+    c.l2_bytes = 62914560;
+    c.copy_bandwidth_gbps = 4233.5;
+    c.sm_clock_mhz = 1980;
+    c.mem_clock_mhz = NAN; /* unknown: left out */
+    snprintf(c.git_commit, sizeof c.git_commit, "abc1234");
+    snprintf(c.build_type, sizeof c.build_type, "Release");
+    snprintf(c.timing_mode, sizeof c.timing_mode, "cold");
+
+    hb_entry e[3];
+    double samples[] = {280.5, 281.25, 279.75};
+    hb_kernel_record k = {.name = "ce_fwd_k0", .grid = {8192, 1, 1}, .block = {512, 1, 1}, .registers = 40, .us = 270};
+    for (int i = 0; i < 3; i++) {
+        hb_entry_init(&e[i]);
+        snprintf(e[i].name, sizeof e[i].name, "cross_entropy/fwd/fuser/f32/8192x32768");
+        snprintf(e[i].run_name, sizeof e[i].run_name, "cross_entropy/fwd/fuser/f32/8192x32768");
+        snprintf(e[i].suite, sizeof e[i].suite, "cross_entropy");
+        snprintf(e[i].case_name, sizeof e[i].case_name, "fwd");
+        snprintf(e[i].variant, sizeof e[i].variant, "fuser");
+        snprintf(e[i].dtype, sizeof e[i].dtype, "f32");
+        snprintf(e[i].size, sizeof e[i].size, "8192x32768");
+        snprintf(e[i].bytes_formula, sizeof e[i].bytes_formula, "N*V*elem + 8N");
+        e[i].repetitions = 2;
+        hb_entry_counter(&e[i], "kernels", 1);
+        hb_entry_counter(&e[i], "bytes", 1073807360.0);
+        hb_entry_counter(&e[i], "GB/s", 3830.25);
+        hb_entry_counter(&e[i], "kernel_time_us", NAN); /* unknown: left out */
+    }
+    e[0].real_time = 280.5;
+    e[0].cpu_time = 1000;
+    e[0].samples_us = samples;
+    e[0].nsamples = 3;
+    e[0].kernel_records = &k;
+    e[0].nkernel_records = 1;
+    e[0].speedup_vs_torch_compile = 1.25;
+    e[1].repetition_index = 1;
+    e[1].status = HB_STATUS_FAILED;
+    e[1].real_time = 123; /* a failed entry is written with real_time 0 */
+    e[1].samples_us = samples;
+    e[1].nsamples = 3;
+    snprintf(e[1].error, sizeof e[1].error, "output 'loss' differs");
+    e[2].aggregate = true;
+    snprintf(e[2].name, sizeof e[2].name, "cross_entropy/fwd/fuser/f32/8192x32768_median");
+    snprintf(e[2].aggregate_name, sizeof e[2].aggregate_name, "median");
+    e[2].real_time = 280.5;
+    CHECK(hb_entry_get_counter(&e[2], "kernels") == 1);
+    CHECK(isnan(hb_entry_get_counter(&e[2], "launches")));
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK(hb_json_write_run(f, &c, e, 3));
+    fclose(f);
+    char err[256];
+    jv *v = jv_parse(buf, err, sizeof err);
+    if (!v) fprintf(stderr, "parse: %s\n%s\n", err, buf);
+    CHECK(v != NULL);
+    if (!v) {
+        free(buf);
+        return;
+    }
+    const jv *ctx = jv_get(v, "context");
+    CHECK(ctx && ctx->kind == JV_OBJ);
+    CHECK(jv_str(ctx, "schema") && strcmp(jv_str(ctx, "schema"), "fusebench-run/1") == 0);
+    CHECK(jv_str(ctx, "gpu_key") && strcmp(jv_str(ctx, "gpu_key"), "nvidia_h200") == 0);
+    CHECK(jv_str(ctx, "driver_version") && strcmp(jv_str(ctx, "driver_version"), "13.0") == 0);
+    CHECK(jv_num(ctx, "copy_bandwidth_gbps") == 4233.5);
+    CHECK(jv_num(ctx, "sm_count") == 132 && jv_num(ctx, "l2_bytes") == 62914560);
+    CHECK(jv_num(ctx, "sm_clock_mhz") == 1980 && jv_get(ctx, "mem_clock_mhz") == NULL);
+    CHECK(jv_str(ctx, "git_commit") && strcmp(jv_str(ctx, "git_commit"), "abc1234") == 0);
+    CHECK(jv_str(ctx, "timing_mode") && strcmp(jv_str(ctx, "timing_mode"), "cold") == 0);
+    /* Google Benchmark's own context keys */
+    CHECK(jv_str(ctx, "date") && jv_str(ctx, "host_name") && jv_str(ctx, "executable"));
+    CHECK(jv_num(ctx, "num_cpus") >= 1 && jv_get(ctx, "mhz_per_cpu") && jv_str(ctx, "library_build_type"));
+    CHECK(jv_get(ctx, "caches") && jv_get(ctx, "caches")->kind == JV_ARR);
+
+    const jv *b = jv_get(v, "benchmarks");
+    CHECK(b && b->kind == JV_ARR && b->n == 3);
+    if (b && b->n == 3) {
+        const jv *it = &b->items[0], *failed = &b->items[1], *agg = &b->items[2];
+        CHECK(strcmp(jv_str(it, "name"), "cross_entropy/fwd/fuser/f32/8192x32768") == 0);
+        CHECK(strcmp(jv_str(it, "run_name"), "cross_entropy/fwd/fuser/f32/8192x32768") == 0);
+        CHECK(strcmp(jv_str(it, "run_type"), "iteration") == 0);
+        CHECK(jv_num(it, "repetitions") == 2 && jv_num(it, "repetition_index") == 0 && jv_num(it, "threads") == 1);
+        CHECK(jv_num(it, "iterations") == 1);
+        CHECK(jv_num(it, "real_time") == 280.5 && jv_num(it, "cpu_time") == 1000);
+        CHECK(strcmp(jv_str(it, "time_unit"), "us") == 0);
+        CHECK(strcmp(jv_str(it, "suite"), "cross_entropy") == 0 && strcmp(jv_str(it, "case"), "fwd") == 0);
+        CHECK(strcmp(jv_str(it, "variant"), "fuser") == 0 && strcmp(jv_str(it, "dtype"), "f32") == 0);
+        CHECK(strcmp(jv_str(it, "size"), "8192x32768") == 0);
+        CHECK(jv_num(it, "kernels") == 1 && jv_num(it, "bytes") == 1073807360.0 && jv_num(it, "GB/s") == 3830.25);
+        CHECK(jv_get(it, "kernel_time_us") == NULL);
+        CHECK(strcmp(jv_str(it, "bytes_formula"), "N*V*elem + 8N") == 0);
+        CHECK(strcmp(jv_str(it, "status"), "ok") == 0 && jv_get(it, "error") == NULL);
+        const jv *sm = jv_get(it, "samples_us");
+        CHECK(sm && sm->kind == JV_ARR && sm->n == 3 && sm->items[1].num == 281.25);
+        const jv *kr = jv_get(it, "kernel_records");
+        CHECK(kr && kr->kind == JV_ARR && kr->n == 1);
+        if (kr && kr->n == 1) {
+            CHECK(strcmp(jv_str(&kr->items[0], "name"), "ce_fwd_k0") == 0);
+            CHECK(jv_num(&kr->items[0], "registers") == 40 && jv_num(&kr->items[0], "time_us") == 270);
+            const jv *g = jv_get(&kr->items[0], "grid");
+            CHECK(g && g->kind == JV_ARR && g->n == 3 && g->items[0].num == 8192);
+        }
+        CHECK(jv_num(it, "speedup_vs_torch_compile") == 1.25);
+
+        CHECK(strcmp(jv_str(failed, "status"), "failed") == 0);
+        CHECK(jv_num(failed, "real_time") == 0 && jv_get(failed, "samples_us") == NULL);
+        CHECK(jv_str(failed, "error") && strcmp(jv_str(failed, "error"), "output 'loss' differs") == 0);
+        CHECK(jv_get(failed, "speedup_vs_torch_compile") == NULL);
+        CHECK(jv_get(failed, "error_occurred") && jv_get(failed, "error_occurred")->b); /* Google Benchmark's keys */
+        CHECK(jv_str(failed, "error_message") && strcmp(jv_str(failed, "error_message"), "output 'loss' differs") == 0);
+        CHECK(jv_get(it, "error_occurred") == NULL);
+
+        CHECK(strcmp(jv_str(agg, "run_type"), "aggregate") == 0);
+        CHECK(strcmp(jv_str(agg, "aggregate_name"), "median") == 0);
+        CHECK(strcmp(jv_str(agg, "name"), "cross_entropy/fwd/fuser/f32/8192x32768_median") == 0);
+        CHECK(jv_get(agg, "repetition_index") == NULL);
+        CHECK(strcmp(jv_str(agg, "aggregate_unit"), "time") == 0 && jv_num(agg, "iterations") == 1);
+    }
+    jv_free(v);
+    free(buf);
+}
+
+/* ------------------------------------------------------------ sizes, dtypes, params */
+
+static void test_sizes(void)
+{
+    hb_size *s;
+    int n;
+    char why[256];
+    CHECK(hb_parse_sizes("8192x32768,4096x50304", 2, &s, &n, why, sizeof why));
+    CHECK(n == 2 && s[0].d[0] == 8192 && s[0].d[1] == 32768 && s[1].d[0] == 4096 && s[1].d[1] == 50304);
+    char str[64];
+    hb_size_str(&s[1], str, sizeof str);
+    CHECK(strcmp(str, "4096x50304") == 0);
+    free(s);
+    const char *bad[] = {"8192x", "x5", "8192", "8192x32768x1", "0x5", "a", "", "8192x32768,", "8192xx5",
+                         "99999999999999x2", "8192X32768", " 8192x32768", "-1x5", "99999999999x99999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = '\0';
+        bool ok = hb_parse_sizes(bad[i], 2, &s, &n, why, sizeof why);
+        if (ok) fprintf(stderr, "size '%s' was accepted\n", bad[i]);
+        CHECK(!ok && s == NULL && n == 0 && why[0]);
+    }
+    CHECK(!hb_parse_sizes("8192", 2, &s, &n, why, sizeof why));
+    CHECK_CONTAINS(why, "expected 2");
+    CHECK(!hb_parse_sizes("8192x", 2, &s, &n, why, sizeof why));
+    CHECK_CONTAINS(why, "8192x");
+
+    fu_dtype dt[4];
+    CHECK(hb_parse_dtypes("f32,bf16", dt, 4, &n, why, sizeof why) && n == 2 && dt[0] == FU_F32 && dt[1] == FU_BF16);
+    CHECK(hb_parse_dtypes("bf16,bf16", dt, 4, &n, why, sizeof why) && n == 1);
+    CHECK(!hb_parse_dtypes("f8", dt, 4, &n, why, sizeof why));
+    CHECK_CONTAINS(why, "'f8'");
+    CHECK(!hb_parse_dtypes("f64", dt, 4, &n, why, sizeof why));
+    CHECK(!hb_parse_dtypes("f32,,bf16", dt, 4, &n, why, sizeof why));
+    CHECK(!hb_parse_dtypes("", dt, 4, &n, why, sizeof why));
+
+    hb_params p;
+    memset(&p, 0, sizeof p);
+    hb_size q = {3, {16, 128, 3000}};
+    CHECK(!hb_suite_qkv_split.params(&q, FU_F32, &p, why, sizeof why));
+    CHECK_CONTAINS(why, "multiple of 192");
+    q.d[2] = 3072;
+    memset(&p, 0, sizeof p);
+    CHECK(hb_suite_qkv_split.params(&q, FU_BF16, &p, why, sizeof why));
+    CHECK(p.n == 5);
+    CHECK(strcmp(p.v[2].name, "C") == 0 && strcmp(p.v[2].value, "1024") == 0);
+    CHECK(strcmp(p.v[3].name, "H") == 0 && strcmp(p.v[3].value, "16") == 0);
+    CHECK(strcmp(p.v[4].name, "DT") == 0 && strcmp(p.v[4].value, "bf16") == 0);
+
+    /* check sizes: fewer rows, the same row length */
+    hb_size out, ce = {2, {8192, 128256}};
+    hb_suite_cross_entropy.check_size(&ce, &out);
+    CHECK(out.d[0] == (16ll << 20) / 128256 && out.d[1] == 128256);
+    hb_size small = {2, {64, 1024}};
+    hb_suite_cross_entropy.check_size(&small, &out);
+    CHECK(out.d[0] == 64 && out.d[1] == 1024);
+    hb_size emb = {3, {128256, 4096, 65536}};
+    hb_suite_embedding.check_size(&emb, &out);
+    CHECK(out.d[0] == 4096 && out.d[1] == 4096 && out.d[2] == 4096);
+    hb_size big = {3, {32, 2048, 6144}};
+    hb_suite_qkv_split.check_size(&big, &out);
+    CHECK(out.d[0] == 1 && out.d[1] == 2048 && out.d[2] == 6144);
+
+    CHECK(hb_find_suite("cross_entropy") == &hb_suite_cross_entropy);
+    CHECK(hb_find_suite("nope") == NULL);
+    /* every suite's default and sweep sizes parse and bind */
+    for (int i = 0; hb_suites[i]; i++) {
+        const char *lists[] = {hb_suites[i]->default_sizes, hb_suites[i]->sweep_sizes};
+        for (int l = 0; l < 2; l++) {
+            bool parsed = hb_parse_sizes(lists[l], hb_suites[i]->ndims, &s, &n, why, sizeof why);
+            CHECK(parsed);
+            for (int k = 0; parsed && k < n; k++) {
+                memset(&p, 0, sizeof p);
+                CHECK(hb_suites[i]->params(&s[k], FU_F32, &p, why, sizeof why));
+            }
+            free(s);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ compare, random, clocks */
+
+static void test_compare(void)
+{
+    fu_host_tensor a, b;
+    int64_t shape[1] = {100};
+    fu_error err;
+    CHECK(fu_host_tensor_alloc(&a, FU_F32, 1, shape, &err) == FU_OK);
+    CHECK(fu_host_tensor_alloc(&b, FU_F32, 1, shape, &err) == FU_OK);
+    for (int i = 0; i < 100; i++) {
+        fu_host_tensor_set(&a, i, sin(i + 1.0));
+        fu_host_tensor_set(&b, i, sin(i + 1.0));
+    }
+    hb_compare c;
+    hb_compare_tensors(&a, &b, &c);
+    CHECK(c.rel_l2 == 0 && c.worst_elem == 0 && c.nan_count == 0);
+    fu_host_tensor_set(&a, 37, fu_host_tensor_get(&b, 37) + 0.5);
+    hb_compare_tensors(&a, &b, &c);
+    CHECK(c.worst_index == 37 && c.rel_l2 > 0.05 && c.worst_elem > 0.2);
+    double tol_l2, tol_elem;
+    hb_tolerance(FU_F32, &tol_l2, &tol_elem);
+    CHECK(c.rel_l2 > tol_l2 && tol_l2 <= 1e-4);
+    fu_host_tensor_set(&a, 37, fu_host_tensor_get(&b, 37) * (1 + 1e-7)); /* float rounding: passes */
+    hb_compare_tensors(&a, &b, &c);
+    CHECK(c.rel_l2 <= tol_l2 && c.worst_elem <= tol_elem);
+    ((float *)a.data)[5] = NAN;
+    hb_compare_tensors(&a, &b, &c);
+    CHECK(c.nan_count == 1 && isinf(c.rel_l2) && c.worst_index == 5);
+    fu_host_tensor_free(&a);
+    int64_t shape2[1] = {99};
+    CHECK(fu_host_tensor_alloc(&a, FU_F32, 1, shape2, &err) == FU_OK);
+    hb_compare_tensors(&a, &b, &c);
+    CHECK(isinf(c.rel_l2));
+    fu_host_tensor_free(&a);
+    fu_host_tensor_free(&b);
+
+    hb_tolerance(FU_BF16, &tol_l2, &tol_elem);
+    CHECK(tol_l2 >= 1e-3 && tol_l2 <= 1e-2);
+    hb_tolerance(FU_I64, &tol_l2, &tol_elem);
+    CHECK(tol_l2 == 0 && tol_elem == 0);
+}
+
+static void test_fast_random(void)
+{
+    fu_fusion *f = fu_fusion_new("emb");
+    int64_t ws[2] = {100, 8}, is[1] = {1000};
+    fu_tensor w = fu_input(f, "weight", FU_F32, 2, ws);
+    fu_tensor ids = fu_input(f, "ids", FU_I64, 1, is);
+    fu_output(f, fu_embedding(f, w, ids, -1, "out"));
+    fu_error err;
+    CHECK(fu_fusion_verify(f, &err) == FU_OK);
+    fu_host_tensor in[2], again[2], other[2];
+    CHECK(hb_fast_random_inputs(f, 7, in, &err) == FU_OK);
+    CHECK(hb_fast_random_inputs(f, 7, again, &err) == FU_OK);
+    CHECK(hb_fast_random_inputs(f, 8, other, &err) == FU_OK);
+    double sum = 0, sum2 = 0;
+    for (int i = 0; i < 800; i++) {
+        double x = fu_host_tensor_get(&in[0], i);
+        sum += x;
+        sum2 += x * x;
+    }
+    double mean = sum / 800, var = sum2 / 800 - mean * mean;
+    CHECK(fabs(mean) < 0.15 && var > 0.8 && var < 1.2);
+    int64_t lo = 1000, hi = -1;
+    bool all_same = true;
+    for (int i = 0; i < 1000; i++) {
+        int64_t v = ((int64_t *)in[1].data)[i];
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+        all_same &= v == ((int64_t *)other[1].data)[i];
+    }
+    CHECK(lo >= 0 && hi < 100 && hi - lo > 90); /* within the table, and spread over it */
+    CHECK(!all_same);
+    CHECK(memcmp(in[0].data, again[0].data, fu_host_tensor_bytes(&in[0])) == 0);
+    CHECK(memcmp(in[1].data, again[1].data, fu_host_tensor_bytes(&in[1])) == 0);
+    for (int i = 0; i < 2; i++) {
+        fu_host_tensor_free(&in[i]);
+        fu_host_tensor_free(&again[i]);
+        fu_host_tensor_free(&other[i]);
+    }
+    fu_fusion_free(f);
+}
+
+/* ------------------------------------------------------------ spot checks */
+
+typedef struct host_fetch {
+    const fu_host_tensor *outs;
+    int n;
+} host_fetch;
+
+static bool fetch_host(void *p, int output, int64_t offset, int64_t count, double *dst)
+{
+    host_fetch *h = p;
+    if (output < 0 || output >= h->n || offset < 0 || offset + count > fu_host_tensor_numel(&h->outs[output]))
+        return false;
+    for (int64_t i = 0; i < count; i++) dst[i] = fu_host_tensor_get(&h->outs[output], offset + i);
+    return true;
+}
+
+/* Each case's spot check passes on the interpreter's result and fails when an
+ * element of a row it reads is wrong. */
+static void test_spot_checks(const char *dir)
+{
+    int64_t rows[HB_SPOT_ROWS];
+    CHECK(hb_spot_rows(1, 1, rows) == 1 && rows[0] == 0);
+    int k = hb_spot_rows(1000, 1, rows);
+    CHECK(k == HB_SPOT_ROWS && rows[0] == 0 && rows[1] == 999);
+    for (int i = 0; i < k; i++)
+        for (int j = 0; j < i; j++) CHECK(rows[i] != rows[j] && rows[i] >= 0 && rows[i] < 1000);
+    CHECK(hb_spot_rows(3, 1, rows) == 3);
+
+    struct {
+        const hb_suite *s;
+        hb_size size;
+    } small[] = {{&hb_suite_cross_entropy, {2, {64, 1000}}},
+                 {&hb_suite_embedding, {3, {300, 16, 200}}},
+                 {&hb_suite_qkv_split, {3, {2, 8, 384}}}};
+    int checked = 0;
+    for (size_t si = 0; si < sizeof small / sizeof small[0]; si++) {
+        const hb_suite *s = small[si].s;
+        for (int ci = 0; ci < s->ncases; ci++)
+            for (int d = 0; d < 2; d++) {
+                const hb_case *c = &s->cases[ci];
+                if (!c->spot_check) continue;
+                fu_dtype dt = d ? FU_BF16 : FU_F32;
+                char path[2048], why[512];
+                snprintf(path, sizeof path, "%s/%s", dir, c->fusion_file);
+                fu_program *p = NULL;
+                fu_fusion *f = NULL;
+                fu_error err;
+                hb_params prm;
+                memset(&prm, 0, sizeof prm);
+                CHECK(s->params(&small[si].size, dt, &prm, why, sizeof why));
+                if (fu_program_parse_file(path, &p, &err) || fu_program_build(p, prm.v, prm.n, &f, &err)) {
+                    fprintf(stderr, "%s: %s\n", path, err.message);
+                    CHECK(!"fusion builds");
+                    if (p) fu_program_free(p);
+                    continue;
+                }
+                int nin = fu_fusion_num_inputs(f), nout = fu_fusion_num_outputs(f);
+                fu_host_tensor in[4], out[4];
+                CHECK(fu_random_inputs(f, 3, in, &err) == FU_OK);
+                CHECK(fu_interp_run(f, in, out, &err) == FU_OK);
+                host_fetch hf = {out, nout};
+                why[0] = '\0';
+                bool ok = c->spot_check(f, in, fetch_host, &hf, 5, why, sizeof why);
+                if (!ok) fprintf(stderr, "%s/%s %s: spot check failed on the interpreter's result: %s\n", s->name,
+                                 c->name, fu_dtype_name(dt), why);
+                CHECK(ok);
+                /* a wrong element in row 0 (every spot check reads row 0) */
+                for (int o = 0; o < nout; o++) {
+                    double v = fu_host_tensor_get(&out[o], 0);
+                    fu_host_tensor_set(&out[o], 0, v + fmax(1.0, 2 * fabs(v)));
+                }
+                why[0] = '\0';
+                CHECK(!c->spot_check(f, in, fetch_host, &hf, 5, why, sizeof why));
+                CHECK_CONTAINS(why, "element 0");
+                checked++;
+                for (int i = 0; i < nin; i++) fu_host_tensor_free(&in[i]);
+                for (int i = 0; i < nout; i++) fu_host_tensor_free(&out[i]);
+                fu_fusion_free(f);
+                fu_program_free(p);
+            }
+    }
+    CHECK(checked == 12); /* ce bwd, fwdbwd; emb fwd, bwd x2; qkv -- in f32 and bf16 */
+}
+
+static void test_clock_reasons(void)
+{
+    CHECK(!hb_clock_reasons_throttled(0));
+    CHECK(!hb_clock_reasons_throttled(0x1));  /* idle */
+    CHECK(!hb_clock_reasons_throttled(0x2));  /* application clocks */
+    CHECK(hb_clock_reasons_throttled(0x4));   /* software power cap */
+    CHECK(hb_clock_reasons_throttled(0x8));   /* hardware slowdown */
+    CHECK(hb_clock_reasons_throttled(0x20));  /* software thermal */
+    CHECK(hb_clock_reasons_throttled(0x40));  /* hardware thermal */
+    CHECK(hb_clock_reasons_throttled(0x81));
+}
+
+int main(void)
+{
+    const char *dir = getenv("FUSEBENCH_SUITES_DIR");
+    if (!dir) {
+        fprintf(stderr, "FUSEBENCH_SUITES_DIR is not set (ctest sets it)\n");
+        return 1;
+    }
+    test_stats();
+    test_stop_rule();
+    test_bytes(dir);
+    test_json_writer();
+    test_run_file();
+    test_sizes();
+    test_compare();
+    test_fast_random();
+    test_spot_checks(dir);
+    test_clock_reasons();
+    return check_finish("test_harness_unit");
+}

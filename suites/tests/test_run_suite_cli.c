@@ -1,0 +1,245 @@
+/*
+ * test_run_suite_cli.c -- the built `run_suite` (RUN_SUITE_BIN) as a
+ * subprocess.
+ *
+ * Unit (no NVRTC, no GPU): --help; usage errors exit 2 with a message that
+ * names what is wrong (no suite, unknown suite, malformed sizes, sizes that
+ * do not bind, unknown dtype, mode, format, option, bad regex, a filter that
+ * matches nothing, --sizes with all); --list prints the names.
+ *
+ * Compile (built with TEST_COMPILE; NVRTC, no GPU needed): run_suite plans
+ * and compiles small cases, prints the kernel counts and one line saying that
+ * timing needs a GPU (with a GPU: --compile-only), exits 0, and writes a run
+ * JSON with the planned counts.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "json_read.h"
+#include "runtime.h"
+
+extern char **environ;
+
+static const char *bin;
+static char dir[256];
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
+    if (s) s[n] = '\0';
+    fclose(f);
+    return s;
+}
+
+typedef struct result {
+    int code;
+    char *out, *err;
+} result;
+
+static void result_free(result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+/* Runs run_suite with args (NULL-terminated), capturing stdout and stderr. */
+static result run(const char *const *args)
+{
+    result r = {-1, NULL, NULL};
+    char out_path[512], err_path[512];
+    snprintf(out_path, sizeof out_path, "%s/stdout", dir);
+    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = bin;
+    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    if (posix_spawn(&pid, bin, &fa, NULL, (char *const *)argv, environ) == 0) {
+        int st;
+        if (waitpid(pid, &st, 0) == pid && WIFEXITED(st)) r.code = WEXITSTATUS(st);
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    if (!r.out) r.out = calloc(1, 1);
+    if (!r.err) r.err = calloc(1, 1);
+    return r;
+}
+
+#ifndef TEST_COMPILE
+/* A usage error: exit 2, "run_suite: " and the needle on stderr, nothing on stdout. */
+static void expect_usage(const char *needle, const char *const *args)
+{
+    result r = run(args);
+    if (r.code != 2) fprintf(stderr, "expected exit 2 for '%s', got %d: %s\n", args[0] ? args[0] : "", r.code, r.err);
+    CHECK(r.code == 2);
+    CHECK_CONTAINS(r.err, "run_suite: ");
+    CHECK_CONTAINS(r.err, needle);
+    CHECK(r.out[0] == '\0');
+    result_free(&r);
+}
+
+static void test_usage(void)
+{
+    result r = run((const char *const[]){"--help", NULL});
+    CHECK(r.code == 0);
+    CHECK_CONTAINS(r.out, "usage: run_suite SUITE|all");
+    CHECK_CONTAINS(r.out, "--sizes");
+    CHECK_CONTAINS(r.out, "cross_entropy");
+    CHECK_CONTAINS(r.out, "timing needs a GPU");
+    result_free(&r);
+
+    expect_usage("name a suite", (const char *const[]){NULL});
+    expect_usage("unknown suite 'softmax' (known: embedding, cross_entropy, qkv_split, all)",
+                 (const char *const[]){"softmax", NULL});
+    expect_usage("malformed size '8192x'", (const char *const[]){"cross_entropy", "--sizes", "8192x", NULL});
+    expect_usage("NxV", (const char *const[]){"cross_entropy", "--sizes", "8192x", NULL});
+    expect_usage("size '8192' has 1 number, expected 2", (const char *const[]){"cross_entropy", "--sizes=8192", NULL});
+    expect_usage("at least 1", (const char *const[]){"cross_entropy", "--sizes", "0x32768", NULL});
+    expect_usage("too large (the product of its numbers is above 2^58)", (const char *const[]){"cross_entropy", "--sizes", "99999999999x99999999999", NULL});
+    expect_usage("multiple of 192", (const char *const[]){"qkv_split", "--sizes", "16x128x3000", NULL});
+    expect_usage("unknown dtype 'f8'", (const char *const[]){"cross_entropy", "--dtype", "f32,f8", NULL});
+    expect_usage("--mode: 'warm'", (const char *const[]){"cross_entropy", "--mode", "warm", NULL});
+    expect_usage("--format: 'xml'", (const char *const[]){"cross_entropy", "--format", "xml", NULL});
+    expect_usage("unknown option '--size'", (const char *const[]){"cross_entropy", "--size", "1x2", NULL});
+    expect_usage("--sizes needs a value", (const char *const[]){"cross_entropy", "--sizes", NULL});
+    expect_usage("--repetitions: 'zero'", (const char *const[]){"cross_entropy", "--repetitions", "zero", NULL});
+    expect_usage("--repetitions: '0'", (const char *const[]){"cross_entropy", "--repetitions", "0", NULL});
+    expect_usage("--time-limit: '-1'", (const char *const[]){"cross_entropy", "--time-limit", "-1", NULL});
+    expect_usage("--filter '('", (const char *const[]){"cross_entropy", "--filter", "(", NULL});
+    expect_usage("no benchmark matches", (const char *const[]){"cross_entropy", "--filter", "nothing_like_this", NULL});
+    expect_usage("one suite at a time", (const char *const[]){"cross_entropy", "qkv_split", NULL});
+    expect_usage("--sizes with 'all'", (const char *const[]){"all", "--sizes", "16x128x3072", NULL});
+    expect_usage("not a Google Benchmark flag: --benchmark_nonsense=1",
+                 (const char *const[]){"qkv_split", "--benchmark_nonsense=1", "--list", NULL});
+
+    r = run((const char *const[]){"qkv_split", "--list", "--benchmark_filter=.", NULL});
+    CHECK(r.code == 0); /* a flag of Google Benchmark's own passes */
+    result_free(&r);
+    r = run((const char *const[]){"cross_entropy", "--list", NULL});
+    CHECK(r.code == 0);
+    CHECK(strcmp(r.out, "cross_entropy/fwd/fuser/f32/8192x32768\ncross_entropy/fwd/fuser/bf16/8192x32768\n"
+                        "cross_entropy/bwd/fuser/f32/8192x32768\ncross_entropy/bwd/fuser/bf16/8192x32768\n"
+                        "cross_entropy/fwdbwd/fuser/f32/8192x32768\ncross_entropy/fwdbwd/fuser/bf16/8192x32768\n") == 0);
+    result_free(&r);
+    r = run((const char *const[]){"all", "--list", "--dtype", "bf16", "--filter", "fwd/fuser", NULL});
+    CHECK(r.code == 0);
+    CHECK_CONTAINS(r.out, "embedding/fwd/fuser/bf16/50304x768x8192\nembedding/fwd/fuser/bf16/128256x4096x65536\n");
+    CHECK_CONTAINS(r.out, "qkv_split/fwd/fuser/bf16/32x2048x6144\n");
+    CHECK(strstr(r.out, "bwd_atomic") == NULL && strstr(r.out, "/f32/") == NULL);
+    result_free(&r);
+    r = run((const char *const[]){"cross_entropy", "--list", "--sizes", "sweep", "--dtype", "f32", "--filter", "^cross_entropy/fwd/", NULL});
+    CHECK(r.code == 0);
+    CHECK_CONTAINS(r.out, "cross_entropy/fwd/fuser/f32/8192x128256\n");
+    result_free(&r);
+}
+#else
+static void test_compile(void)
+{
+    fu_runtime *rt;
+    fu_error err;
+    CHECK(fu_runtime_open(NULL, &rt, &err) == FU_OK);
+    bool gpu = fu_runtime_has_device(rt);
+    fu_runtime_close(rt);
+    char json[512];
+    snprintf(json, sizeof json, "%s/run.json", dir);
+    /* small sizes: one compile each (cached after the first run) */
+    const char *args[] = {"qkv_split", "--sizes", "2x64x384", "--dtype", "f32,bf16", "--out", json,
+                          gpu ? "--compile-only" : NULL, NULL};
+    result r = run(args);
+    if (r.code != 0) fprintf(stderr, "stdout:\n%s\nstderr:\n%s\n", r.out, r.err);
+    CHECK(r.code == 0);
+    CHECK_CONTAINS(r.out, "segments");
+    CHECK_CONTAINS(r.out, "qkv_split/fwd");
+    CHECK_CONTAINS(r.out, gpu ? "--compile-only: planned and compiled 2 cases, timed none"
+                              : "timing needs a GPU (no GPU");
+    CHECK_CONTAINS(r.err, "[1/2] qkv_split/fwd/fuser/f32/2x64x384: 1 kernel");
+    result_free(&r);
+    char *text = slurp(json);
+    CHECK(text != NULL);
+    char perr[256];
+    jv *v = text ? jv_parse(text, perr, sizeof perr) : NULL;
+    if (text && !v) fprintf(stderr, "run.json: %s\n", perr);
+    CHECK(v != NULL);
+    if (v) {
+        const jv *ctx = jv_get(v, "context"), *b = jv_get(v, "benchmarks");
+        CHECK(jv_str(ctx, "schema") && strcmp(jv_str(ctx, "schema"), "fusebench-run/1") == 0);
+        if (!gpu) CHECK(jv_str(ctx, "gpu_name") && strcmp(jv_str(ctx, "gpu_name"), "none") == 0);
+        CHECK(b && b->kind == JV_ARR && b->n == 2);
+        for (int i = 0; b && i < b->n; i++) {
+            const jv *e = &b->items[i];
+            CHECK(strcmp(jv_str(e, "status"), "skipped") == 0);
+            CHECK(jv_num(e, "segments") == 1 && jv_num(e, "kernels") == 1 && jv_num(e, "launches") == 1);
+            CHECK(jv_num(e, "bytes") == 2.0 * 2 * 64 * 384 * (i == 0 ? 4 : 2));
+            CHECK(jv_num(e, "real_time") == 0);
+            CHECK(jv_str(e, "bytes_formula") && strcmp(jv_str(e, "bytes_formula"), "2*B*T*3C*elem") == 0);
+        }
+        if (b && b->n == 2) CHECK(strcmp(jv_str(&b->items[1], "name"), "qkv_split/fwd/fuser/bf16/2x64x384") == 0);
+    }
+    jv_free(v);
+    free(text);
+
+    /* JSON on stdout, progress on stderr */
+    const char *args2[] = {"cross_entropy", "--sizes", "64x1024", "--dtype", "f32", "--format", "json",
+                           gpu ? "--compile-only" : NULL, NULL};
+    r = run(args2);
+    CHECK(r.code == 0);
+    v = jv_parse(r.out, perr, sizeof perr);
+    CHECK(v != NULL);
+    if (v) {
+        const jv *b = jv_get(v, "benchmarks");
+        CHECK(b && b->n == 3); /* fwd, bwd, fwdbwd */
+    }
+    jv_free(v);
+    CHECK_CONTAINS(r.err, "cross_entropy/fwdbwd/fuser/f32/64x1024");
+    result_free(&r);
+}
+#endif
+
+int main(void)
+{
+    bin = getenv("RUN_SUITE_BIN");
+    if (!bin) {
+        fprintf(stderr, "RUN_SUITE_BIN is not set (ctest sets it)\n");
+        return 1;
+    }
+    snprintf(dir, sizeof dir, "/tmp/fusebench_cli_XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+#ifndef TEST_COMPILE
+    test_usage();
+    const char *name = "test_run_suite_cli";
+#else
+    test_compile();
+    const char *name = "test_run_suite_compile";
+#endif
+    char p[600];
+    const char *files[] = {"stdout", "stderr", "run.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        remove(p);
+    }
+    rmdir(dir);
+    return check_finish(name);
+}

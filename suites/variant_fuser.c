@@ -1,0 +1,142 @@
+/*
+ * variant_fuser.c -- the `fuser` variant: the case's fusion planned by the
+ * segmenter and schedulers, compiled with NVRTC (disk cache) and launched by
+ * fu_exec_launch.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+#include "suite.h"
+
+typedef struct fuser_state {
+    fu_runtime *rt;
+    fu_plan *plan;
+    fu_executable *x;
+    /* the plan fusion's inputs and outputs, by position in the case fusion
+     * (decomposition keeps them by name; it may drop an unused input) */
+    int nin, nout;
+    int *in_map, *out_map;
+    fu_devptr *in, *out;
+} fuser_state;
+
+static void fuser_free(void *p)
+{
+    fuser_state *st = p;
+    if (!st) return;
+    fu_exec_free(st->x);
+    fu_plan_free(st->plan);
+    free(st->in_map);
+    free(st->out_map);
+    free(st->in);
+    free(st->out);
+    free(st);
+}
+
+static int position(const fu_fusion *f, bool outputs, const char *name)
+{
+    int n = outputs ? fu_fusion_num_outputs(f) : fu_fusion_num_inputs(f);
+    for (int i = 0; i < n; i++)
+        if (strcmp(fu_tensor_name(f, outputs ? fu_fusion_output(f, i) : fu_fusion_input(f, i)), name) == 0) return i;
+    return -1;
+}
+
+static fu_status fuser_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case *c, void **state,
+                               hb_variant_info *info, fu_error *err)
+{
+    *state = NULL;
+    memset(info, 0, sizeof *info);
+    fuser_state *st = calloc(1, sizeof *st);
+    if (!st) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    st->rt = rt;
+    fu_plan_options o;
+    fu_plan_options_default(&o);
+    if (fu_runtime_has_device(rt)) {
+        const fu_device_props *p = fu_runtime_device(rt);
+        if (p->sm_count > 0) o.sm_count = p->sm_count;
+        if (p->max_threads_per_sm > 0) o.max_threads_per_sm = p->max_threads_per_sm;
+    }
+    o.scatter = c ? c->scatter : FU_SCATTER_DETERMINISTIC;
+    fu_status s = fu_plan_build(f, &o, &st->plan, err);
+    if (s) {
+        fuser_free(st);
+        return s;
+    }
+    const fu_fusion *pf = st->plan->fusion;
+    st->nin = fu_fusion_num_inputs(pf);
+    st->nout = fu_fusion_num_outputs(pf);
+    st->in_map = calloc((size_t)st->nin + 1, sizeof *st->in_map);
+    st->out_map = calloc((size_t)st->nout + 1, sizeof *st->out_map);
+    st->in = calloc((size_t)st->nin + 1, sizeof *st->in);
+    st->out = calloc((size_t)st->nout + 1, sizeof *st->out);
+    if (!st->in_map || !st->out_map || !st->in || !st->out) {
+        fuser_free(st);
+        return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < st->nin + st->nout; i++) {
+        bool out = i >= st->nin;
+        int k = out ? i - st->nin : i;
+        const char *name = fu_tensor_name(pf, out ? fu_fusion_output(pf, k) : fu_fusion_input(pf, k));
+        int pos = position(f, out, name);
+        if (pos < 0) {
+            fuser_free(st);
+            return fu_error_set(err, FU_ERR_RUNTIME, "fusion '%s': the plan's %s '%s' is not one of the fusion's",
+                                fu_fusion_name(f), out ? "output" : "input", name);
+        }
+        (out ? st->out_map : st->in_map)[k] = pos;
+    }
+    s = fu_exec_prepare(rt, st->plan, &st->x, err);
+    if (s) {
+        fuser_free(st);
+        return s;
+    }
+    info->segments = st->plan->nkernels;
+    info->kernels = st->plan->nkernels;
+    info->copies = st->plan->ncopies;
+    size_t k = 0;
+    for (int i = 0; i < st->plan->nkernels; i++) {
+        const fu_kernel_plan *kp = &st->plan->kernels[i];
+        info->memsets += kp->zero_before >= 0;
+        info->copies += kp->copy_before >= 0;
+        const fu_exec_kernel_info *ki = fu_exec_kernel(st->x, i);
+        info->compiled++;
+        info->cache_hits += ki->cache_hit;
+        info->compile_ms += ki->compile_ms;
+        if (k < sizeof info->detail) {
+            int w = snprintf(info->detail + k, sizeof info->detail - k, "%s%s", i ? "+" : "", fu_sched_name(kp->sched));
+            if (w > 0) k += (size_t)w;
+        }
+    }
+    *state = st;
+    return FU_OK;
+}
+
+static fu_status fuser_run(void *p, const fu_devptr *inputs, const fu_devptr *outputs, fu_error *err)
+{
+    fuser_state *st = p;
+    for (int i = 0; i < st->nin; i++) st->in[i] = inputs[st->in_map[i]];
+    for (int i = 0; i < st->nout; i++) st->out[i] = outputs[st->out_map[i]];
+    return fu_exec_launch(st->x, st->in, st->out, err);
+}
+
+static fu_status fuser_check(void *p, fu_error *err)
+{
+    fuser_state *st = p;
+    fu_status s = fu_runtime_synchronize(st->rt, err);
+    return s ? s : fu_exec_check(st->x, err);
+}
+
+static void fuser_counts(void *p, int *kernels, int *memsets, int *copies)
+{
+    fuser_state *st = p;
+    fu_exec_launch_counts(st->x, kernels, memsets, copies);
+}
+
+const hb_variant hb_variant_fuser = {
+    .name = "fuser",
+    .prepare = fuser_prepare,
+    .run = fuser_run,
+    .check = fuser_check,
+    .launch_counts = fuser_counts,
+    .free = fuser_free,
+};
