@@ -22,6 +22,7 @@ typedef struct pw_domain {
     int64_t shape[FU_MAX_RANK];
     int64_t numel;
     int vec;
+    int items;      /* vectors per thread (loads in flight) */
     int noutputs;
     fu_tensor outputs[16];
     unsigned first_block, nblocks;
@@ -45,74 +46,124 @@ static int pick_vec(const fu_fusion *f, const pw_domain *d)
     return vec;
 }
 
-static void emit_domain(fu_kernel_writer *w, const pw_domain *d, int di)
+/* Declares item u's element index and domain variables; fills idx. */
+static void item_vars(cg_ctx *c, const pw_domain *d, int u, cg_index *idx)
 {
-    cg_ctx *c = &w->cg;
-    const fu_fusion *f = c->f;
     const char *it = c->index64 ? "long long" : "int";
-    char shape[160];
-    fu_shape_str(d->rank, d->shape, shape, sizeof shape);
-    cg_line(c, "%sif (blockIdx.x < %uu) { // domain %d: %s, %d lane%s per thread", di ? "} else " : "",
-            d->first_block + d->nblocks, di, shape, d->vec, d->vec == 1 ? "" : "s");
-    c->indent++;
-    c->scope++;
-    cg_line(c, "const %s e = ((%s)(blockIdx.x - %uu) * %d + threadIdx.x) * %d; // first element", it, it,
-            d->first_block, PW_THREADS, d->vec);
-    cg_line(c, "if (e >= %lld) return;", (long long)d->numel);
-    c->nvars = 0;
-    c->vec = d->vec;
-    c->lane_var = -1;
-    cg_index idx[FU_MAX_RANK];
     int64_t stride = 1;
     int64_t strides[FU_MAX_RANK];
     for (int a = d->rank - 1; a >= 0; a--) {
         strides[a] = stride;
         stride *= d->shape[a];
     }
+    /* Items never share index expressions, so each starts a fresh variable
+     * table (strings already rendered stay valid). */
+    c->nvars = 0;
+    c->lane_var = -1;
     for (int a = 0; a < d->rank; a++) {
-        char name[16];
-        snprintf(name, sizeof name, "d%d", a);
+        char name[24];
+        snprintf(name, sizeof name, "d%d_%d", u, a);
         int v = cg_add_var(c, name);
-        if (a == 0) cg_line(c, "const %s %s = e / %lld;", it, name, (long long)strides[a]);
-        else if (strides[a] == 1) cg_line(c, "const %s %s = e %% %lld;", it, name, (long long)d->shape[a]);
-        else cg_line(c, "const %s %s = (e / %lld) %% %lld;", it, name, (long long)strides[a], (long long)d->shape[a]);
+        if (a == 0) cg_line(c, "const %s %s = e%d / %lld;", it, name, u, (long long)strides[a]);
+        else if (strides[a] == 1) cg_line(c, "const %s %s = e%d %% %lld;", it, name, u, (long long)d->shape[a]);
+        else cg_line(c, "const %s %s = (e%d / %lld) %% %lld;", it, name, u, (long long)strides[a], (long long)d->shape[a]);
         cg_index_var(&idx[a], v, name);
     }
     if (d->rank > 0 && d->vec > 1) {
         c->lane_var = d->rank - 1;
         idx[d->rank - 1].lane_coef = 1;
     }
-    /* compute every lane of every output, then store */
-    char vals[16][16][32];
+}
+
+/* Every lane of every output of item u, as variable names. */
+static void item_values(cg_ctx *c, const pw_domain *d, const cg_index *idx, char vals[16][16][32])
+{
     for (int lane = 0; lane < d->vec; lane++) {
         c->lane = lane;
         cg_index lidx[FU_MAX_RANK];
-        memcpy(lidx, idx, sizeof idx);
+        memcpy(lidx, idx, sizeof lidx);
         if (d->rank > 0 && d->vec > 1) cg_index_refresh(c, &lidx[d->rank - 1]);
         for (int o = 0; o < d->noutputs; o++)
             snprintf(vals[o][lane], sizeof vals[o][lane], "%s", cg_value(c, d->outputs[o], lidx));
     }
     c->lane = 0;
+}
+
+static void item_stores(fu_kernel_writer *w, const pw_domain *d, int u, char vals[16][16][32])
+{
+    cg_ctx *c = &w->cg;
     for (int o = 0; o < d->noutputs; o++) {
         const cg_param *p = fu_kw_output(w, d->outputs[o]);
-        const fu_value *v = fu_val(f, d->outputs[o]);
+        const fu_value *v = fu_val(c->f, d->outputs[o]);
+        char e[512], at[16];
+        snprintf(at, sizeof at, "e%d", u);
         if (d->vec == 1) {
-            fu_kw_store(w, p, "e", vals[o][0]);
+            fu_kw_store(w, p, at, vals[o][0]);
             continue;
         }
-        char e[512];
         int bytes = (int)fu_dtype_size(v->dtype) * d->vec;
         const char *wide = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
-        cg_line(c, "alignas(16) %s o%d[%d];", cg_storage_type(v->dtype), o, d->vec);
+        cg_line(c, "alignas(16) %s o%d_%d[%d];", cg_storage_type(v->dtype), u, o, d->vec);
         for (int lane = 0; lane < d->vec; lane++) {
             cg_store_expr(e, sizeof e, v->dtype, vals[o][lane]);
-            cg_line(c, "o%d[%d] = %s;", o, lane, e);
+            cg_line(c, "o%d_%d[%d] = %s;", u, o, lane, e);
         }
-        cg_line(c, "*(%s *)(%s + e) = *(const %s *)o%d;", wide, p->name, wide, o);
+        cg_line(c, "*(%s *)(%s + e%d) = *(const %s *)o%d_%d;", wide, p->name, u, wide, u, o);
+    }
+}
+
+/* A block owns items x threads x vec consecutive elements. Full blocks load
+ * every item before storing any (several 16-byte loads in flight per thread);
+ * the last, partial block checks each item. */
+static void emit_domain(fu_kernel_writer *w, const pw_domain *d, int di)
+{
+    cg_ctx *c = &w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    char shape[160];
+    fu_shape_str(d->rank, d->shape, shape, sizeof shape);
+    long long per_block = (long long)d->items * PW_THREADS * d->vec;
+    cg_line(c, "%sif (blockIdx.x < %uu) { // domain %d: %s, %d item%s of %d lane%s per thread", di ? "} else " : "",
+            d->first_block + d->nblocks, di, shape, d->items, d->items == 1 ? "" : "s", d->vec, d->vec == 1 ? "" : "s");
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s eb = (%s)(blockIdx.x - %uu) * %lld; // the block's first element", it, it, d->first_block, per_block);
+    c->vec = d->vec;
+    char vals[4][16][16][32];
+    cg_index idx[FU_MAX_RANK];
+    cg_line(c, "if (eb + %lld <= %lld) {", per_block, (long long)d->numel);
+    c->indent++;
+    c->scope++;
+    for (int u = 0; u < d->items; u++) {
+        cg_line(c, "const %s e%d = eb + (%d * %d + threadIdx.x) * %d;", it, u, u, PW_THREADS, d->vec);
+        item_vars(c, d, u, idx);
+        item_values(c, d, idx, vals[u]);
+    }
+    for (int u = 0; u < d->items; u++) item_stores(w, d, u, vals[u]);
+    c->scope--;
+    c->indent--;
+    cg_drop_scope(c);
+    cg_line(c, "} else {");
+    c->indent++;
+    c->scope++;
+    for (int u = 0; u < d->items; u++) {
+        cg_line(c, "const %s e%d = eb + (%d * %d + threadIdx.x) * %d;", it, u, u, PW_THREADS, d->vec);
+        cg_line(c, "if (e%d < %lld) {", u, (long long)d->numel);
+        c->indent++;
+        c->scope++;
+        item_vars(c, d, u, idx);
+        item_values(c, d, idx, vals[u]);
+        item_stores(w, d, u, vals[u]);
+        c->scope--;
+        c->indent--;
+        cg_drop_scope(c);
+        cg_line(c, "}");
     }
     c->scope--;
     c->indent--;
-    /* drop this domain's memo entries */
+    cg_drop_scope(c);
+    cg_line(c, "}");
+    c->scope--;
+    c->indent--;
     cg_drop_scope(c);
 }
 
@@ -149,9 +200,15 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     unsigned blocks = 0;
     for (int d = 0; d < ndoms; d++) {
         doms[d].vec = pick_vec(f, &doms[d]);
-        int64_t threads = (doms[d].numel + doms[d].vec - 1) / doms[d].vec;
+        int64_t vectors = (doms[d].numel + doms[d].vec - 1) / doms[d].vec;
+        /* Up to 4 vectors per thread while that still fills one wave of blocks. */
+        int64_t wave = (int64_t)g->opts->sm_count * (g->opts->max_threads_per_sm / PW_THREADS);
+        doms[d].items = 1;
+        while (doms[d].items < 4 && (vectors + (int64_t)PW_THREADS * doms[d].items * 2 - 1) /
+                                            ((int64_t)PW_THREADS * doms[d].items * 2) >= wave)
+            doms[d].items *= 2;
         doms[d].first_block = blocks;
-        doms[d].nblocks = (unsigned)((threads + PW_THREADS - 1) / PW_THREADS);
+        doms[d].nblocks = (unsigned)((vectors + (int64_t)PW_THREADS * doms[d].items - 1) / ((int64_t)PW_THREADS * doms[d].items));
         blocks += doms[d].nblocks;
     }
     fu_kernel_writer w;
@@ -167,8 +224,8 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     for (int d = 0; d < ndoms && k < sizeof kp->config; d++) {
         char s[128];
         fu_shape_str(doms[d].rank, doms[d].shape, s, sizeof s);
-        k += (size_t)snprintf(kp->config + k, sizeof kp->config - k, " %s x%d vec=%d blocks=%u;", s,
-                              doms[d].noutputs, doms[d].vec, doms[d].nblocks);
+        k += (size_t)snprintf(kp->config + k, sizeof kp->config - k, " %s x%d vec=%d items=%d blocks=%u;", s,
+                              doms[d].noutputs, doms[d].vec, doms[d].items, doms[d].nblocks);
     }
     fu_kw_signature(&w, kp, PW_THREADS, false);
     cg_open(&w.cg);

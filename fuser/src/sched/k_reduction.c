@@ -30,6 +30,7 @@
 #define MAX_REDS 32
 #define MAX_CACHE 4
 #define CACHE_LIMIT 48 /* cached floats per thread */
+#define STAGE_ITERS 8  /* iterations whose loads are issued together (bytes in flight) */
 
 typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI } rkind;
 
@@ -60,7 +61,11 @@ typedef struct red_ctx {
     int ncache;
     fu_tensor cache_t[MAX_CACHE];
     char cache_base[MAX_CACHE][CG_EXPR];
-    char cache_var[32]; /* what lookup_cache hands back (the memo copies it) */
+    char cache_var[48]; /* what lookup_cache hands back (the memo copies it) */
+    int nstage;          /* inputs of the current pass loaded a batch ahead */
+    fu_tensor stage_t[MAX_CACHE];
+    char stage_base[MAX_CACHE][CG_EXPR];
+    int batch;
     bool in_pass;
 } red_ctx;
 
@@ -134,6 +139,8 @@ static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, 
     return ri->var;
 }
 
+/* Inside a pass, a load at the row position of a cached or staged input is a
+ * register read. */
 static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, void *user)
 {
     red_ctx *r = user;
@@ -143,6 +150,11 @@ static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, voi
     for (int i = 0; i < r->ncache; i++)
         if (r->cache_t[i] == t && strcmp(r->cache_base[i], base) == 0) {
             snprintf(r->cache_var, sizeof r->cache_var, "fu_c%d[it * %d + %d]", i, c->vec, c->lane);
+            return r->cache_var;
+        }
+    for (int i = 0; i < r->nstage; i++)
+        if (r->stage_t[i] == t && strcmp(r->stage_base[i], base) == 0) {
+            snprintf(r->cache_var, sizeof r->cache_var, "fu_load(fu_s%d[b * %d + %d])", i, c->vec, c->lane);
             return r->cache_var;
         }
     return NULL;
@@ -406,11 +418,152 @@ static void full_index(red_ctx *r, cg_index *idx)
     }
 }
 
+/* Does the pass read full-size input t at the row position (through ops that
+ * keep the index: pointwise, cast, where, broadcast, same-shape reshape)? */
+static bool reads_at_row(const red_ctx *r, fu_tensor from, fu_tensor t, int depth)
+{
+    if (from == t) return true;
+    if (depth > 256 || red_of(r, from) >= 0) return false;
+    const fu_node *n = fu_producer(r->f, from);
+    if (!n || !r->g->in_group[n - r->f->nodes]) return false;
+    fu_op_kind k = fu_op_kind_of(n->op);
+    bool keeps_index = k == FU_KIND_UNARY || k == FU_KIND_BINARY || k == FU_KIND_WHERE || k == FU_KIND_CAST ||
+                       k == FU_KIND_HINT || k == FU_KIND_BROADCAST ||
+                       (k == FU_KIND_RESHAPE && fu_val(r->f, n->inputs[0])->rank == fu_val(r->f, from)->rank &&
+                        !memcmp(fu_val(r->f, n->inputs[0])->shape, fu_val(r->f, from)->shape,
+                                sizeof(int64_t) * (size_t)fu_val(r->f, from)->rank));
+    if (!keeps_index) return false;
+    for (int i = 0; i < n->ninputs; i++)
+        if (reads_at_row(r, n->inputs[i], t, depth + 1)) return true;
+    return false;
+}
+
+static fu_tensor online_source(const red_ctx *r, const red_info *ri)
+{
+    return fu_producer(r->f, fu_producer(r->f, ri->in)->inputs[0])->inputs[0];
+}
+
+/* Full-size outputs written in this pass. */
+static int pass_outputs(const red_ctx *r, int pass, fu_tensor *out, int cap)
+{
+    int n = 0;
+    for (int o = 0; o < r->g->noutputs && n < cap; o++)
+        if (is_full_shape(r, fu_val(r->f, r->g->outputs[o])) && output_pass(r, r->g->outputs[o]) == pass)
+            out[n++] = r->g->outputs[o];
+    return n;
+}
+
+/* The offset of input t at the row position with the lane term removed: what
+ * lookup_cache matches to find a cached or staged element. */
+static void canonical_base(red_ctx *r, fu_tensor t, char *buf)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_value *v = fu_val(r->f, t);
+    cg_index idx[FU_MAX_RANK], off;
+    int saved_vec = c->vec, saved_lane_var = c->lane_var;
+    c->vec = r->vec;
+    c->lane_var = r->vec > 1 ? r->rank - 1 : -1;
+    c->lane = 0;
+    full_index(r, idx);
+    cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+    cg_offset_base_expr(c, &off, buf, CG_EXPR);
+    c->vec = saved_vec;
+    c->lane_var = saved_lane_var;
+}
+
+/* The inputs a pass reads at the row position and that are not in the
+ * cross-pass cache: loaded a batch ahead of the arithmetic (staged). */
+static void choose_staged(red_ctx *r, int pass)
+{
+    const fu_fusion *f = r->f;
+    fu_tensor outs[16];
+    int nout = pass_outputs(r, pass, outs, 16);
+    r->nstage = 0;
+    for (int i = 0; i < r->w->nparams && r->nstage < MAX_CACHE; i++) {
+        const cg_param *p = &r->w->params[i];
+        if (p->is_output || !is_full_shape(r, fu_val(f, p->tensor))) continue;
+        bool cached = false;
+        for (int k = 0; k < r->ncache; k++) cached |= r->cache_t[k] == p->tensor;
+        if (cached) continue;
+        bool read = false;
+        for (int q = 0; q < r->nred && !read; q++) {
+            const red_info *ri = &r->reds[q];
+            if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
+            read = reads_at_row(r, ri->online_max >= 0 ? online_source(r, ri) : ri->in, p->tensor, 0);
+        }
+        for (int o = 0; o < nout && !read; o++) read = reads_at_row(r, outs[o], p->tensor, 0);
+        if (read) {
+            canonical_base(r, p->tensor, r->stage_base[r->nstage]);
+            r->stage_t[r->nstage++] = p->tensor;
+        }
+    }
+}
+
+static void emit_inner_vars(red_ctx *r)
+{
+    cg_ctx *c = &r->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    int ninner = 0, last_inner = -1;
+    for (int a = 0; a < r->rank; a++)
+        if (r->inner[a]) {
+            ninner++;
+            last_inner = a;
+        }
+    if (ninner == 1) {
+        cg_line(c, "const %s %s = kb;", it, c->var_names[last_inner]);
+        return;
+    }
+    int64_t stride = 1;
+    for (int a = r->rank - 1; a >= 0; a--) {
+        if (!r->inner[a]) continue;
+        cg_line(c, "const %s %s = (kb / %lld) %% %lld;", it, c->var_names[a], (long long)stride, (long long)r->D[a]);
+        stride *= r->D[a];
+    }
+}
+
+/* Loads input t at the row position of batch slot b into `dst` (raw storage:
+ * "fu_s0 + b * 4"), or converted into the cross-pass cache. */
+static void emit_row_load(red_ctx *r, fu_tensor t, const cg_index *idx, const char *raw_dst, int cache_k)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_value *v = fu_val(r->f, t);
+    const cg_param *p = cg_find_param(c, t);
+    cg_index off;
+    c->lane = 0;
+    cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+    char base[CG_EXPR];
+    cg_offset_base_expr(c, &off, base, sizeof base);
+    int bytes = (int)fu_dtype_size(v->dtype) * r->vec;
+    const char *wide = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
+    bool vector = r->vec > 1 && cg_offset_vectorizable(c, &off, r->vec);
+    if (raw_dst) {
+        if (vector) cg_line(c, "*(%s *)(%s) = __ldg((const %s *)(%s + %s));", wide, raw_dst, wide, p->name, base);
+        else
+            for (int lane = 0; lane < r->vec; lane++) {
+                c->lane = lane;
+                cg_index_refresh(c, &off);
+                cg_line(c, "(%s)[%d] = %s[%s];", raw_dst, lane, p->name, off.expr);
+            }
+    } else {
+        cg_line(c, "{");
+        cg_line(c, "  alignas(16) %s raw[%d];", cg_storage_type(v->dtype), r->vec);
+        if (vector) cg_line(c, "  *(%s *)raw = __ldg((const %s *)(%s + %s));", wide, wide, p->name, base);
+        else
+            for (int lane = 0; lane < r->vec; lane++) {
+                c->lane = lane;
+                cg_index_refresh(c, &off);
+                cg_line(c, "  raw[%d] = %s[%s];", lane, p->name, off.expr);
+            }
+        for (int lane = 0; lane < r->vec; lane++) cg_line(c, "  fu_c%d[it * %d + %d] = fu_load(raw[%d]);", cache_k, r->vec, lane, lane);
+        cg_line(c, "}");
+    }
+    c->lane = 0;
+}
+
 static void emit_pass(red_ctx *r, int pass)
 {
     cg_ctx *c = &r->w->cg;
     const fu_fusion *f = r->f;
-    const fu_group *g = r->g;
     const char *it = c->index64 ? "long long" : "int";
     cg_line(c, "// pass %d over the row", pass);
     for (int i = 0; i < r->nred; i++) {
@@ -420,69 +573,66 @@ static void emit_pass(red_ctx *r, int pass)
         if (ri->online_max >= 0) cg_line(c, "%s %s = 0.0f; // online: sum of exp(x - %s)", ct, ri->var, r->reds[ri->online_max].var);
         else cg_line(c, "%s %s = %s;", ct, ri->var, identity(ri->op, fu_val(f, ri->out)->dtype));
     }
-    cg_line(c, "#pragma unroll%s", r->ncache ? "" : " 4");
-    cg_line(c, "for (int it = 0; it < %d; it++) {", r->iters);
-    c->indent++;
-    c->scope++;
-    cg_line(c, "const %s kb = ((%s)it * %d + threadIdx.x) * %d;", it, it, r->threads, r->vec);
-    cg_line(c, "if (kb < %lld) {", (long long)r->K);
-    c->indent++;
-    c->scope++;
-    /* inner variables */
-    int ninner = 0, last_inner = -1;
-    for (int a = 0; a < r->rank; a++)
-        if (r->inner[a]) {
-            ninner++;
-            last_inner = a;
-        }
-    if (ninner == 1) {
-        cg_line(c, "const %s %s = kb;", it, c->var_names[last_inner]);
-    } else {
-        int64_t stride = 1;
-        for (int a = r->rank - 1; a >= 0; a--) {
-            if (!r->inner[a]) continue;
-            cg_line(c, "const %s %s = (kb / %lld) %% %lld;", it, c->var_names[a], (long long)stride, (long long)r->D[a]);
-            stride *= r->D[a];
-        }
-    }
+    choose_staged(r, pass);
+    /* With a cross-pass cache the whole pass is one batch (its arrays must be
+     * indexed by constants after unrolling); else batches of STAGE_ITERS. */
+    int batch = r->ncache ? r->iters : (r->iters < STAGE_ITERS ? r->iters : STAGE_ITERS);
+    if (batch < 1) batch = 1;
+    r->batch = batch;
     cg_index idx[FU_MAX_RANK];
     full_index(r, idx);
     c->vec = r->vec;
     c->lane_var = r->vec > 1 ? r->rank - 1 : -1;
-    /* pass 1 fills the register cache */
+    cg_line(c, "#pragma unroll%s", r->ncache ? "" : " 1");
+    cg_line(c, "for (int it0 = 0; it0 < %d; it0 += %d) {", r->iters, batch);
+    c->indent++;
+    c->scope++;
+    for (int k = 0; k < r->nstage; k++)
+        cg_line(c, "alignas(16) %s fu_s%d[%d]; // '%s', loaded a batch ahead", cg_storage_type(fu_val(f, r->stage_t[k])->dtype), k,
+                batch * r->vec, fu_val(f, r->stage_t[k])->name);
+    /* phase A: issue every load of the batch */
+    bool loads = r->nstage > 0 || (pass == 1 && r->ncache > 0);
     r->in_pass = false;
-    if (pass == 1)
-        for (int k = 0; k < r->ncache; k++) {
-            const fu_value *v = fu_val(f, r->cache_t[k]);
-            const cg_param *p = cg_find_param(c, r->cache_t[k]);
-            for (int lane = 0; lane < r->vec; lane++) {
-                c->lane = lane;
-                cg_index l = idx[r->rank - 1];
-                cg_index_refresh(c, &l);
-                cg_index li[FU_MAX_RANK];
-                memcpy(li, idx, sizeof idx);
-                li[r->rank - 1] = l;
-                cg_index off;
-                cg_offset(c, v->rank, v->shape, v->strides, li, &off);
-                if (lane == 0 && r->vec > 1) {
-                    int bytes = (int)fu_dtype_size(v->dtype) * r->vec;
-                    const char *wide = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned int";
-                    char base[CG_EXPR];
-                    cg_offset_base_expr(c, &off, base, sizeof base);
-                    cg_line(c, "alignas(16) %s fu_l%d[%d];", cg_storage_type(v->dtype), k, r->vec);
-                    cg_line(c, "*(%s *)fu_l%d = __ldg((const %s *)(%s + %s));", wide, k, wide, p->name, base);
-                }
-                if (r->vec > 1) cg_line(c, "fu_c%d[it * %d + %d] = fu_load(fu_l%d[%d]);", k, r->vec, lane, k, lane);
-                else cg_line(c, "fu_c%d[it] = fu_load(%s[%s]);", k, p->name, off.expr);
-            }
+    if (loads) {
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (int b = 0; b < %d; b++) {", batch);
+        c->indent++;
+        c->scope++;
+        cg_line(c, "const int it = it0 + b;");
+        cg_line(c, "const %s kb = ((%s)it * %d + threadIdx.x) * %d;", it, it, r->threads, r->vec);
+        cg_line(c, "if (kb < %lld) {", (long long)r->K);
+        c->indent++;
+        c->scope++;
+        emit_inner_vars(r);
+        for (int k = 0; k < r->nstage; k++) {
+            char dst[32];
+            snprintf(dst, sizeof dst, "fu_s%d + b * %d", k, r->vec);
+            emit_row_load(r, r->stage_t[k], idx, dst, -1);
         }
+        if (pass == 1)
+            for (int k = 0; k < r->ncache; k++) emit_row_load(r, r->cache_t[k], idx, NULL, k);
+        c->scope--;
+        c->indent--;
+        cg_drop_scope(c);
+        cg_line(c, "}");
+        cg_close(c);
+    }
+    /* phase B: the arithmetic, reading what phase A loaded */
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (int b = 0; b < %d; b++) {", batch);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const int it = it0 + b;");
+    cg_line(c, "const %s kb = ((%s)it * %d + threadIdx.x) * %d;", it, it, r->threads, r->vec);
+    cg_line(c, "if (kb < %lld) {", (long long)r->K);
+    c->indent++;
+    c->scope++;
+    emit_inner_vars(r);
     r->in_pass = true;
     /* per lane: the pass's row reductions and full-size outputs */
     char outs[16][16][32];
-    int nout = 0;
     fu_tensor out_t[16];
-    for (int o = 0; o < g->noutputs && nout < 16; o++)
-        if (is_full_shape(r, fu_val(f, g->outputs[o])) && output_pass(r, g->outputs[o]) == pass) out_t[nout++] = g->outputs[o];
+    int nout = pass_outputs(r, pass, out_t, 16);
     char online_e[MAX_REDS][16][32];
     for (int lane = 0; lane < r->vec; lane++) {
         c->lane = lane;
@@ -493,8 +643,7 @@ static void emit_pass(red_ctx *r, int pass)
             red_info *ri = &r->reds[i];
             if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID) || ri->online_sum >= 0) continue;
             if (ri->online_max >= 0) {
-                fu_tensor e = fu_producer(f, fu_producer(f, ri->in)->inputs[0])->inputs[0];
-                snprintf(online_e[i][lane], sizeof online_e[i][lane], "%s", cg_value(c, e, li));
+                snprintf(online_e[i][lane], sizeof online_e[i][lane], "%s", cg_value(c, online_source(r, ri), li));
                 continue;
             }
             combine(c, ri->op, ri->var, cg_value(c, ri->in, li));
@@ -544,7 +693,8 @@ static void emit_pass(red_ctx *r, int pass)
     c->indent--;
     cg_drop_scope(c);
     cg_line(c, "}");
-    cg_close(c);
+    cg_close(c); /* b */
+    cg_close(c); /* it0 */
     /* the pass's reductions across the block */
     for (int i = 0; i < r->nred; i++) {
         red_info *ri = &r->reds[i];
@@ -601,9 +751,13 @@ static bool choose_config(red_ctx *r, char *why, size_t nwhy)
     r->vec = widest ? (int)(16 / widest) : 4;
     if (ninner != 1 || !r->inner[r->rank - 1]) r->vec = 1;
     while (r->vec > 1 && r->D[r->rank - 1] % r->vec) r->vec /= 2;
+    /* A row's vectors over the threads: 8 iterations each where the row must
+     * stay in registers between passes (1024 threads hold 32 KiB-float rows),
+     * else 16, at most 512 threads, so more rows are in flight per SM. */
     int64_t vecs = (r->K + r->vec - 1) / r->vec;
+    int per_thread = r->passes >= 2 ? 8 : 16, max_threads = r->passes >= 2 ? 1024 : 512;
     int threads = 32;
-    while (threads < 1024 && (int64_t)threads * 8 < vecs) threads *= 2;
+    while (threads < max_threads && (int64_t)threads * per_thread < vecs) threads *= 2;
     r->threads = threads;
     r->iters = (int)((vecs + threads - 1) / threads);
     /* cache the full-size inputs read again in a later pass, if they fit */
@@ -727,14 +881,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         cg_line(c, "float fu_c%d[%d]; // '%s' kept in registers between passes", k, r->iters * r->vec,
                 fu_val(f, r->cache_t[k])->name);
     /* the canonical offset of each cached input (what lookup_cache matches) */
-    for (int k = 0; k < r->ncache; k++) {
-        const fu_value *v = fu_val(f, r->cache_t[k]);
-        cg_index idx[FU_MAX_RANK], off;
-        full_index(r, idx);
-        c->lane = 0;
-        cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
-        cg_offset_base_expr(c, &off, r->cache_base[k], sizeof r->cache_base[k]);
-    }
+    for (int k = 0; k < r->ncache; k++) canonical_base(r, r->cache_t[k], r->cache_base[k]);
     for (int p = 1; p <= r->passes; p++) emit_pass(r, p);
     /* per-row outputs, then this row's share of the grid reductions */
     for (int o = 0; o < nrow_out; o++) {
