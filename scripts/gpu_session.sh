@@ -5,7 +5,10 @@
 #
 #   scripts/gpu_session.sh [SUITES_ARGS...]      e.g. scripts/gpu_session.sh all --repetitions 5
 #
-# Logs go to $OUT (the device tool's output folder) or /tmp/out; a short table is printed last.
+# GPU_SESSION_TESTS=0 skips the tests and checks (suites only); GPU_SESSION_ASAN=0 skips the
+# ASan build. Logs go to $OUT (the device tool's output folder, which returns at most 8
+# files) or /tmp/out: build.log, ctest.log, plans.txt, torch_ce.log, run.json,
+# run_suite.txt, run_suite.err, nvidia-smi.txt. A short table is printed last.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -24,34 +27,39 @@ if cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 && cma
 else
   row "build (Release)" "FAILED (build.log)"; tail -n 40 "$out/build.log"
 fi
-ctest --test-dir /tmp/b -L 'gpu|compile' --output-on-failure >"$out/ctest_gpu.log" 2>&1
-row "ctest -L 'gpu|compile' (Release)" "$(grep -E 'tests passed|tests failed' "$out/ctest_gpu.log" | tail -n 1)"
+if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
+  ctest --test-dir /tmp/b -L 'gpu|compile' --output-on-failure >"$out/ctest.log" 2>&1
+  row "ctest -L 'gpu|compile' (Release)" "$(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1)"
 
-if [ "${GPU_SESSION_ASAN:-1}" = 1 ]; then
-  if cmake -S . -B /tmp/ba -DFUSER_SANITIZE=ON >"$out/build_asan.log" 2>&1 && cmake --build /tmp/ba -j "$jobs" >>"$out/build_asan.log" 2>&1; then
-    ctest --test-dir /tmp/ba -L gpu --output-on-failure >"$out/ctest_gpu_asan.log" 2>&1
-    row "ctest -L gpu (ASan)" "$(grep -E 'tests passed|tests failed' "$out/ctest_gpu_asan.log" | tail -n 1)"
-  else
-    row "build (ASan)" "FAILED (build_asan.log)"
+  if [ "${GPU_SESSION_ASAN:-1}" = 1 ]; then
+    if cmake -S . -B /tmp/ba -DFUSER_SANITIZE=ON >>"$out/build.log" 2>&1 && cmake --build /tmp/ba -j "$jobs" >>"$out/build.log" 2>&1; then
+      echo "==== ASan ====" >>"$out/ctest.log"
+      ctest --test-dir /tmp/ba -L gpu --output-on-failure >>"$out/ctest.log" 2>&1
+      row "ctest -L gpu (ASan)" "$(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1)"
+    else
+      row "build (ASan)" "FAILED (build.log)"
+    fi
   fi
+
+  python3 scripts/check_torch_ce.py /tmp/b/fuser/fuser --gpu >"$out/torch_ce.log" 2>&1
+  row "torch cross_entropy check" "$(tail -n 1 "$out/torch_ce.log")"
+
+  for f in suites/*/*.fusion; do
+    for dt in f32 bf16; do
+      set_dt=""; grep -q '^dtype DT' "$f" && set_dt="--set DT=$dt"
+      [ -z "$set_dt" ] && [ "$dt" = bf16 ] && continue
+      echo "==== $f $dt" >>"$out/plans.txt"
+      /tmp/b/fuser/fuser plan "$f" $set_dt >>"$out/plans.txt" 2>&1
+      n=$(/tmp/b/fuser/fuser plan "$f" $set_dt --json 2>/dev/null | grep -o '"segments": [0-9]*' | head -n 1)
+      row "plan $(basename "$f" .fusion) $dt" "${n:-failed}"
+    done
+  done
 fi
 
-python3 scripts/check_torch_ce.py /tmp/b/fuser/fuser --gpu >"$out/torch_ce.log" 2>&1
-row "torch cross_entropy check" "$(tail -n 1 "$out/torch_ce.log")"
-
-for f in suites/*/*.fusion; do
-  for dt in f32 bf16; do
-    set_dt=""; grep -q '^dtype DT' "$f" && set_dt="--set DT=$dt"
-    [ -z "$set_dt" ] && [ "$dt" = bf16 ] && continue
-    /tmp/b/fuser/fuser plan "$f" $set_dt --json >"$out/plan_$(basename "$f" .fusion)_$dt.json" 2>&1
-    n=$(grep -o '"segments": [0-9]*' "$out/plan_$(basename "$f" .fusion)_$dt.json" | head -n 1)
-    row "plan $(basename "$f" .fusion) $dt" "${n:-failed}"
-  done
-done
-
 if [ $# -gt 0 ] && [ -x /tmp/b/suites/run_suite ]; then
-  /tmp/b/suites/run_suite "$@" --format json --out "$out/run.json" 2>"$out/run_suite.err" | tee "$out/run_suite.txt"
-  row "run_suite $*" "exit ${PIPESTATUS[0]}"
+  /tmp/b/suites/run_suite "$@" --out "$out/run.json" >"$out/run_suite.txt" 2>"$out/run_suite.err"
+  row "run_suite $*" "exit $?"
+  echo; cat "$out/run_suite.txt"
 fi
 
 echo
