@@ -227,7 +227,7 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         k += (size_t)snprintf(kp->config + k, sizeof kp->config - k, " %s x%d vec=%d items=%d blocks=%u;", s,
                               doms[d].noutputs, doms[d].vec, doms[d].items, doms[d].nblocks);
     }
-    fu_kw_signature(&w, kp, PW_THREADS, false);
+    fu_kw_signature(&w, kp, PW_THREADS, 1, false);
     cg_open(&w.cg);
     bool any = false;
     for (int d = 0; d < ndoms; d++) {

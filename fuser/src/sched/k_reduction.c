@@ -29,8 +29,8 @@
 
 #define MAX_REDS 32
 #define MAX_CACHE 4
-#define CACHE_LIMIT 48 /* cached floats per thread */
-#define STAGE_ITERS 8  /* iterations whose loads are issued together (bytes in flight) */
+#define CACHE_BYTES 128 /* bytes of a row each thread may keep in registers between passes */
+#define STAGE_ELEMS 32 /* elements per thread whose loads are issued together (bytes in flight) */
 
 typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI } rkind;
 
@@ -149,7 +149,7 @@ static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, voi
     cg_offset_base_expr(c, off, base, sizeof base);
     for (int i = 0; i < r->ncache; i++)
         if (r->cache_t[i] == t && strcmp(r->cache_base[i], base) == 0) {
-            snprintf(r->cache_var, sizeof r->cache_var, "fu_c%d[it * %d + %d]", i, c->vec, c->lane);
+            snprintf(r->cache_var, sizeof r->cache_var, "fu_load(fu_c%d[it * %d + %d])", i, c->vec, c->lane);
             return r->cache_var;
         }
     for (int i = 0; i < r->nstage; i++)
@@ -544,18 +544,10 @@ static void emit_row_load(red_ctx *r, fu_tensor t, const cg_index *idx, const ch
                 cg_index_refresh(c, &off);
                 cg_line(c, "(%s)[%d] = %s[%s];", raw_dst, lane, p->name, off.expr);
             }
-    } else {
-        cg_line(c, "{");
-        cg_line(c, "  alignas(16) %s raw[%d];", cg_storage_type(v->dtype), r->vec);
-        if (vector) cg_line(c, "  *(%s *)raw = __ldg((const %s *)(%s + %s));", wide, wide, p->name, base);
-        else
-            for (int lane = 0; lane < r->vec; lane++) {
-                c->lane = lane;
-                cg_index_refresh(c, &off);
-                cg_line(c, "  raw[%d] = %s[%s];", lane, p->name, off.expr);
-            }
-        for (int lane = 0; lane < r->vec; lane++) cg_line(c, "  fu_c%d[it * %d + %d] = fu_load(raw[%d]);", cache_k, r->vec, lane, lane);
-        cg_line(c, "}");
+    } else { /* the cross-pass cache keeps the row in its storage type */
+        char dst[48];
+        snprintf(dst, sizeof dst, "fu_c%d + it * %d", cache_k, r->vec);
+        emit_row_load(r, t, idx, dst, -1);
     }
     c->lane = 0;
 }
@@ -576,7 +568,8 @@ static void emit_pass(red_ctx *r, int pass)
     choose_staged(r, pass);
     /* With a cross-pass cache the whole pass is one batch (its arrays must be
      * indexed by constants after unrolling); else batches of STAGE_ITERS. */
-    int batch = r->ncache ? r->iters : (r->iters < STAGE_ITERS ? r->iters : STAGE_ITERS);
+    int stage_iters = STAGE_ELEMS / r->vec > 0 ? STAGE_ELEMS / r->vec : 1;
+    int batch = r->ncache ? r->iters : (r->iters < stage_iters ? r->iters : stage_iters);
     if (batch < 1) batch = 1;
     r->batch = batch;
     cg_index idx[FU_MAX_RANK];
@@ -762,12 +755,13 @@ static bool choose_config(red_ctx *r, char *why, size_t nwhy)
     r->iters = (int)((vecs + threads - 1) / threads);
     /* cache the full-size inputs read again in a later pass, if they fit */
     if (r->passes >= 2) {
-        int budget = CACHE_LIMIT;
+        int64_t budget = CACHE_BYTES;
         for (int i = 0; i < r->w->nparams && r->ncache < MAX_CACHE; i++) {
             const cg_param *p = &r->w->params[i];
             const fu_value *v = fu_val(f, p->tensor);
-            if (p->is_output || !is_full_shape(r, v) || r->iters * r->vec > budget) continue;
-            budget -= r->iters * r->vec;
+            int64_t bytes = (int64_t)r->iters * r->vec * (int64_t)fu_dtype_size(v->dtype);
+            if (p->is_output || !is_full_shape(r, v) || bytes > budget) continue;
+            budget -= bytes;
             r->cache_t[r->ncache++] = p->tensor;
         }
     }
@@ -863,7 +857,8 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
              "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d grid_reductions=%d",
              (long long)r->rows, (long long)r->K, r->vec, r->threads, r->iters, r->passes, nonline, r->ncache, ngrid);
 
-    fu_kw_signature(w, kp, (unsigned)r->threads, ngrid > 0);
+    /* at least 1024 threads per SM: caps registers at 64 */
+    fu_kw_signature(w, kp, (unsigned)r->threads, r->threads < 1024 ? (unsigned)(1024 / r->threads) : 1u, ngrid > 0);
     cg_open(c);
     cg_line(c, "__shared__ double fu_smem[64];");
     const char *it = c->index64 ? "long long" : "int";
@@ -878,8 +873,8 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     c->scope++;
     emit_outer_vars(r, "row");
     for (int k = 0; k < r->ncache; k++)
-        cg_line(c, "float fu_c%d[%d]; // '%s' kept in registers between passes", k, r->iters * r->vec,
-                fu_val(f, r->cache_t[k])->name);
+        cg_line(c, "alignas(16) %s fu_c%d[%d]; // '%s' kept in registers between passes",
+                cg_storage_type(fu_val(f, r->cache_t[k])->dtype), k, r->iters * r->vec, fu_val(f, r->cache_t[k])->name);
     /* the canonical offset of each cached input (what lookup_cache matches) */
     for (int k = 0; k < r->ncache; k++) canonical_base(r, r->cache_t[k], r->cache_base[k]);
     for (int p = 1; p <= r->passes; p++) emit_pass(r, p);

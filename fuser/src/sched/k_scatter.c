@@ -20,7 +20,7 @@
 
 #include "plan.h"
 
-#define LIST_CAP 2048
+#define LIST_CAP 1024 /* positions a block sorts at once: 12 KiB of shared memory */
 
 static const fu_node *the_scatter(const fu_group *g)
 {
@@ -86,7 +86,12 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     if (threads < 64) threads = 64;
     if (threads > 1024) threads = 1024;
     int items = (int)((vecs + threads - 1) / threads);
-    int64_t grid = (int64_t)g->opts->sm_count * (g->opts->max_threads_per_sm / threads);
+    /* One wave: blocks resident per SM by threads, and by registers assuming
+     * up to 48 per thread (more, smaller blocks would run as a second wave). */
+    int per_sm = g->opts->max_threads_per_sm / threads;
+    if (per_sm > 65536 / (threads * 48)) per_sm = 65536 / (threads * 48);
+    if (per_sm < 1) per_sm = 1;
+    int64_t grid = (int64_t)g->opts->sm_count * per_sm;
     if (grid > V) grid = V;
     if (grid < 1) grid = 1;
     int64_t rpb = (V + grid - 1) / grid;
@@ -100,7 +105,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
              "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d list=%d ids_per_thread=%d",
              (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, LIST_CAP,
              LIST_CAP / threads > 8 ? 8 : LIST_CAP / threads < 1 ? 1 : LIST_CAP / threads);
-    fu_kw_signature(w, kp, (unsigned)threads, false);
+    fu_kw_signature(w, kp, (unsigned)threads, 1, false);
     const char *it = c->index64 ? "long long" : "int";
     cg_open(c);
     cg_line(c, "__shared__ int fu_cnt[%lld]; // per owned row: end, then start of its positions", (long long)rpb + 1);
@@ -313,7 +318,7 @@ static bool atomic_mode(const fu_group *g, const fu_node *s, fu_kernel_writer *w
     kp->block = (unsigned)threads;
     snprintf(kp->config, sizeof kp->config, "atomic: elements=%lld threads=%d%s", (long long)n, threads,
              kp->zero_before >= 0 ? " (output zeroed before launch)" : " (base copied before launch)");
-    fu_kw_signature(w, kp, (unsigned)threads, false);
+    fu_kw_signature(w, kp, (unsigned)threads, 1, false);
     const char *it = c->index64 ? "long long" : "int";
     cg_open(c);
     cg_line(c, "const %s e = (%s)blockIdx.x * %d + threadIdx.x;", it, it, threads);

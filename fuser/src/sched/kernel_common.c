@@ -116,10 +116,13 @@ bool fu_kw_begin(fu_kernel_writer *w, const fu_group *g, fu_kernel_plan *kp, con
     return true;
 }
 
-void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned threads, bool workspace)
+void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned threads, unsigned min_blocks, bool workspace)
 {
     const fu_fusion *f = w->cg.f;
-    fu_sb_printf(&w->sb, "extern \"C\" __global__ void __launch_bounds__(%u) %s(\n", threads, kp->name);
+    if (min_blocks > 1)
+        fu_sb_printf(&w->sb, "extern \"C\" __global__ void __launch_bounds__(%u, %u) %s(\n", threads, min_blocks, kp->name);
+    else
+        fu_sb_printf(&w->sb, "extern \"C\" __global__ void __launch_bounds__(%u) %s(\n", threads, kp->name);
     for (int i = 0; i < w->nparams; i++) {
         const cg_param *p = &w->params[i];
         const fu_value *v = fu_val(f, p->tensor);

@@ -91,8 +91,9 @@ typedef struct fu_kernel_writer {
 /* Collects parameters: every materialized tensor the group reads, then its outputs. */
 bool fu_kw_begin(fu_kernel_writer *w, const fu_group *g, fu_kernel_plan *kp, const char *sched_comment,
                  char *why, size_t nwhy);
-/* Emits the extern "C" signature (after the caller's launch bounds). */
-void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned threads, bool workspace);
+/* Emits the extern "C" signature with __launch_bounds__(threads, min_blocks):
+ * min_blocks > 1 caps registers so that many blocks fit on an SM. */
+void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned threads, unsigned min_blocks, bool workspace);
 bool fu_kw_finish(fu_kernel_writer *w, fu_kernel_plan *kp, char *why, size_t nwhy);
 void fu_kw_abort(fu_kernel_writer *w);
 /* Tensor t (in the group) is needed by the group's outputs: marks every node
