@@ -16,6 +16,7 @@
 
 #include "bench_shim.h"
 #include "suite.h"
+#include "torch_merge.h"
 
 #ifndef HB_SUITES_DIR
 #define HB_SUITES_DIR "suites"
@@ -33,7 +34,7 @@ typedef struct options {
     const char *filter;
     const char *suites_dir;
     out_format format;
-    bool list, help, compile_only;
+    bool list, help, compile_only, with_torch;
     hb_runner_options run;
     int ngb;
     char **gb;              /* --benchmark_* flags, pointers into argv */
@@ -43,9 +44,10 @@ static void usage(FILE *f)
 {
     fputs("usage: run_suite SUITE|all [options] [--benchmark_FLAG=VALUE ...]\n"
           "\n"
-          "Checks and times a benchmark suite: every case is planned and compiled by the fuser, its\n"
-          "output checked against the CPU interpreter, then timed on the GPU (CUDA events around the\n"
-          "whole call, the median of repeated samples), with what it launched recorded by CUPTI.\n"
+          "Checks and times a benchmark suite: every case is computed by each variant (the fuser's\n"
+          "plan; the hand-written reference kernels), compiled with NVRTC, its output checked against\n"
+          "the CPU interpreter, then timed on the GPU (CUDA events around the whole call, the median of\n"
+          "repeated samples), with what it launched recorded by CUPTI.\n"
           "\n"
           "suites:\n",
           f);
@@ -70,6 +72,10 @@ static void usage(FILE *f)
           "  --time-limit S       at most S seconds of samples per repetition (default 2)\n"
           "  --seed N             seed of the random inputs\n"
           "  --compile-only       plan and compile only, even with a GPU\n"
+          "  --with-torch         also run PyTorch eager and torch.compile on the same cases, sizes, dtypes\n"
+          "                       and L2 mode (reference/torch_bench.py with $FUSEBENCH_PYTHON or python3),\n"
+          "                       merge their rows, and give every row its speed-up over torch.compile;\n"
+          "                       without python3, PyTorch or a GPU it says so in one line and goes on\n"
           "  --suites-dir DIR     where the .fusion files are (default: $FUSEBENCH_SUITES_DIR, else the\n"
           "                       source tree's suites/)\n"
           "  -h, --help           this text\n"
@@ -196,6 +202,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->list = true;
         } else if (strcmp(a, "--compile-only") == 0) {
             o->compile_only = true;
+        } else if (strcmp(a, "--with-torch") == 0) {
+            o->with_torch = true;
         } else if (a[0] == '-' && a[1] != '\0') {
             return usage_error("unknown option '%s'", a);
         } else if (o->suite) {
@@ -291,22 +299,74 @@ static bool write_json_file(const char *path, const hb_context *c, const hb_entr
     return ok;
 }
 
-static int finish_output(hb_runner *r, const options *o, const char *argv0, const char *no_timing_line)
+/* --with-torch: PyTorch's rows for the selected suite/case/dtype/size, or a
+ * line saying why there are none (the run goes on either way). */
+static void run_torch(const hb_runner *r, const options *o, hb_torch_rows *rows)
 {
-    const hb_entry *entries;
-    int n = hb_runner_entries(r, &entries);
+    memset(rows, 0, sizeof *rows);
+    if (o->compile_only) {
+        fprintf(stderr, "run_suite: --with-torch: --compile-only times nothing; PyTorch rows skipped\n");
+        return;
+    }
+    int n = hb_runner_count(r);
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    char *items = NULL;
+    if (names) {
+        for (int i = 0; i < n; i++) names[i] = hb_runner_item_name(r, i);
+        items = hb_torch_items(names, n);
+    }
+    free(names);
+    if (!items) {
+        fprintf(stderr, "run_suite: --with-torch: out of memory; PyTorch rows skipped\n");
+        return;
+    }
+    hb_torch_options t;
+    hb_torch_options_default(&t);
+    t.repetitions = o->run.repetitions;
+    t.time_limit_s = o->run.timing.stop.time_limit_s;
+    t.mode = hb_mode_name(o->run.timing.mode);
+    t.seed = o->run.seed;
+    char msg[1024];
+    hb_torch_run(&t, items, rows, msg, sizeof msg);
+    fprintf(stderr, "run_suite: %s\n", msg);
+    free(items);
+}
+
+static int finish_output(hb_runner *r, const options *o, const char *argv0, const char *no_timing_line,
+                         const hb_torch_rows *torch)
+{
+    const hb_entry *run_entries;
+    int nrun = hb_runner_entries(r, &run_entries);
     hb_context ctx;
     hb_runner_context(r, &ctx);
     if (!ctx.host.executable[0]) snprintf(ctx.host.executable, sizeof ctx.host.executable, "%s", argv0);
+    /* the run's entries, then PyTorch's (on this run's copy bandwidth), with speed-ups */
+    const hb_entry *entries = run_entries;
+    int n = nrun;
+    hb_entry *merged = NULL;
+    if (torch && torch->n > 0) {
+        merged = malloc((size_t)(nrun + torch->n) * sizeof *merged);
+        if (!merged) {
+            fprintf(stderr, "run_suite: out of memory merging the PyTorch rows\n");
+            return EXIT_FAILED;
+        }
+        if (nrun) memcpy(merged, run_entries, (size_t)nrun * sizeof *merged);
+        memcpy(merged + nrun, torch->entries, (size_t)torch->n * sizeof *merged);
+        hb_torch_rebase(merged + nrun, torch->n, ctx.copy_bandwidth_gbps);
+        hb_torch_speedups(merged, nrun + torch->n);
+        entries = merged;
+        n = nrun + torch->n;
+    }
     int rc = EXIT_OK;
     if (o->format == FORMAT_JSON) {
         if (!hb_json_write_run(stdout, &ctx, entries, n)) rc = EXIT_FAILED;
         if (no_timing_line) fprintf(stderr, "%s\n", no_timing_line);
     } else {
-        hb_runner_print_table(r, stdout);
+        hb_runner_print_table_with(r, merged ? merged + nrun : NULL, merged ? torch->n : 0, stdout);
         if (no_timing_line) printf("%s\n", no_timing_line);
     }
     if (o->out && !write_json_file(o->out, &ctx, entries, n)) rc = EXIT_FAILED;
+    free(merged);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "run_suite: cannot write to standard output\n");
         rc = EXIT_FAILED;
@@ -374,6 +434,8 @@ int main(int argc, char **argv)
 
     fu_runtime *rt = NULL;
     hb_runner *r = NULL;
+    hb_torch_rows torch;
+    memset(&torch, 0, sizeof torch);
     fu_error err;
     memset(&err, 0, sizeof err);
     if (hb_runner_new(&o.run, &r, &err)) {
@@ -409,7 +471,8 @@ int main(int argc, char **argv)
         else
             snprintf(line, sizeof line, "timing needs a GPU (%s): planned and compiled %d case%s, timed none",
                      fu_runtime_describe(rt), hb_runner_count(r), hb_runner_count(r) == 1 ? "" : "s");
-        rc = finish_output(r, &o, argv[0], line);
+        if (o.with_torch) run_torch(r, &o, &torch);
+        rc = finish_output(r, &o, argv[0], line, &torch);
         goto done;
     }
     if (hb_runner_measure(r, argv[0], o.ngb, o.gb, &err)) {
@@ -417,8 +480,10 @@ int main(int argc, char **argv)
         rc = err.status == FU_ERR_ARG ? EXIT_USAGE : EXIT_FAILED;
         goto done;
     }
-    rc = finish_output(r, &o, argv[0], NULL);
+    if (o.with_torch) run_torch(r, &o, &torch);
+    rc = finish_output(r, &o, argv[0], NULL, &torch);
 done:
+    hb_torch_rows_free(&torch);
     hb_runner_free(r);
     if (rt) fu_runtime_close(rt);
     if (have_re) regfree(&re);

@@ -856,7 +856,73 @@ static const char *fmt_num(char *buf, size_t cap, const char *fmt, double v)
     return buf;
 }
 
-void hb_runner_print_table(const hb_runner *r, FILE *out)
+/* Rows measured elsewhere (PyTorch's): whether entry e has the suite, case,
+ * dtype and size of item it. */
+static bool extra_matches(const hb_entry *e, const hb_item *it)
+{
+    return strcmp(e->suite, it->suite->name) == 0 && strcmp(e->case_name, it->cs->name) == 0 &&
+           strcmp(e->dtype, fu_dtype_name(it->dtype)) == 0 && strcmp(e->size, it->size_str) == 0;
+}
+
+/* The median time of the ok repetitions (not aggregates) of the extra
+ * entries with like's suite/case/dtype/size and this variant, and their
+ * median spread; NaN when there are none. */
+static double extra_time(const hb_entry *x, int n, const hb_entry *like, const char *variant, double *spread)
+{
+    double t[64], sp[64];
+    int k = 0;
+    for (int i = 0; i < n && k < 64; i++) {
+        const hb_entry *e = &x[i];
+        if (e->aggregate || e->status != HB_STATUS_OK || !(e->real_time > 0)) continue;
+        if (strcmp(e->suite, like->suite) || strcmp(e->case_name, like->case_name) || strcmp(e->dtype, like->dtype) ||
+            strcmp(e->size, like->size) || strcmp(e->variant, variant))
+            continue;
+        t[k] = e->real_time;
+        sp[k++] = hb_entry_get_counter(e, "spread");
+    }
+    if (spread) *spread = k ? hb_median(sp, k) : NAN;
+    return k ? hb_median(t, k) : NAN;
+}
+
+static void print_extra_rows(const hb_runner *r, const hb_entry *x, int n, bool *printed, const hb_entry *group,
+                             int wcase, int wvar, int wsize, FILE *out)
+{
+    double tc = group ? extra_time(x, n, group, "torch_compile", NULL) : NAN;
+    for (int i = 0; i < n; i++) {
+        const hb_entry *e = &x[i];
+        if (printed[i] || e->aggregate) continue;
+        if (group && (strcmp(e->suite, group->suite) || strcmp(e->case_name, group->case_name) ||
+                      strcmp(e->dtype, group->dtype) || strcmp(e->size, group->size)))
+            continue;
+        /* one row per variant: mark its repetitions printed */
+        const char *failure = NULL;
+        for (int k = i; k < n; k++)
+            if (!x[k].aggregate && strcmp(x[k].variant, e->variant) == 0 && strcmp(x[k].suite, e->suite) == 0 &&
+                strcmp(x[k].case_name, e->case_name) == 0 && strcmp(x[k].dtype, e->dtype) == 0 &&
+                strcmp(x[k].size, e->size) == 0) {
+                printed[k] = true;
+                if (x[k].status == HB_STATUS_FAILED && !failure) failure = x[k].error;
+            }
+        double sp, t = extra_time(x, n, e, e->variant, &sp);
+        double tcg = group ? tc : extra_time(x, n, e, "torch_compile", NULL);
+        double bytes = hb_entry_get_counter(e, "bytes");
+        double gbps = isfinite(t) && isfinite(bytes) ? bytes / (t * 1e-6) / 1e9 : NAN;
+        double frac = isfinite(r->copy_gbps) ? gbps / r->copy_gbps : NAN;
+        char cse[128], b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+        snprintf(cse, sizeof cse, "%s/%s", e->suite, e->case_name);
+        const char *status = isfinite(t) ? "ok" : failure ? "FAILED" : "not run";
+        fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %9s %10s  %s%s%s\n", wcase, cse, wvar, e->variant,
+                e->dtype, wsize, e->size, fmt_num(b1, sizeof b1, "%.0f", hb_entry_get_counter(e, "kernels")),
+                fmt_num(b2, sizeof b2, "%.0f", hb_entry_get_counter(e, "launches")), fmt_num(b3, sizeof b3, "%.2f", t),
+                fmt_num(b4, sizeof b4, "%.1f", 100 * sp), fmt_num(b5, sizeof b5, "%.0f", gbps),
+                fmt_num(b6, sizeof b6, "%.1f%%", 100 * frac), "-", fmt_num(b7, sizeof b7, "%.2fx", tcg / t), status,
+                !isfinite(t) && failure ? ": " : "", !isfinite(t) && failure ? failure : "");
+    }
+}
+
+void hb_runner_print_table(const hb_runner *r, FILE *out) { hb_runner_print_table_with(r, NULL, 0, out); }
+
+void hb_runner_print_table_with(const hb_runner *r, const hb_entry *extra, int nextra, FILE *out)
 {
     int wcase = 4, wsize = 4, wvar = 7;
     for (int i = 0; i < r->nitems; i++) {
@@ -865,6 +931,13 @@ void hb_runner_print_table(const hb_runner *r, FILE *out)
         if (n > wcase) wcase = n;
         if ((int)strlen(it->size_str) > wsize) wsize = (int)strlen(it->size_str);
         if ((int)strlen(it->variant->name) > wvar) wvar = (int)strlen(it->variant->name);
+    }
+    for (int i = 0; i < nextra; i++) {
+        const hb_entry *e = &extra[i];
+        int n = (int)(strlen(e->suite) + 1 + strlen(e->case_name));
+        if (n > wcase) wcase = n;
+        if ((int)strlen(e->size) > wsize) wsize = (int)strlen(e->size);
+        if ((int)strlen(e->variant) > wvar) wvar = (int)strlen(e->variant);
     }
     if (!r->measured) {
         fprintf(out, "%-*s  %-*s %-5s %-*s %8s %7s %7s %6s  %s\n", wcase, "case", wvar, "variant", "dtype", wsize, "size",
@@ -888,12 +961,21 @@ void hb_runner_print_table(const hb_runner *r, FILE *out)
         }
         return;
     }
-    fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %9s  %s\n", wcase, "case", wvar, "variant", "dtype", wsize,
-            "size", "kernels", "launches", "time us", "+-%", "GB/s", "% copy", "max err", "status");
+    fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %9s %10s  %s\n", wcase, "case", wvar, "variant", "dtype",
+            wsize, "size", "kernels", "launches", "time us", "+-%", "GB/s", "% copy", "max err", "vs compile", "status");
+    bool *printed = nextra > 0 ? calloc((size_t)nextra, sizeof *printed) : NULL;
+    if (nextra > 0 && !printed) nextra = 0; /* out of memory: the items alone */
     for (int i = 0; i < r->nitems; i++) {
         const hb_item *it = &r->items[i];
         char cse[128];
         snprintf(cse, sizeof cse, "%s/%s", it->suite->name, it->cs->name);
+        hb_entry group; /* suite/case/dtype/size of the item, to find extra rows */
+        hb_entry_init(&group);
+        snprintf(group.suite, sizeof group.suite, "%s", it->suite->name);
+        snprintf(group.case_name, sizeof group.case_name, "%s", it->cs->name);
+        snprintf(group.dtype, sizeof group.dtype, "%s", fu_dtype_name(it->dtype));
+        snprintf(group.size, sizeof group.size, "%s", it->size_str);
+        double tc = nextra > 0 ? extra_time(extra, nextra, &group, "torch_compile", NULL) : NAN;
         double med[64], spreads[64];
         int n = 0;
         for (int k = 0; k < it->nreps && n < 64; k++)
@@ -904,14 +986,20 @@ void hb_runner_print_table(const hb_runner *r, FILE *out)
         double t = n ? hb_median(med, n) : NAN, sp = n ? hb_median(spreads, n) : NAN;
         double gbps = isfinite(t) && t > 0 ? (double)it->bytes / (t * 1e-6) / 1e9 : NAN;
         double frac = isfinite(r->copy_gbps) ? gbps / r->copy_gbps : NAN;
-        char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+        char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[32];
         const char *status = it->status == HB_STATUS_FAILED ? "FAILED" : n ? "ok" : "not run";
-        fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %9s  %s%s%s\n", wcase, cse, wvar, it->variant->name,
-                fu_dtype_name(it->dtype), wsize, it->size_str,
+        fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %9s %10s  %s%s%s\n", wcase, cse, wvar,
+                it->variant->name, fu_dtype_name(it->dtype), wsize, it->size_str,
                 fmt_num(b1, sizeof b1, "%.0f", it->kernels >= 0 ? it->kernels : NAN),
                 fmt_num(b2, sizeof b2, "%.0f", it->launches >= 0 ? it->launches : NAN), fmt_num(b3, sizeof b3, "%.2f", t),
                 fmt_num(b4, sizeof b4, "%.1f", 100 * sp), fmt_num(b5, sizeof b5, "%.0f", gbps),
-                fmt_num(b6, sizeof b6, "%.1f%%", 100 * frac), fmt_num(b7, sizeof b7, "%.1e", it->max_rel_error), status,
-                it->status == HB_STATUS_FAILED ? ": " : "", it->status == HB_STATUS_FAILED ? it->error : "");
+                fmt_num(b6, sizeof b6, "%.1f%%", 100 * frac), fmt_num(b7, sizeof b7, "%.1e", it->max_rel_error),
+                fmt_num(b8, sizeof b8, "%.2fx", tc / t), status, it->status == HB_STATUS_FAILED ? ": " : "",
+                it->status == HB_STATUS_FAILED ? it->error : "");
+        /* after the last item of its suite/case/dtype/size: the rows measured elsewhere */
+        bool group_ends = i + 1 == r->nitems || !extra_matches(&group, &r->items[i + 1]); /* items are in groups */
+        if (nextra > 0 && group_ends) print_extra_rows(r, extra, nextra, printed, &group, wcase, wvar, wsize, out);
     }
+    if (nextra > 0) print_extra_rows(r, extra, nextra, printed, NULL, wcase, wvar, wsize, out); /* the rest */
+    free(printed);
 }

@@ -139,6 +139,7 @@ typedef struct hb_variant {
 } hb_variant;
 
 extern const hb_variant hb_variant_fuser;
+extern const hb_variant hb_variant_reference; /* reference/variant_reference.c */
 
 /* Every variant run_suite runs for each case, in order; NULL-terminated. */
 extern const hb_variant *const hb_variants[];
@@ -188,5 +189,10 @@ int hb_runner_entries(hb_runner *r, const hb_entry **out);
 int hb_runner_failures(const hb_runner *r);
 /* The readable table: one row per item. */
 void hb_runner_print_table(const hb_runner *r, FILE *out);
+/* The same with rows measured elsewhere (PyTorch's run-file entries: each
+ * printed after the items of its suite/case/dtype/size, its time the median
+ * of its repetitions), and a "vs compile" column: torch.compile's time over
+ * the row's. */
+void hb_runner_print_table_with(const hb_runner *r, const hb_entry *extra, int nextra, FILE *out);
 
 #endif

@@ -15,7 +15,7 @@
 const hb_suite *const hb_suites[] = {&hb_suite_embedding, &hb_suite_cross_entropy, &hb_suite_qkv_split, NULL};
 
 /* ORDER: the variants of each case, in the order they run. */
-const hb_variant *const hb_variants[] = {&hb_variant_fuser, NULL};
+const hb_variant *const hb_variants[] = {&hb_variant_fuser, &hb_variant_reference, NULL};
 
 const hb_suite *hb_find_suite(const char *name)
 {

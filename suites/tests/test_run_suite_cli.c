@@ -137,9 +137,12 @@ static void test_usage(void)
     result_free(&r);
     r = run((const char *const[]){"cross_entropy", "--list", NULL});
     CHECK(r.code == 0);
-    CHECK(strcmp(r.out, "cross_entropy/fwd/fuser/f32/8192x32768\ncross_entropy/fwd/fuser/bf16/8192x32768\n"
-                        "cross_entropy/bwd/fuser/f32/8192x32768\ncross_entropy/bwd/fuser/bf16/8192x32768\n"
-                        "cross_entropy/fwdbwd/fuser/f32/8192x32768\ncross_entropy/fwdbwd/fuser/bf16/8192x32768\n") == 0);
+    CHECK(strcmp(r.out, "cross_entropy/fwd/fuser/f32/8192x32768\ncross_entropy/fwd/reference/f32/8192x32768\n"
+                        "cross_entropy/fwd/fuser/bf16/8192x32768\ncross_entropy/fwd/reference/bf16/8192x32768\n"
+                        "cross_entropy/bwd/fuser/f32/8192x32768\ncross_entropy/bwd/reference/f32/8192x32768\n"
+                        "cross_entropy/bwd/fuser/bf16/8192x32768\ncross_entropy/bwd/reference/bf16/8192x32768\n"
+                        "cross_entropy/fwdbwd/fuser/f32/8192x32768\ncross_entropy/fwdbwd/reference/f32/8192x32768\n"
+                        "cross_entropy/fwdbwd/fuser/bf16/8192x32768\ncross_entropy/fwdbwd/reference/bf16/8192x32768\n") == 0);
     result_free(&r);
     r = run((const char *const[]){"all", "--list", "--dtype", "bf16", "--filter", "fwd/fuser", NULL});
     CHECK(r.code == 0);
@@ -162,8 +165,9 @@ static void test_compile(void)
     fu_runtime_close(rt);
     char json[512];
     snprintf(json, sizeof json, "%s/run.json", dir);
-    /* small sizes: one compile each (cached after the first run) */
-    const char *args[] = {"qkv_split", "--sizes", "2x64x384", "--dtype", "f32,bf16", "--out", json,
+    /* small sizes: one compile each (cached after the first run); the fuser's items
+     * (reference/tests checks the reference variant's) */
+    const char *args[] = {"qkv_split", "--sizes", "2x64x384", "--dtype", "f32,bf16", "--filter", "/fuser/", "--out", json,
                           gpu ? "--compile-only" : NULL, NULL};
     result r = run(args);
     if (r.code != 0) fprintf(stderr, "stdout:\n%s\nstderr:\n%s\n", r.out, r.err);
@@ -199,7 +203,7 @@ static void test_compile(void)
     free(text);
 
     /* JSON on stdout, progress on stderr */
-    const char *args2[] = {"cross_entropy", "--sizes", "64x1024", "--dtype", "f32", "--format", "json",
+    const char *args2[] = {"cross_entropy", "--sizes", "64x1024", "--dtype", "f32", "--format", "json", "--filter", "/fuser/",
                            gpu ? "--compile-only" : NULL, NULL};
     r = run(args2);
     CHECK(r.code == 0);

@@ -1,0 +1,448 @@
+#!/usr/bin/env python3
+"""torch_bench.py -- PyTorch eager and torch.compile on the suites' cases.
+
+The same cases, sizes and dtypes as run_suite (suites/*.c), timed the same way
+(cold L2: a buffer of twice the L2 zeroed before every sample; CUDA events
+around the call only; warm-up first; samples until (p75 - p25) / median is
+under 2% with at least 10, or the time limit; the repetition's time is the
+median), kernel counts from torch.profiler, and the same bytes formulas. It
+writes a run file in docs/results-schema.md's schema with the variants
+torch_eager and torch_compile, which `run_suite --with-torch` merges.
+
+    python3 reference/torch_bench.py --items cross_entropy/fwd/bf16/8192x32768 --out torch.json
+    python3 reference/torch_bench.py --suites cross_entropy,qkv_split --dtypes bf16 --out torch.json
+
+Exit status: 0 the run file is written (a case that raised is in it with
+status "failed"); 3 PyTorch or a CUDA GPU is not there: the reason, one line,
+is written to --out instead of JSON and printed; 2 bad usage; 1 anything else.
+
+What each case runs:
+  cross_entropy/fwd     F.cross_entropy(logits, target) (mean, ignore_index -100)
+  cross_entropy/bwd     the backward alone: torch.autograd.grad of a loss computed
+                        beforehand (eager: PyTorch's backward kernels reading the
+                        saved log-softmax; compile: the AOTAutograd backward graph)
+  cross_entropy/fwdbwd  the loss, then its gradient with respect to the logits
+  embedding/fwd         F.embedding(ids, weight)
+  embedding/bwd_*       eager: aten.embedding_dense_backward (PyTorch's embedding
+                        backward, sort-based); compile: zeros(V, D).index_put_(
+                        (ids,), grad, accumulate=True) (atomics); bwd_deterministic
+                        with torch.use_deterministic_algorithms(True)
+  qkv_split/fwd         x.split(C, 2), each .view(B, T, H, 64).transpose(1, 2).contiguous()
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import socket
+import statistics
+import sys
+import time
+
+EXIT_ABSENT = 3
+HEAD = 64  # qkv_split: heads of 64, as suites/qkv_split.c
+
+# suite -> (dimension names, cases, default sizes); ORDER as suites/*.c
+SUITES = {
+    "embedding": (("V", "D", "T"), ("fwd", "bwd_atomic", "bwd_deterministic"), "50304x768x8192,128256x4096x65536"),
+    "cross_entropy": (("N", "V"), ("fwd", "bwd", "fwdbwd"), "8192x32768"),
+    "qkv_split": (("B", "T", "C3"), ("fwd",), "16x128x3072,16x1024x2304,32x2048x6144"),
+}
+DTYPE_SIZE = {"f32": 4, "bf16": 2}
+
+# The fewest bytes each case must move: the formulas of suites/*.c (hb_case.bytes).
+BYTES = {
+    ("cross_entropy", "fwd"): ("N*V*elem + 8N", lambda d, e: d["N"] * d["V"] * e + 8 * d["N"]),
+    ("cross_entropy", "bwd"): ("2*N*V*elem + 8N", lambda d, e: 2 * d["N"] * d["V"] * e + 8 * d["N"]),
+    ("cross_entropy", "fwdbwd"): ("2*N*V*elem + 8N", lambda d, e: 2 * d["N"] * d["V"] * e + 8 * d["N"]),
+    ("embedding", "fwd"): ("2*T*D*elem + 8T", lambda d, e: 2 * d["T"] * d["D"] * e + 8 * d["T"]),
+    ("embedding", "bwd_atomic"): ("V*D*elem + T*D*elem + 8T",
+                                  lambda d, e: d["V"] * d["D"] * e + d["T"] * d["D"] * e + 8 * d["T"]),
+    ("embedding", "bwd_deterministic"): ("V*D*elem + T*D*elem + 8T",
+                                         lambda d, e: d["V"] * d["D"] * e + d["T"] * d["D"] * e + 8 * d["T"]),
+    ("qkv_split", "fwd"): ("2*B*T*3C*elem", lambda d, e: 2 * d["B"] * d["T"] * d["C3"] * e),
+}
+
+
+class Item:
+    """One benchmark: suite/case/dtype/size."""
+
+    def __init__(self, suite, case, dtype, size):
+        if suite not in SUITES:
+            raise ValueError(f"unknown suite '{suite}' (known: {', '.join(SUITES)})")
+        dims, cases, _ = SUITES[suite]
+        if case not in cases:
+            raise ValueError(f"suite {suite} has no case '{case}' (cases: {', '.join(cases)})")
+        if dtype not in DTYPE_SIZE:
+            raise ValueError(f"unknown dtype '{dtype}' (f32 or bf16)")
+        if not re.fullmatch(r"[1-9][0-9]*(x[1-9][0-9]*)*", size) or len(size.split("x")) != len(dims):
+            raise ValueError(f"size '{size}' of suite {suite} is not {'x'.join(dims)}")
+        self.suite, self.case, self.dtype, self.size = suite, case, dtype, size
+        self.dims = dict(zip(dims, (int(v) for v in size.split("x"))))
+        if suite == "qkv_split" and self.dims["C3"] % (3 * HEAD):
+            raise ValueError(f"qkv_split size {size}: 3C must be a multiple of {3 * HEAD}")
+        self.formula, f = BYTES[(suite, case)]
+        self.bytes = f(self.dims, DTYPE_SIZE[dtype])
+
+    def name(self, variant):
+        return f"{self.suite}/{self.case}/{variant}/{self.dtype}/{self.size}"
+
+
+def parse_items(args):
+    """The items of --items, or of --suites/--cases/--sizes/--dtypes, in order, without repeats."""
+    items = []
+    if args.items:
+        for text in args.items.split(","):
+            parts = text.strip().split("/")
+            if len(parts) != 4:
+                raise ValueError(f"--items: '{text}' is not suite/case/dtype/size")
+            items.append(Item(*parts))
+    else:
+        suites = args.suites.split(",") if args.suites else list(SUITES)
+        for s in suites:
+            if s not in SUITES:
+                raise ValueError(f"--suites: unknown suite '{s}' (known: {', '.join(SUITES)})")
+            _, cases, defaults = SUITES[s]
+            sel_cases = [c for c in cases if not args.cases or c in args.cases.split(",")]
+            for c in sel_cases:
+                for dt in (args.dtypes or "f32,bf16").split(","):
+                    for size in (args.sizes or defaults).split(","):
+                        items.append(Item(s, c, dt, size))
+    seen, out = set(), []
+    for it in items:
+        key = (it.suite, it.case, it.dtype, it.size)
+        if key not in seen:
+            seen.add(key)
+            out.append(it)
+    return out
+
+
+def summarize(x):
+    s = sorted(x)
+    n = len(s)
+
+    def q(p):  # NumPy's default (linear) quantile, as hb_quantile_sorted
+        h = (n - 1) * p
+        lo = math.floor(h)
+        hi = min(lo + 1, n - 1)
+        return s[lo] + (h - lo) * (s[hi] - s[lo])
+
+    med = q(0.5)
+    return med, ((q(0.75) - q(0.25)) / med if n >= 2 and med > 0 else 0.0)
+
+
+def gpu_key(name):
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "none"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--items", help="comma-separated suite/case/dtype/size (what run_suite passes)")
+    ap.add_argument("--suites", help="comma-separated suites (default: all), with --cases, --sizes, --dtypes")
+    ap.add_argument("--cases", help="comma-separated cases (default: all of each suite)")
+    ap.add_argument("--sizes", help="comma-separated sizes (default: each suite's)")
+    ap.add_argument("--dtypes", help="f32,bf16 (default: both)")
+    ap.add_argument("--variants", default="torch_eager,torch_compile")
+    ap.add_argument("--repetitions", type=int, default=3)
+    ap.add_argument("--time-limit", type=float, default=2.0, help="seconds of samples per repetition")
+    ap.add_argument("--min-samples", type=int, default=10)
+    ap.add_argument("--max-samples", type=int, default=1000)
+    ap.add_argument("--max-spread", type=float, default=0.02)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--mode", choices=("cold", "hot"), default="cold")
+    ap.add_argument("--seed", type=int, default=20261130)
+    ap.add_argument("--out", required=True, help="the run file to write")
+    ap.add_argument("--quiet-if-absent", action="store_true",
+                    help="without PyTorch or a GPU, only write the reason to --out (run_suite prints it)")
+    args = ap.parse_args()
+    if args.repetitions < 1 or not args.time_limit > 0:
+        ap.error("--repetitions must be at least 1 and --time-limit above 0")
+    variants = args.variants.split(",")
+    for v in variants:
+        if v not in ("torch_eager", "torch_compile"):
+            ap.error(f"--variants: '{v}' is not torch_eager or torch_compile")
+    try:
+        items = parse_items(args)
+    except ValueError as ex:
+        ap.error(str(ex))
+
+    def absent(why):
+        line = why.replace("\n", " ")
+        with open(args.out, "w") as f:
+            f.write(line + "\n")
+        if not args.quiet_if_absent:
+            print(f"torch_bench: {line}", file=sys.stderr)
+        sys.exit(EXIT_ABSENT)
+
+    try:
+        import torch
+        import torch.nn.functional as F
+    except Exception as ex:  # ImportError, or a broken installation
+        absent(f"PyTorch is not available to {sys.executable} ({type(ex).__name__}: {ex})")
+    if not torch.cuda.is_available():
+        absent(f"PyTorch {torch.__version__} sees no CUDA GPU")
+
+    Bench(torch, F, args, items, variants).run()
+
+
+class Bench:
+    def __init__(self, torch, F, args, items, variants):
+        self.torch, self.F, self.args, self.items, self.variants = torch, F, args, items, variants
+        torch.backends.cuda.matmul.allow_tf32 = False
+        self.dev = torch.device("cuda")
+        props = torch.cuda.get_device_properties(0)
+        self.props = props
+        self.l2 = int(getattr(props, "L2_cache_size", 0) or 50 << 20)
+        self.flush = torch.empty(2 * self.l2, dtype=torch.uint8, device=self.dev) if args.mode == "cold" else None
+        self.entries = []
+        self.family = 0
+        self.copy_gbps = self.copy_bandwidth()
+
+    # ---- timing, as suites/harness/timing.c
+    def prelude(self):
+        if self.flush is not None:
+            self.flush.zero_()
+        else:  # hot: keep the GPU busy about 50 us while the call is enqueued
+            self.torch.cuda._sleep(100000)
+
+    def time_once(self, fn):
+        t = self.torch
+        s, e = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+        self.prelude()
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e) * 1e3  # us
+
+    def measure(self, fn):
+        a = self.args
+        for _ in range(a.warmup):
+            fn()
+        self.torch.cuda.synchronize()
+        samples, t0 = [], time.monotonic()
+        while True:
+            samples.append(self.time_once(fn))
+            n, el = len(samples), time.monotonic() - t0
+            if n >= a.min_samples and summarize(samples)[1] <= a.max_spread:
+                break
+            if n >= a.max_samples:
+                break
+            if el >= a.time_limit and n >= max(3, a.min_samples // 2) or el >= 2 * a.time_limit:
+                break
+        return samples
+
+    def copy_bandwidth(self):
+        t = self.torch
+        n = 1 << 30
+        a = t.empty(n, dtype=t.uint8, device=self.dev)
+        b = t.empty_like(a)
+        a.fill_(1)
+        times = []
+        for i in range(12):
+            s, e = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
+            s.record()
+            b.copy_(a)
+            e.record()
+            e.synchronize()
+            if i >= 2:
+                times.append(s.elapsed_time(e) * 1e-3)
+        del a, b
+        t.cuda.empty_cache()
+        return 2 * n / statistics.median(times) / 1e9
+
+    def kernels(self, fn):
+        """Kernels, memsets and copies the profiler saw in one call (None when it cannot say)."""
+        t = self.torch
+        try:
+            from torch.profiler import profile, ProfilerActivity
+            fn()
+            t.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as p:
+                fn()
+                t.cuda.synchronize()
+            names = [ev.name for ev in p.events() if ev.device_type == t.autograd.DeviceType.CUDA]
+            memsets = sum(1 for n in names if n.startswith("Memset"))
+            copies = sum(1 for n in names if "Memcpy" in n)
+            return len(names) - memsets - copies, memsets, copies
+        except Exception as ex:
+            print(f"torch_bench: the profiler failed ({ex!r}); no kernel counts", file=sys.stderr)
+            return None
+
+    # ---- the cases
+    def make(self, it, variant):
+        """Inputs, and the call to time (a closure), for item it and variant."""
+        t, F, dev = self.torch, self.F, self.dev
+        dt = t.float32 if it.dtype == "f32" else t.bfloat16
+        d = it.dims
+        g = t.Generator(device=dev)
+        g.manual_seed(self.args.seed)
+        compile_ = variant == "torch_compile"
+
+        def maybe_compile(fn):
+            return t.compile(fn, dynamic=False) if compile_ else fn
+
+        if it.suite == "cross_entropy":
+            n, v = d["N"], d["V"]
+            x = t.randn(n, v, device=dev, dtype=dt, generator=g)
+            tgt = t.randint(0, v, (n,), device=dev, generator=g)
+            dloss = (t.rand((), device=dev, generator=g) + 0.5).to(dt)
+            ce = maybe_compile(lambda x, tg: F.cross_entropy(x, tg))
+            if it.case == "fwd":
+                return lambda: ce(x, tgt)
+            xg = x.detach().requires_grad_(True)
+            if it.case == "bwd":
+                loss = ce(xg, tgt)
+                return lambda: t.autograd.grad(loss, xg, dloss, retain_graph=True)
+            return lambda: t.autograd.grad(ce(xg, tgt), xg, dloss)
+        if it.suite == "embedding":
+            rows, dim, tok = d["V"], d["D"], d["T"]
+            ids = t.randint(0, rows, (tok,), device=dev, generator=g)
+            if it.case == "fwd":
+                w = t.randn(rows, dim, device=dev, dtype=dt, generator=g)
+                emb = maybe_compile(lambda i, w: F.embedding(i, w))
+                return lambda: emb(ids, w)
+            grad = t.randn(tok, dim, device=dev, dtype=dt, generator=g)
+            if not compile_:
+                return lambda: t.ops.aten.embedding_dense_backward(grad, ids, rows, -1, False)
+            bwd = t.compile(lambda gr, i: t.zeros(rows, dim, device=dev, dtype=dt).index_put_((i,), gr, accumulate=True),
+                            dynamic=False)
+            return lambda: bwd(grad, ids)
+        if it.suite == "qkv_split":
+            b, tt, c3 = d["B"], d["T"], d["C3"]
+            c = c3 // 3
+            h = c // HEAD
+            x = t.randn(b, tt, c3, device=dev, dtype=dt, generator=g)
+
+            def qkv(x):
+                q, k, v = x.split(c, dim=2)
+                return [y.reshape(b, tt, h, HEAD).transpose(1, 2).contiguous() for y in (q, k, v)]
+
+            f = maybe_compile(qkv)
+            return lambda: f(x)
+        raise ValueError(f"no PyTorch code for {it.suite}/{it.case}")
+
+    def entry(self, it, variant, rep, reps, status, error="", samples=None, counts=None):
+        e = {
+            "name": it.name(variant), "family_index": self.family, "per_family_instance_index": 0,
+            "run_name": it.name(variant), "run_type": "iteration", "repetitions": reps, "repetition_index": rep,
+            "threads": 1, "iterations": len(samples) if samples else 1,
+        }
+        if status == "failed":
+            e.update({"error_occurred": True, "error_message": error})
+        med, spread = summarize(samples) if samples else (0.0, 0.0)
+        e.update({"real_time": med, "cpu_time": med, "time_unit": "us", "suite": it.suite, "case": it.case,
+                  "variant": variant, "dtype": it.dtype, "size": it.size})
+        if counts:
+            e["kernels"], e["launches"] = counts[0], sum(counts)
+        e["segments"] = 0
+        e["bytes"] = it.bytes
+        if samples:
+            gbps = it.bytes / (med * 1e-6) / 1e9
+            e["GB/s"] = gbps
+            e["peak_fraction"] = gbps / self.copy_gbps
+            e["spread"] = spread
+        e["bytes_formula"] = it.formula
+        e["status"] = status
+        if error:
+            e["error"] = error
+        if samples:
+            e["samples_us"] = samples
+        return e
+
+    def aggregates(self, it, variant, reps):
+        meds = [r["real_time"] for r in reps]
+        mean = statistics.fmean(meds)
+        sd = statistics.stdev(meds) if len(meds) > 1 else 0.0
+        out = []
+        for name, value, unit in (("median", statistics.median(meds), "time"), ("mean", mean, "time"),
+                                  ("stddev", sd, "time"), ("cv", sd / mean if mean > 0 else 0.0, "percentage")):
+            e = {k: reps[0][k] for k in ("family_index", "per_family_instance_index", "run_name", "repetitions",
+                                         "threads", "suite", "case", "variant", "dtype", "size", "bytes_formula")}
+            e.update({"name": f"{it.name(variant)}_{name}", "run_type": "aggregate", "aggregate_name": name,
+                      "aggregate_unit": unit, "iterations": len(meds), "real_time": value, "cpu_time": value,
+                      "time_unit": "us", "bytes": it.bytes, "status": "ok"})
+            for k in ("kernels", "launches", "segments"):
+                if k in reps[0]:
+                    e[k] = reps[0][k]
+            if name in ("median", "mean") and value > 0:
+                e["GB/s"] = it.bytes / (value * 1e-6) / 1e9
+                e["peak_fraction"] = e["GB/s"] / self.copy_gbps
+            out.append(e)
+        return out
+
+    def run_one(self, it, variant, index, total):
+        t = self.torch
+        reps = self.args.repetitions
+        label = f"[{index}/{total}] {it.name(variant)}"
+        deterministic = it.case == "bwd_deterministic"
+        try:
+            t._dynamo.reset()  # a fresh compile for every item: no recompile limit, no stale guards
+            if deterministic:
+                t.use_deterministic_algorithms(True, warn_only=True)
+            t0 = time.monotonic()
+            fn = self.make(it, variant)
+            fn()  # compiles (torch.compile), loads the kernels
+            t.cuda.synchronize()
+            ready = time.monotonic() - t0
+            counts = self.kernels(fn)
+            rows = []
+            for r in range(reps):
+                samples = self.measure(fn)
+                rows.append(self.entry(it, variant, r, reps, "ok", samples=samples, counts=counts))
+                med, spread = summarize(samples)
+                kern = f"{counts[0]} kernel{'s' if counts[0] != 1 else ''}" if counts else "kernels unknown"
+                print(f"{label}: rep {r + 1}/{reps}: {med:.2f} us +-{100 * spread:.1f}% ({len(samples)} samples), "
+                      f"{it.bytes / (med * 1e-6) / 1e9:.0f} GB/s, {kern}; ready in {ready:.1f} s", flush=True)
+            self.entries += rows + (self.aggregates(it, variant, rows) if reps > 1 else [])  # as Google Benchmark
+        except Exception as ex:  # a case that raised: failed, the run goes on
+            msg = f"{type(ex).__name__}: {ex}".replace("\n", " ")[:400]
+            print(f"{label}: FAILED: {msg}", flush=True)
+            self.entries.append(self.entry(it, variant, 0, reps, "failed", error=msg))
+        finally:
+            if deterministic:
+                t.use_deterministic_algorithms(False)
+            t.cuda.synchronize()
+            t.cuda.empty_cache()
+        self.family += 1
+
+    def context(self):
+        t, p = self.torch, self.props
+        try:
+            import triton
+            triton_version = triton.__version__
+        except Exception:
+            triton_version = ""
+        return {
+            "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "host_name": socket.gethostname(), "executable": f"{sys.executable} {os.path.abspath(__file__)}",
+            "num_cpus": os.cpu_count() or 0, "mhz_per_cpu": 0, "caches": [], "library_build_type": "release",
+            "schema": "fusebench-run/1", "gpu_name": p.name, "gpu_key": gpu_key(p.name),
+            "driver_version": t.version.cuda or "", "sm_count": p.multi_processor_count, "l2_bytes": self.l2,
+            "copy_bandwidth_gbps": self.copy_gbps, "git_commit": "unknown", "build_type": "python",
+            "timing_mode": self.args.mode, "l2_flush_bytes": 2 * self.l2 if self.flush is not None else 0,
+            "min_samples": self.args.min_samples, "max_spread": self.args.max_spread,
+            "time_limit_s": self.args.time_limit, "torch_version": t.__version__, "triton_version": triton_version,
+            "python_version": platform.python_version(),
+        }
+
+    def run(self):
+        print(f"torch_bench: PyTorch {self.torch.__version__} on {self.props.name}; copy bandwidth "
+              f"{self.copy_gbps:.0f} GB/s (1 GiB device-to-device, read + write); {self.args.mode} L2", flush=True)
+        total = len(self.items) * len(self.variants)
+        k = 0
+        for it in self.items:
+            for v in self.variants:
+                k += 1
+                self.run_one(it, v, k, total)
+        tmp = self.args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"context": self.context(), "benchmarks": self.entries}, f, indent=1)
+        os.replace(tmp, self.args.out)
+
+
+if __name__ == "__main__":
+    main()
