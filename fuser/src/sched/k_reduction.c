@@ -727,6 +727,35 @@ static void emit_grid_prologue(red_ctx *r, red_info *ri)
     ri->avail = true;
 }
 
+/* Per-row values that need no row reduction (the target id, the logit it
+ * picks, the row mask) are computed when the row starts, so their loads are in
+ * flight during the pass instead of after the block reduction. */
+static void hoist_row_values(red_ctx *r, fu_tensor t, uint32_t ready, int depth)
+{
+    if (depth > 64 || red_of(r, t) >= 0) return;
+    const fu_value *v = fu_val(r->f, t);
+    if ((r->deps[t] & ~ready) == 0) {
+        cg_index idx[FU_MAX_RANK];
+        if (!is_full_shape(r, v) && fu_shape_numel(v->rank, v->shape) > 1 && row_index(r, v, idx))
+            cg_value(&r->w->cg, t, idx);
+        if (!is_full_shape(r, v)) return;
+    }
+    const fu_node *n = fu_producer(r->f, t);
+    if (!n || !r->g->in_group[n - r->f->nodes]) return;
+    for (int k = 0; k < n->ninputs; k++) hoist_row_values(r, n->inputs[k], ready, depth + 1);
+}
+
+static void hoist_all_row_values(red_ctx *r)
+{
+    uint32_t ready = 0; /* the prologue's reductions are known before any row */
+    for (int i = 0; i < r->nred; i++)
+        if (r->reds[i].kind == RK_GRID_PRO) ready |= 1u << i;
+    cg_line(&r->w->cg, "// per-row values that need no reduction: loaded before the passes");
+    for (int o = 0; o < r->g->noutputs; o++) hoist_row_values(r, r->g->outputs[o], ready, 0);
+    for (int i = 0; i < r->nred; i++)
+        if (r->reds[i].kind != RK_GRID_PRO) hoist_row_values(r, r->reds[i].in, ready, 0);
+}
+
 static bool choose_config(red_ctx *r, char *why, size_t nwhy)
 {
     const fu_fusion *f = r->f;
@@ -877,6 +906,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
                 cg_storage_type(fu_val(f, r->cache_t[k])->dtype), k, r->iters * r->vec, fu_val(f, r->cache_t[k])->name);
     /* the canonical offset of each cached input (what lookup_cache matches) */
     for (int k = 0; k < r->ncache; k++) canonical_base(r, r->cache_t[k], r->cache_base[k]);
+    hoist_all_row_values(r);
     for (int p = 1; p <= r->passes; p++) emit_pass(r, p);
     /* per-row outputs, then this row's share of the grid reductions */
     for (int o = 0; o < nrow_out; o++) {
