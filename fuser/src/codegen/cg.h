@@ -59,7 +59,7 @@ struct cg_ctx {
 
     /* domain variables of the current loop nest */
     int nvars;
-    char var_names[CG_MAXVARS][24];
+    char var_names[CG_MAXVARS][48];
     int lane;                   /* current vector lane (a compile-time constant) */
     int vec;                    /* lanes per thread; 1 = scalar */
     int lane_var;               /* index of the variable the lane adds to; -1 = none */
