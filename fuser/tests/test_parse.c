@@ -706,8 +706,25 @@ static void test_fuzz(void)
     CHECK(parsed > 0);
 }
 
+/* Random inputs need the range of every index input, also when the index
+ * passes through an ignore_index guard (where) and a reshape first. */
+static void test_index_bounds(void)
+{
+    fu_param_value ov[2] = {{"N", "16"}, {"V", "1000"}};
+    fu_fusion *f = build_suite("cross_entropy/cross_entropy_primitives.fusion", ov, 2);
+    if (!f) return;
+    CHECK(fu_fusion_index_bound(f, fu_fusion_find(f, "target")) == 1000);
+    CHECK(fu_fusion_index_bound(f, fu_fusion_find(f, "logits")) == 0);
+    fu_fusion_free(f);
+    f = build_suite("embedding/embedding_fwd.fusion", NULL, 0);
+    if (!f) return;
+    CHECK(fu_fusion_index_bound(f, fu_fusion_find(f, "ids")) == 50304);
+    fu_fusion_free(f);
+}
+
 int main(void)
 {
+    test_index_bounds();
     test_syntax_errors();
     test_build_errors();
     test_override_errors();

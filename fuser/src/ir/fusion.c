@@ -966,6 +966,8 @@ int64_t fu_fusion_index_bound(const fu_fusion *f, fu_tensor input)
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
         if (is_shape_only(n->op) && derived[n->inputs[0]]) derived[n->output] = true;
+        /* where(mask, target, 0) passes index values through (an ignore-index guard) */
+        if (n->op == FU_OP_WHERE && (derived[n->inputs[1]] || derived[n->inputs[2]])) derived[n->output] = true;
         if (n->ninputs < 2 || !derived[n->inputs[1]]) continue;
         const fu_value *x = &f->values[n->inputs[0]];
         int64_t b = 0;
