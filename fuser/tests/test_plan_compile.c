@@ -1,7 +1,7 @@
 /*
  * test_plan_compile.c -- the segmenter, schedulers and code generator without
  * a GPU: every seed workload (suites/, default sizes and small overrides, f32
- * and bf16) and the C-API variants of fuser_cases.h plan to the kernel count
+ * and bf16; f16 and f64 at one size) and the C-API variants of fuser_cases.h plan to the kernel count
  * they must (one, except the fusions built to need several), every kernel
  * compiles with NVRTC for sm_90, and preparing the same plan again is served
  * entirely from the disk cache (no NVRTC call).
@@ -128,6 +128,11 @@ int main(void)
             tc_add_suite(&l, suites, tc_suite_files[i], "small", small, 7, dts[d], NULL);
             tc_add_suite(&l, suites, tc_suite_files[i], "odd", odd, 7, dts[d], NULL);
         }
+    /* f16 and f64 at a small odd size: the other float storage types plan to
+     * one kernel and compile too (f64 rows use two passes, not the online state) */
+    const fu_dtype other[2] = {FU_F16, FU_F64};
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < TC_NSUITES; i++) tc_add_suite(&l, suites, tc_suite_files[i], "odd", odd, 7, other[d], NULL);
     /* embedding_bwd in atomic mode: one kernel after a memset of the output */
     for (int d = 0; d < 2; d++) {
         tc_case *c =

@@ -91,10 +91,10 @@ static void ce_target(dctx *c, fu_tensor t, int64_t n, int64_t ignore, fu_tensor
     *tsafe = fu_where(d, *valid, t2, scalar(c, 0, tdt), HN("tsafe"));
 }
 
-/* Number of rows that are not ignored, as f32 (a grid-wide reduction). */
-static fu_tensor ce_count(dctx *c, fu_tensor valid)
+/* Number of rows that are not ignored, in the compute dtype (a grid-wide reduction). */
+static fu_tensor ce_count(dctx *c, fu_tensor valid, fu_dtype cdt)
 {
-    return fu_reduce(c->dst, FU_OP_SUM, fu_cast(c->dst, valid, FU_F32, HN("validf")), 0, NULL, false, HN("count"));
+    return fu_reduce(c->dst, FU_OP_SUM, fu_cast(c->dst, valid, cdt, HN("validf")), 0, NULL, false, HN("count"));
 }
 
 static fu_tensor expand_cross_entropy(dctx *c, const fu_node *n, const char *name)
@@ -105,6 +105,7 @@ static fu_tensor expand_cross_entropy(dctx *c, const fu_node *n, const char *nam
     int64_t N = fu_tensor_shape(d, x)[0], C = fu_tensor_shape(d, x)[1];
     int axis = 1;
     fu_tensor xf = to_f32(c, x), valid, tsafe;
+    fu_dtype cdt = fu_tensor_dtype(d, xf); /* f32, or f64 for f64 logits */
     fu_tensor lse = logsumexp(c, xf, axis, NULL);
     ce_target(c, t, N, at->ignore_index, &valid, &tsafe);
     fu_tensor picked = fu_take_along_axis(d, xf, tsafe, axis, HN("picked"));
@@ -112,20 +113,20 @@ static fu_tensor expand_cross_entropy(dctx *c, const fu_node *n, const char *nam
     if (at->label_smoothing > 0.0) {
         /* -sum_c log_softmax_c = C * lse - sum_c x_c */
         fu_tensor sumx = fu_reduce(d, FU_OP_SUM, xf, 1, &axis, true, HN("sumx"));
-        fu_tensor smooth = fu_binary(d, FU_OP_SUB, fu_binary(d, FU_OP_MUL, lse, scalar(c, (double)C, FU_F32), HN("clse")),
+        fu_tensor smooth = fu_binary(d, FU_OP_SUB, fu_binary(d, FU_OP_MUL, lse, scalar(c, (double)C, cdt), HN("clse")),
                                      sumx, HN("smooth"));
-        loss = fu_binary(d, FU_OP_ADD, fu_binary(d, FU_OP_MUL, loss, scalar(c, 1.0 - at->label_smoothing, FU_F32), HN("a")),
-                         fu_binary(d, FU_OP_MUL, smooth, scalar(c, at->label_smoothing / (double)C, FU_F32), HN("b")),
+        loss = fu_binary(d, FU_OP_ADD, fu_binary(d, FU_OP_MUL, loss, scalar(c, 1.0 - at->label_smoothing, cdt), HN("a")),
+                         fu_binary(d, FU_OP_MUL, smooth, scalar(c, at->label_smoothing / (double)C, cdt), HN("b")),
                          HN("smoothed"));
     }
-    loss = fu_where(d, valid, loss, scalar(c, 0.0, FU_F32), HN("rowloss"));
+    loss = fu_where(d, valid, loss, scalar(c, 0.0, cdt), HN("rowloss"));
     fu_tensor out;
     if (at->reduction == FU_REDUCTION_NONE) {
         out = fu_reshape(d, loss, 1, &N, HN("rows"));
     } else {
         out = fu_reduce(d, FU_OP_SUM, loss, 0, NULL, false, HN("total"));
         if (at->reduction == FU_REDUCTION_MEAN)
-            out = fu_binary(d, FU_OP_DIV, out, ce_count(c, valid), HN("mean"));
+            out = fu_binary(d, FU_OP_DIV, out, ce_count(c, valid, cdt), HN("mean"));
     }
     return finish(c, out, fu_tensor_dtype(d, x), name);
 }
@@ -139,6 +140,7 @@ static fu_tensor expand_cross_entropy_bwd(dctx *c, const fu_node *n, const char 
     int64_t xs[2] = {N, C}; /* a copy: building ops moves the fusion's arrays */
     int64_t col[2] = {N, 1};
     fu_tensor xf = to_f32(c, x), gf = to_f32(c, g), valid, tsafe;
+    fu_dtype cdt = fu_tensor_dtype(d, xf); /* f32, or f64 for f64 logits */
     fu_tensor lse = logsumexp(c, xf, 1, NULL);
     fu_tensor p = fu_unary(d, FU_OP_EXP, fu_binary(d, FU_OP_SUB, xf, lse, HN("lsm")), HN("softmax"));
     ce_target(c, t, N, at->ignore_index, &valid, &tsafe);
@@ -146,15 +148,15 @@ static fu_tensor expand_cross_entropy_bwd(dctx *c, const fu_node *n, const char 
     /* The one-hot needs no gather, but a bad target must still be reported:
      * gathering the class index at the target is the target, bounds-checked. */
     fu_tensor checked = fu_take_along_axis(d, cls, tsafe, 1, HN("tcheck"));
-    fu_tensor hot = fu_cast(d, fu_binary(d, FU_OP_EQ, cls, checked, HN("is_target")), FU_F32, HN("onehot"));
-    fu_tensor delta = fu_binary(d, FU_OP_SUB, p, fu_binary(d, FU_OP_MUL, hot, scalar(c, 1.0 - at->label_smoothing, FU_F32), HN("hot")), HN("delta"));
+    fu_tensor hot = fu_cast(d, fu_binary(d, FU_OP_EQ, cls, checked, HN("is_target")), cdt, HN("onehot"));
+    fu_tensor delta = fu_binary(d, FU_OP_SUB, p, fu_binary(d, FU_OP_MUL, hot, scalar(c, 1.0 - at->label_smoothing, cdt), HN("hot")), HN("delta"));
     if (at->label_smoothing > 0.0)
-        delta = fu_binary(d, FU_OP_SUB, delta, scalar(c, at->label_smoothing / (double)C, FU_F32), HN("delta"));
+        delta = fu_binary(d, FU_OP_SUB, delta, scalar(c, at->label_smoothing / (double)C, cdt), HN("delta"));
     fu_tensor coef;
     if (at->reduction == FU_REDUCTION_NONE) coef = fu_reshape(d, gf, 2, col, HN("grow"));
     else if (at->reduction == FU_REDUCTION_SUM) coef = gf;
-    else coef = fu_binary(d, FU_OP_DIV, gf, ce_count(c, valid), HN("gmean"));
-    fu_tensor dx = fu_where(d, valid, fu_binary(d, FU_OP_MUL, delta, coef, HN("scaled")), scalar(c, 0.0, FU_F32), HN("dx"));
+    else coef = fu_binary(d, FU_OP_DIV, gf, ce_count(c, valid, cdt), HN("gmean"));
+    fu_tensor dx = fu_where(d, valid, fu_binary(d, FU_OP_MUL, delta, coef, HN("scaled")), scalar(c, 0.0, cdt), HN("dx"));
     return finish(c, dx, fu_tensor_dtype(d, x), name);
 }
 

@@ -266,7 +266,9 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
     /* online softmax: sum(exp(E - m)) with m = max(E) over the same row */
     for (int i = 0; i < r->nred; i++) {
         red_info *ri = &r->reds[i];
-        if (ri->op != FU_OP_SUM || ri->kind != RK_ROW) continue;
+        /* the online state is float (f32, f16, bf16 rows); f64 rows take two passes */
+        if (ri->op != FU_OP_SUM || ri->kind != RK_ROW || strcmp(cg_compute_type(fu_val(f, ri->out)->dtype), "float") != 0)
+            continue;
         const fu_node *e = fu_producer(f, ri->in);
         if (!e || e->op != FU_OP_EXP || !g->in_group[e - f->nodes]) continue;
         const fu_node *sub = fu_producer(f, e->inputs[0]);
