@@ -6,7 +6,8 @@
 #   scripts/gpu_session.sh [SUITES_ARGS...]      e.g. scripts/gpu_session.sh all --repetitions 5
 #
 # GPU_SESSION_TESTS=0 skips the tests and checks (suites only); GPU_SESSION_ASAN=0 skips the
-# ASan build. Logs go to $OUT (the device tool's output folder, which returns at most 8
+# ASan build; FUSEBENCH_GIT_COMMIT=<hash> records the commit in the run file (the GPU machine
+# gets the tree without .git). Logs go to $OUT (the device tool's output folder, which returns at most 8
 # files) or /tmp/out: build.log, ctest.log, plans.txt, torch_ce.log, run.json,
 # run_suite.txt, run_suite.err, nvidia-smi.txt. A short table is printed last.
 set -u

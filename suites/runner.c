@@ -818,7 +818,10 @@ void hb_runner_context(hb_runner *r, hb_context *c)
     c->copy_bandwidth_gbps = r->copy_gbps;
     c->sm_clock_mhz = r->have_clock0 ? r->clock0.sm_mhz : NAN;
     c->mem_clock_mhz = r->have_clock0 ? r->clock0.mem_mhz : NAN;
-    snprintf(c->git_commit, sizeof c->git_commit, "%s", HB_GIT_COMMIT);
+    /* A tree copied without .git (a GPU machine) builds as "unknown";
+     * FUSEBENCH_GIT_COMMIT names the commit that was copied. */
+    const char *commit = getenv("FUSEBENCH_GIT_COMMIT");
+    snprintf(c->git_commit, sizeof c->git_commit, "%s", commit && *commit ? commit : HB_GIT_COMMIT);
     snprintf(c->build_type, sizeof c->build_type, "%s", HB_BUILD_TYPE);
     snprintf(c->timing_mode, sizeof c->timing_mode, "%s", hb_mode_name(r->o.timing.mode));
     snprintf(c->cupti, sizeof c->cupti, "%s", r->measured ? r->cupti_note : "not loaded (nothing timed)");
