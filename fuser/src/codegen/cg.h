@@ -122,6 +122,8 @@ const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t);
 /* C type holding values of dtype t in registers (compute type), and in memory. */
 const char *cg_compute_type(fu_dtype t);
 const char *cg_storage_type(fu_dtype t);
+/* The integer type moved by one access of `bytes` (16: uint4, 8: uint2, 4, 2). */
+const char *cg_vector_type(int bytes);
 /* Expression converting compute-type expression `v` to storage type. */
 void cg_store_expr(char *buf, size_t n, fu_dtype t, const char *v);
 /* The prelude every kernel starts with (conversions, math overloads, reductions). */

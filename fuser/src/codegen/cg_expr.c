@@ -130,6 +130,11 @@ const char *cg_storage_type(fu_dtype t)
     }
 }
 
+const char *cg_vector_type(int bytes)
+{
+    return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
+}
+
 void cg_store_expr(char *buf, size_t n, fu_dtype t, const char *v)
 {
     switch (t) {
@@ -463,7 +468,7 @@ static const char *load_external(cg_ctx *c, const cg_param *p, fu_tensor t, cons
             char name[32];
             snprintf(name, sizeof name, "x%d", c->tmp++);
             int bytes = esize * c->vec;
-            const char *wide = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
+            const char *wide = cg_vector_type(bytes);
             cg_line(c, "alignas(16) %s %s[%d];", st, name, c->vec);
             cg_line(c, "*(%s *)%s = __ldg((const %s *)(%s + %s));", wide, name, wide, p->name, base);
             arr = memo_add(c, t, vkey, name);

@@ -102,7 +102,7 @@ static void item_stores(fu_kernel_writer *w, const pw_domain *d, int u, char val
             continue;
         }
         int bytes = (int)fu_dtype_size(v->dtype) * d->vec;
-        const char *wide = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
+        const char *wide = cg_vector_type(bytes);
         cg_line(c, "alignas(16) %s o%d_%d[%d];", cg_storage_type(v->dtype), u, o, d->vec);
         for (int lane = 0; lane < d->vec; lane++) {
             cg_store_expr(e, sizeof e, v->dtype, vals[o][lane]);

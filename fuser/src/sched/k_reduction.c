@@ -536,7 +536,7 @@ static void emit_row_load(red_ctx *r, fu_tensor t, const cg_index *idx, const ch
     char base[CG_EXPR];
     cg_offset_base_expr(c, &off, base, sizeof base);
     int bytes = (int)fu_dtype_size(v->dtype) * r->vec;
-    const char *wide = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
+    const char *wide = cg_vector_type(bytes);
     bool vector = r->vec > 1 && cg_offset_vectorizable(c, &off, r->vec);
     if (raw_dst) {
         if (vector) cg_line(c, "*(%s *)(%s) = __ldg((const %s *)(%s + %s));", wide, raw_dst, wide, p->name, base);
@@ -665,7 +665,7 @@ static void emit_pass(red_ctx *r, int pass)
             char base[CG_EXPR], e[512];
             cg_offset_base_expr(c, &off, base, sizeof base);
             int bytes = (int)fu_dtype_size(v->dtype) * r->vec;
-            const char *wide = bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned int";
+            const char *wide = cg_vector_type(bytes);
             cg_line(c, "alignas(16) %s fu_o%d[%d];", cg_storage_type(v->dtype), o, r->vec);
             for (int lane = 0; lane < r->vec; lane++) {
                 cg_store_expr(e, sizeof e, v->dtype, outs[o][lane]);

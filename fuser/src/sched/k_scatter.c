@@ -54,11 +54,6 @@ static int pick_vec(const fu_value *x)
     return vec;
 }
 
-static const char *wide_type(int bytes)
-{
-    return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
-}
-
 /* Declares the inner-axis variables d1.. of x from the linear inner position `db`. */
 static void inner_vars(cg_ctx *c, const fu_value *x, const char *db)
 {
@@ -218,7 +213,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
             cg_store_expr(e, sizeof e, out->dtype, a);
             cg_line(c, "o[%d] = %s;", lane, e);
         }
-        const char *wt = wide_type((int)fu_dtype_size(out->dtype) * vec);
+        const char *wt = cg_vector_type((int)fu_dtype_size(out->dtype) * vec);
         cg_line(c, "*(%s *)(%s + %s) = *(const %s *)o;", wt, po->name, base, wt);
     } else {
         fu_kw_store(w, po, off.expr, "acc[0]");
