@@ -91,24 +91,13 @@ static void item_values(cg_ctx *c, const pw_domain *d, const cg_index *idx, char
 
 static void item_stores(fu_kernel_writer *w, const pw_domain *d, int u, char vals[16][16][32])
 {
-    cg_ctx *c = &w->cg;
     for (int o = 0; o < d->noutputs; o++) {
         const cg_param *p = fu_kw_output(w, d->outputs[o]);
-        const fu_value *v = fu_val(c->f, d->outputs[o]);
-        char e[512], at[16];
+        char at[16], tmp[24];
         snprintf(at, sizeof at, "e%d", u);
-        if (d->vec == 1) {
-            fu_kw_store(w, p, at, vals[o][0]);
-            continue;
-        }
-        int bytes = (int)fu_dtype_size(v->dtype) * d->vec;
-        const char *wide = cg_vector_type(bytes);
-        cg_line(c, "alignas(16) %s o%d_%d[%d];", cg_storage_type(v->dtype), u, o, d->vec);
-        for (int lane = 0; lane < d->vec; lane++) {
-            cg_store_expr(e, sizeof e, v->dtype, vals[o][lane]);
-            cg_line(c, "o%d_%d[%d] = %s;", u, o, lane, e);
-        }
-        cg_line(c, "*(%s *)(%s + e%d) = *(const %s *)o%d_%d;", wide, p->name, u, wide, u, o);
+        snprintf(tmp, sizeof tmp, "o%d_%d", u, o);
+        if (d->vec == 1) fu_kw_store(w, p, at, vals[o][0]);
+        else fu_kw_vector_store(w, p, at, tmp, (const char (*)[32])vals[o], d->vec);
     }
 }
 

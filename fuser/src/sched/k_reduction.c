@@ -662,16 +662,10 @@ static void emit_pass(red_ctx *r, int pass)
         memcpy(li, idx, sizeof idx);
         cg_offset(c, v->rank, v->shape, v->strides, li, &off);
         if (r->vec > 1 && cg_offset_vectorizable(c, &off, r->vec)) {
-            char base[CG_EXPR], e[512];
+            char base[CG_EXPR], tmp[16];
             cg_offset_base_expr(c, &off, base, sizeof base);
-            int bytes = (int)fu_dtype_size(v->dtype) * r->vec;
-            const char *wide = cg_vector_type(bytes);
-            cg_line(c, "alignas(16) %s fu_o%d[%d];", cg_storage_type(v->dtype), o, r->vec);
-            for (int lane = 0; lane < r->vec; lane++) {
-                cg_store_expr(e, sizeof e, v->dtype, outs[o][lane]);
-                cg_line(c, "fu_o%d[%d] = %s;", o, lane, e);
-            }
-            cg_line(c, "*(%s *)(%s + %s) = *(const %s *)fu_o%d;", wide, p->name, base, wide, o);
+            snprintf(tmp, sizeof tmp, "fu_o%d", o);
+            fu_kw_vector_store(r->w, p, base, tmp, (const char (*)[32])outs[o], r->vec);
         } else {
             for (int lane = 0; lane < r->vec; lane++) {
                 c->lane = lane;

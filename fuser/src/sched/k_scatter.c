@@ -204,17 +204,10 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     c->lane = 0;
     cg_offset(c, out->rank, out->shape, out->strides, xi, &off);
     if (vec > 1) {
-        char base[CG_EXPR], e[256];
+        char base[CG_EXPR], lanes[16][32];
         cg_offset_base_expr(c, &off, base, sizeof base);
-        cg_line(c, "alignas(16) %s o[%d];", cg_storage_type(out->dtype), vec);
-        for (int lane = 0; lane < vec; lane++) {
-            char a[16];
-            snprintf(a, sizeof a, "acc[%d]", lane);
-            cg_store_expr(e, sizeof e, out->dtype, a);
-            cg_line(c, "o[%d] = %s;", lane, e);
-        }
-        const char *wt = cg_vector_type((int)fu_dtype_size(out->dtype) * vec);
-        cg_line(c, "*(%s *)(%s + %s) = *(const %s *)o;", wt, po->name, base, wt);
+        for (int lane = 0; lane < vec; lane++) snprintf(lanes[lane], sizeof lanes[lane], "acc[%d]", lane);
+        fu_kw_vector_store(w, po, base, "o", (const char (*)[32])lanes, vec);
     } else {
         fu_kw_store(w, po, off.expr, "acc[0]");
     }

@@ -151,6 +151,20 @@ void fu_kw_store(fu_kernel_writer *w, const cg_param *p, const char *offset, con
     cg_line(&w->cg, "%s[%s] = %s;", p->name, offset, e);
 }
 
+void fu_kw_vector_store(fu_kernel_writer *w, const cg_param *p, const char *base, const char *tmp,
+                        const char (*lanes)[32], int vec)
+{
+    fu_dtype dt = fu_val(w->cg.f, p->tensor)->dtype;
+    const char *wide = cg_vector_type((int)fu_dtype_size(dt) * vec);
+    char e[512];
+    cg_line(&w->cg, "alignas(16) %s %s[%d];", cg_storage_type(dt), tmp, vec);
+    for (int lane = 0; lane < vec; lane++) {
+        cg_store_expr(e, sizeof e, dt, lanes[lane]);
+        cg_line(&w->cg, "%s[%d] = %s;", tmp, lane, e);
+    }
+    cg_line(&w->cg, "*(%s *)(%s + %s) = *(const %s *)%s;", wide, p->name, base, wide, tmp);
+}
+
 bool fu_kw_finish(fu_kernel_writer *w, fu_kernel_plan *kp, char *why, size_t nwhy)
 {
     if (w->cg.failed) {

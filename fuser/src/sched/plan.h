@@ -103,5 +103,9 @@ bool fu_fits_int32(const fu_fusion *f);
 const cg_param *fu_kw_output(const fu_kernel_writer *w, fu_tensor t);
 /* Stores `val` (compute type) into output param p at offset expr. */
 void fu_kw_store(fu_kernel_writer *w, const cg_param *p, const char *offset, const char *val);
+/* Stores `vec` lanes (compute-type expressions) at p[base .. base + vec) with one
+ * vector store, through a local array named `tmp`. */
+void fu_kw_vector_store(fu_kernel_writer *w, const cg_param *p, const char *base, const char *tmp,
+                        const char (*lanes)[32], int vec);
 
 #endif
