@@ -2,8 +2,9 @@
 """torch_bench.py -- PyTorch eager and torch.compile on the suites' cases.
 
 The same cases, sizes and dtypes as run_suite (suites/*.c), timed the same way
-(cold L2: a buffer of twice the L2 zeroed before every sample; CUDA events
-around the call only; warm-up first; samples until (p75 - p25) / median is
+(cold L2: a buffer of twice the L2 zeroed before every sample, then a GPU
+spin so that Python's dispatch is not on the clock; CUDA events around the
+call only; warm-up first; samples until (p75 - p25) / median is
 under 2% with at least 10, or the time limit; the repetition's time is the
 median), kernel counts from torch.profiler, and the same bytes formulas. It
 writes a run file in docs/results-schema.md's schema with the variants
@@ -203,10 +204,15 @@ class Bench:
 
     # ---- timing, as suites/harness/timing.c
     def prelude(self):
+        # The GPU must still be busy when the call's first kernel is enqueued,
+        # or the start event times Python's dispatch (50-300 us for a compiled
+        # graph, more than many of these calls take on the GPU) instead of the
+        # call: run_suite's C harness enqueues in a few microseconds, inside its
+        # flush. So the flush (cold) is followed by a spin of about 500 us; hot
+        # is the spin alone. Launch gaps between the call's kernels still count.
         if self.flush is not None:
             self.flush.zero_()
-        else:  # hot: keep the GPU busy about 50 us while the call is enqueued
-            self.torch.cuda._sleep(100000)
+        self.torch.cuda._sleep(1000000)
 
     def time_once(self, fn):
         t = self.torch

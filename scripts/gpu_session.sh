@@ -6,10 +6,13 @@
 #   scripts/gpu_session.sh [SUITES_ARGS...]      e.g. scripts/gpu_session.sh all --repetitions 5
 #
 # GPU_SESSION_TESTS=0 skips the tests and checks (suites only); GPU_SESSION_ASAN=0 skips the
-# ASan build; FUSEBENCH_GIT_COMMIT=<hash> records the commit in the run file (the GPU machine
-# gets the tree without .git). Logs go to $OUT (the device tool's output folder, which returns at most 8
-# files) or /tmp/out: build.log, ctest.log, plans.txt, torch_ce.log, run.json,
-# run_suite.txt, run_suite.err, nvidia-smi.txt. A short table is printed last.
+# ASan build; GPU_SESSION_SASS=1 adds the compiler's report on the seed kernels
+# (scripts/sass_report.sh); GPU_SESSION_SECOND="<run_suite args>" runs a second
+# selection into run2.json (e.g. another size). FUSEBENCH_GIT_COMMIT=<hash> records the
+# commit in the run file (the GPU machine gets the tree without .git). Logs go to $OUT (the
+# device tool's output folder, which returns at most 8 files) or /tmp/out: build.log (with
+# nvidia-smi), checks.log (ctest, the PyTorch cross entropy check, the plans), sass.txt,
+# run.json, run_suite.txt, run2.json, run2.txt, run_suite.err. A short table is printed last.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -20,47 +23,60 @@ jobs=$(nproc)
 declare -a rows
 row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/nvidia-smi.txt" 2>&1
-row "gpu" "$(tail -n 1 "$out/nvidia-smi.txt")"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/build.log" 2>&1
+row "gpu" "$(tail -n 1 "$out/build.log")"
 
-if cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 && cmake --build /tmp/b -j "$jobs" >>"$out/build.log" 2>&1; then
+if cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release >>"$out/build.log" 2>&1 && cmake --build /tmp/b -j "$jobs" >>"$out/build.log" 2>&1; then
   row "build (Release)" "ok"
 else
   row "build (Release)" "FAILED (build.log)"; tail -n 40 "$out/build.log"
 fi
 if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
-  ctest --test-dir /tmp/b -L 'gpu|compile' --output-on-failure >"$out/ctest.log" 2>&1
-  row "ctest -L 'gpu|compile' (Release)" "$(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1)"
+  ctest --test-dir /tmp/b -L 'gpu|compile' --output-on-failure >"$out/checks.log" 2>&1
+  row "ctest -L 'gpu|compile' (Release)" "$(grep -E 'tests passed|tests failed' "$out/checks.log" | tail -n 1)"
 
   if [ "${GPU_SESSION_ASAN:-1}" = 1 ]; then
     if cmake -S . -B /tmp/ba -DFUSER_SANITIZE=ON >>"$out/build.log" 2>&1 && cmake --build /tmp/ba -j "$jobs" >>"$out/build.log" 2>&1; then
-      echo "==== ASan ====" >>"$out/ctest.log"
-      ctest --test-dir /tmp/ba -L gpu --output-on-failure >>"$out/ctest.log" 2>&1
-      row "ctest -L gpu (ASan)" "$(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1)"
+      echo "==== ASan ====" >>"$out/checks.log"
+      ctest --test-dir /tmp/ba -L gpu --output-on-failure >>"$out/checks.log" 2>&1
+      row "ctest -L gpu (ASan)" "$(grep -E 'tests passed|tests failed' "$out/checks.log" | tail -n 1)"
     else
       row "build (ASan)" "FAILED (build.log)"
     fi
   fi
 
-  python3 scripts/check_torch_ce.py /tmp/b/fuser/fuser --gpu >"$out/torch_ce.log" 2>&1
-  row "torch cross_entropy check" "$(tail -n 1 "$out/torch_ce.log")"
+  echo "==== scripts/check_torch_ce.py ====" >>"$out/checks.log"
+  python3 scripts/check_torch_ce.py /tmp/b/fuser/fuser --gpu >"$out/torch_ce.tmp" 2>&1
+  row "torch cross_entropy check" "$(tail -n 1 "$out/torch_ce.tmp")"
+  cat "$out/torch_ce.tmp" >>"$out/checks.log"; rm -f "$out/torch_ce.tmp"
 
   for f in suites/*/*.fusion; do
     for dt in f32 bf16; do
       set_dt=""; grep -q '^dtype DT' "$f" && set_dt="--set DT=$dt"
       [ -z "$set_dt" ] && [ "$dt" = bf16 ] && continue
-      echo "==== $f $dt" >>"$out/plans.txt"
-      /tmp/b/fuser/fuser plan "$f" $set_dt >>"$out/plans.txt" 2>&1
+      echo "==== plan $f $dt" >>"$out/checks.log"
+      /tmp/b/fuser/fuser plan "$f" $set_dt >>"$out/checks.log" 2>&1
       n=$(/tmp/b/fuser/fuser plan "$f" $set_dt --json 2>/dev/null | grep -o '"segments": [0-9]*' | head -n 1)
       row "plan $(basename "$f" .fusion) $dt" "${n:-failed}"
     done
   done
 fi
 
+if [ "${GPU_SESSION_SASS:-0}" = 1 ]; then
+  scripts/sass_report.sh /tmp/b/fuser/fuser >"$out/sass.txt" 2>&1
+  row "compiler report" "sass.txt ($(grep -c '^==' "$out/sass.txt") kernels)"
+fi
+
 if [ $# -gt 0 ] && [ -x /tmp/b/suites/run_suite ]; then
   /tmp/b/suites/run_suite "$@" --out "$out/run.json" >"$out/run_suite.txt" 2>"$out/run_suite.err"
   row "run_suite $*" "exit $?"
   echo; cat "$out/run_suite.txt"
+fi
+if [ -n "${GPU_SESSION_SECOND:-}" ] && [ -x /tmp/b/suites/run_suite ]; then
+  # shellcheck disable=SC2086 # the selection is words
+  /tmp/b/suites/run_suite $GPU_SESSION_SECOND --out "$out/run2.json" >"$out/run2.txt" 2>>"$out/run_suite.err"
+  row "run_suite $GPU_SESSION_SECOND" "exit $?"
+  echo; cat "$out/run2.txt"
 fi
 
 echo

@@ -42,6 +42,11 @@ typedef struct cg_memo {
     char key[600];              /* joined index expressions */
     char var[32];
     int scope;
+    bool i32;                   /* an integer value known to fit in int: compared in 32 bits */
+    fu_dtype round_dt;          /* var = fu_round_<round_dt>(unrounded); FU_F32 when not rounded */
+    char unrounded[32];         /* what a store of round_dt converts instead (same bits, one conversion) */
+    fu_dtype raw_dt;            /* var = fu_load(raw), raw an element of dtype raw_dt ... */
+    char raw[48];               /* ... ("x3[5]"): a store of raw_dt copies it unconverted; "" = none */
 } cg_memo;
 
 typedef struct cg_ctx cg_ctx;
@@ -118,6 +123,15 @@ void cg_index_const(cg_index *ix, long long v);
 const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx);
 
 const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t);
+
+/* The variable a store of dtype dt should convert for the value var: the value
+ * before its rounding to dt when var is that rounding (converting it again
+ * gives the same bits), else var itself. */
+const char *cg_store_source(const cg_ctx *c, const char *var, fu_dtype dt);
+
+/* The stored element var was loaded from ("x3[5]"), when var is such a load
+ * of dtype dt: a store of dt copies it without converting; else NULL. */
+const char *cg_store_raw(const cg_ctx *c, const char *var, fu_dtype dt);
 
 /* C type holding values of dtype t in registers (compute type), and in memory. */
 const char *cg_compute_type(fu_dtype t);

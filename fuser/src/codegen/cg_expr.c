@@ -1,8 +1,10 @@
 /*
  * cg_expr.c -- the expression inliner (see cg.h) and the kernel prelude.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,10 +31,32 @@ static const char prelude[] =
     "__device__ __forceinline__ fu_f16 fu_to_f16(float f) { fu_f16 r; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r.x) : \"f\"(f)); return r; }\n"
     "__device__ __forceinline__ float fu_round_bf16(float f) { return fu_load(fu_to_bf16(f)); }\n"
     "__device__ __forceinline__ float fu_round_f16(float f) { return fu_load(fu_to_f16(f)); }\n"
+    "// Two lanes converted by one instruction (sm_80+); lo goes to the low half.\n"
+    "__device__ __forceinline__ unsigned fu_pack_bf16x2(float lo, float hi) {\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "  unsigned r; asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r;\n"
+    "#else\n"
+    "  return (unsigned)fu_to_bf16(lo).x | ((unsigned)fu_to_bf16(hi).x << 16);\n"
+    "#endif\n"
+    "}\n"
+    "__device__ __forceinline__ unsigned fu_pack_f16x2(float lo, float hi) {\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "  unsigned r; asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r;\n"
+    "#else\n"
+    "  return (unsigned)fu_to_f16(lo).x | ((unsigned)fu_to_f16(hi).x << 16);\n"
+    "#endif\n"
+    "}\n"
     "// f32 exp through ex2.approx (2 instructions): relative error ~3e-7 plus the\n"
     "// rounding of x * log2(e); these kernels are bound by memory and by issue slots\n"
     "__device__ __forceinline__ float fu_exp(float x) { return __expf(x); }\n"
     "__device__ __forceinline__ double fu_exp(double x) { return exp(x); }\n"
+    "// exp(a - b) as 2^(a*log2(e) - b*log2(e)): one FFMA and one MUFU.EX2, since\n"
+    "// b (a row's max or log-sum-exp) is the same for many a and b*log2(e) is shared\n"
+    "__device__ __forceinline__ float fu_exp_sub(float a, float b) {\n"
+    "  const float l2e = 1.4426950408889634f;\n"
+    "  float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(fmaf(a, l2e, -b * l2e))); return r;\n"
+    "}\n"
+    "__device__ __forceinline__ double fu_exp_sub(double a, double b) { return exp(a - b); }\n"
     "__device__ __forceinline__ float fu_log(float x) { return logf(x); }\n"
     "__device__ __forceinline__ double fu_log(double x) { return log(x); }\n"
     "__device__ __forceinline__ float fu_log1p(float x) { return log1pf(x); }\n"
@@ -54,6 +78,11 @@ static const char prelude[] =
     "// maximum/minimum propagate NaN, as torch.maximum does\n"
     "template <class T> __device__ __forceinline__ T fu_max(T a, T b) { return (a != a || a > b) ? a : b; }\n"
     "template <class T> __device__ __forceinline__ T fu_min(T a, T b) { return (a != a || a < b) ? a : b; }\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "// the same in one instruction (FMNMX.NAN) where the GPU has it\n"
+    "__device__ __forceinline__ float fu_max(float a, float b) { float r; asm(\"max.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b)); return r; }\n"
+    "__device__ __forceinline__ float fu_min(float a, float b) { float r; asm(\"min.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b)); return r; }\n"
+    "#endif\n"
     "struct fu_op_sum { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };\n"
     "struct fu_op_max { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return fu_max(a, b); } };\n"
     "struct fu_op_min { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return fu_min(a, b); } };\n"
@@ -415,7 +444,50 @@ static const char *memo_add(cg_ctx *c, fu_tensor t, const char *key, const char 
     snprintf(m->key, sizeof m->key, "%s", key);
     snprintf(m->var, sizeof m->var, "%s", var);
     m->scope = c->scope;
+    m->i32 = false;
+    m->round_dt = FU_F32;
+    m->unrounded[0] = '\0';
+    m->raw_dt = FU_F32;
+    m->raw[0] = '\0';
     return m->var;
+}
+
+/* The live entry that declared var: the oldest that names it (views and
+ * gathers add aliases under their own tensors, and those come later). */
+static cg_memo *memo_of_var(const cg_ctx *c, const char *var)
+{
+    for (int i = 0; i < c->nmemo; i++)
+        if (strcmp(c->memo[i]->var, var) == 0) return c->memo[i];
+    return NULL;
+}
+
+static void mark_i32(cg_ctx *c, const char *var)
+{
+    cg_memo *m = memo_of_var(c, var);
+    if (m) m->i32 = true;
+}
+
+/* Integer values known to fit in int: iota positions, checked gather indices,
+ * int32 loads, small literals. */
+static bool value_is_i32(const cg_ctx *c, const char *var)
+{
+    char *end;
+    long long lit = strtoll(var, &end, 10);
+    if (end != var && strcmp(end, "ll") == 0) return lit >= INT_MIN && lit <= INT_MAX;
+    const cg_memo *m = memo_of_var(c, var);
+    return m && m->i32;
+}
+
+const char *cg_store_raw(const cg_ctx *c, const char *var, fu_dtype dt)
+{
+    const cg_memo *m = memo_of_var(c, var);
+    return m && m->raw[0] && m->raw_dt == dt ? m->raw : NULL;
+}
+
+const char *cg_store_source(const cg_ctx *c, const char *var, fu_dtype dt)
+{
+    const cg_memo *m = memo_of_var(c, var);
+    return m && m->unrounded[0] && m->round_dt == dt ? m->unrounded : var;
 }
 
 /* ------------------------------------------------------------ values */
@@ -448,6 +520,25 @@ static void rounded(fu_dtype dt, const char *expr, char *buf, size_t n)
     else snprintf(buf, n, "%s", expr);
 }
 
+/* A float-computed result of dtype dt: rounded to dt when that is narrower,
+ * keeping the unrounded value for stores of dt (see cg_store_source). */
+static const char *result_value(cg_ctx *c, fu_tensor t, const char *key, fu_dtype dt, const char *raw)
+{
+    const char *ct = cg_compute_type(dt);
+    if (dt != FU_BF16 && dt != FU_F16) return new_value(c, t, key, ct, "%s", raw);
+    char e[1100], pre[32];
+    snprintf(pre, sizeof pre, "v%d", c->tmp++);
+    cg_line(c, "const %s %s = %s;", ct, pre, raw);
+    rounded(dt, pre, e, sizeof e);
+    const char *var = new_value(c, t, key, ct, "%s", e);
+    cg_memo *m = memo_of_var(c, var);
+    if (m) {
+        m->round_dt = dt;
+        snprintf(m->unrounded, sizeof m->unrounded, "%s", pre);
+    }
+    return var;
+}
+
 static const char *load_external(cg_ctx *c, const cg_param *p, fu_tensor t, const cg_index *idx, const char *key)
 {
     const fu_value *v = fu_val(c->f, t);
@@ -473,9 +564,18 @@ static const char *load_external(cg_ctx *c, const cg_param *p, fu_tensor t, cons
             cg_line(c, "*(%s *)%s = __ldg((const %s *)(%s + %s));", wide, name, wide, p->name, base);
             arr = memo_add(c, t, vkey, name);
         }
-        return new_value(c, t, key, ct, "fu_load(%s[%d])", arr, c->lane);
+        const char *r = new_value(c, t, key, ct, "fu_load(%s[%d])", arr, c->lane);
+        if (v->dtype == FU_I32) mark_i32(c, r);
+        cg_memo *m = memo_of_var(c, r);
+        if (m) {
+            m->raw_dt = v->dtype;
+            snprintf(m->raw, sizeof m->raw, "%s[%d]", arr, c->lane);
+        }
+        return r;
     }
-    return new_value(c, t, key, ct, "fu_load(%s[%s])", p->name, off.expr);
+    const char *r = new_value(c, t, key, ct, "fu_load(%s[%s])", p->name, off.expr);
+    if (v->dtype == FU_I32) mark_i32(c, r);
+    return r;
 }
 
 static const char *unary_fn(fu_op op)
@@ -678,14 +778,22 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
     cg_index sub[FU_MAX_OP_INPUTS][FU_MAX_RANK];
     switch (fu_op_kind_of(n->op)) {
     case FU_KIND_UNARY: {
-        const char *a = cg_value(c, n->inputs[0], idx);
         char raw[512];
+        const fu_node *pn = fu_producer(f, n->inputs[0]);
+        if (n->op == FU_OP_EXP && v->dtype == FU_F32 && pn && pn->op == FU_OP_SUB && fu_val(f, pn->output)->dtype == FU_F32) {
+            /* exp(a - b): one fused multiply-add before the exponential */
+            broadcast_index(fu_val(f, pn->inputs[0]), v->rank, idx, sub[0]);
+            broadcast_index(fu_val(f, pn->inputs[1]), v->rank, idx, sub[1]);
+            const char *va = cg_value(c, pn->inputs[0], sub[0]);
+            const char *vb = cg_value(c, pn->inputs[1], sub[1]);
+            return new_value(c, t, key, ct, "fu_exp_sub(%s, %s)", va, vb);
+        }
+        const char *a = cg_value(c, n->inputs[0], idx);
         if (n->op == FU_OP_NEG) snprintf(raw, sizeof raw, "(-%s)", a);
         else if (n->op == FU_OP_RECIPROCAL) snprintf(raw, sizeof raw, "(%s(1) / %s)", ct, a);
         else if (n->op == FU_OP_LOGICAL_NOT) snprintf(raw, sizeof raw, "(!%s)", a);
         else snprintf(raw, sizeof raw, "%s(%s)", unary_fn(n->op), a);
-        rounded(v->dtype, raw, e, sizeof e);
-        return new_value(c, t, key, ct, "%s", e);
+        return result_value(c, t, key, v->dtype, raw);
     }
     case FU_KIND_BINARY: {
         const fu_value *a = fu_val(f, n->inputs[0]), *b = fu_val(f, n->inputs[1]);
@@ -694,25 +802,40 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         const char *va = cg_value(c, n->inputs[0], sub[0]);
         const char *vb = cg_value(c, n->inputs[1], sub[1]);
         char raw[512];
-        snprintf(raw, sizeof raw, binary_fmt(n->op), va, vb);
-        rounded(v->dtype, raw, e, sizeof e);
-        return new_value(c, t, key, ct, "%s", e);
+        bool compare = v->dtype == FU_BOOL && n->op != FU_OP_LOGICAL_AND && n->op != FU_OP_LOGICAL_OR;
+        if (compare && fu_dtype_is_int(a->dtype) && fu_dtype_is_int(b->dtype) && value_is_i32(c, va) &&
+            value_is_i32(c, vb)) {
+            /* both sides fit in int: one 32-bit compare instead of a 64-bit pair */
+            char ia[48], ib[48];
+            snprintf(ia, sizeof ia, "(int)%s", va);
+            snprintf(ib, sizeof ib, "(int)%s", vb);
+            snprintf(raw, sizeof raw, binary_fmt(n->op), ia, ib);
+        } else {
+            snprintf(raw, sizeof raw, binary_fmt(n->op), va, vb);
+        }
+        return result_value(c, t, key, v->dtype, raw);
     }
     case FU_KIND_WHERE: {
         for (int k = 0; k < 3; k++) broadcast_index(fu_val(f, n->inputs[k]), v->rank, idx, sub[k]);
         const char *vc = cg_value(c, n->inputs[0], sub[0]);
         const char *va = cg_value(c, n->inputs[1], sub[1]);
         const char *vb = cg_value(c, n->inputs[2], sub[2]);
-        return new_value(c, t, key, ct, "(%s ? %s : %s)", vc, va, vb);
+        bool small = fu_dtype_is_int(v->dtype) && value_is_i32(c, va) && value_is_i32(c, vb);
+        const char *r = new_value(c, t, key, ct, "(%s ? %s : %s)", vc, va, vb);
+        if (small) mark_i32(c, r);
+        return r;
     }
     case FU_KIND_CAST: {
+        const fu_value *in = fu_val(f, n->inputs[0]);
         const char *a = cg_value(c, n->inputs[0], idx);
         char raw[512];
         if (v->dtype == FU_BOOL) snprintf(raw, sizeof raw, "(%s != 0)", a);
         else if (v->dtype == FU_I32) snprintf(raw, sizeof raw, "(long long)(int)(%s)", a);
         else snprintf(raw, sizeof raw, "(%s)(%s)", ct, a);
-        rounded(v->dtype, raw, e, sizeof e);
-        return new_value(c, t, key, ct, "%s", e);
+        const char *r = result_value(c, t, key, v->dtype, raw);
+        bool small = v->dtype == FU_I32 || (fu_dtype_is_int(v->dtype) && (in->dtype == FU_BOOL || value_is_i32(c, a)));
+        if (small) mark_i32(c, r);
+        return r;
     }
     case FU_KIND_BROADCAST:
         broadcast_index(fu_val(f, n->inputs[0]), v->rank, idx, sub[0]);
@@ -734,8 +857,12 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         literal(n->attrs.value, v->dtype, e, sizeof e);
         if (e[0] == '-' || strlen(e) >= sizeof ((cg_memo *)0)->var) return new_value(c, t, key, ct, "%s", e);
         return memo_add(c, t, key, e);
-    case FU_KIND_IOTA:
-        return new_value(c, t, key, ct, "(%s)(%s)", ct, idx[n->attrs.axis].expr);
+    case FU_KIND_IOTA: {
+        /* a position along the axis: in [0, extent) */
+        const char *r = new_value(c, t, key, ct, "(%s)(%s)", ct, idx[n->attrs.axis].expr);
+        if (fu_dtype_is_int(v->dtype) && v->shape[n->attrs.axis] <= INT_MAX) mark_i32(c, r);
+        return r;
+    }
     case FU_KIND_GATHER:
         return gather_value(c, n, idx, key);
     case FU_KIND_HINT:

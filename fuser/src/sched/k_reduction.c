@@ -652,8 +652,8 @@ static void emit_pass(red_ctx *r, int pass)
         const char *m = r->reds[ri->online_max].var;
         cg_line(c, "float mx%d = %s;", i, online_e[i][0]);
         for (int lane = 1; lane < r->vec; lane++) cg_line(c, "mx%d = fu_max(mx%d, %s);", i, i, online_e[i][lane]);
-        cg_line(c, "if (mx%d > %s) { %s *= fu_exp(%s - mx%d); %s = mx%d; }", i, m, ri->var, m, i, m, i);
-        for (int lane = 0; lane < r->vec; lane++) cg_line(c, "%s += fu_exp(%s - %s);", ri->var, online_e[i][lane], m);
+        cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, ri->var, m, i, m, i);
+        for (int lane = 0; lane < r->vec; lane++) cg_line(c, "%s += fu_exp_sub(%s, %s);", ri->var, online_e[i][lane], m);
     }
     for (int o = 0; o < nout; o++) {
         const cg_param *p = fu_kw_output(r->w, out_t[o]);
@@ -912,7 +912,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         const char *val = cg_value(c, row_out[o], idx);
         cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
         char e[512];
-        cg_store_expr(e, sizeof e, v->dtype, val);
+        cg_store_expr(e, sizeof e, v->dtype, cg_store_source(c, val, v->dtype));
         cg_line(c, "if (threadIdx.x == 0) %s[%s] = %s;", fu_kw_output(w, row_out[o])->name, off.expr, e);
     }
     for (int i = 0; i < r->nred; i++) {
@@ -968,7 +968,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         for (int a = 0; a < v->rank; a++) cg_index_const(&idx[a], 0);
         const char *val = cg_value(c, scalar_out[o], idx);
         char e[512];
-        cg_store_expr(e, sizeof e, v->dtype, val);
+        cg_store_expr(e, sizeof e, v->dtype, cg_store_source(c, val, v->dtype));
         cg_line(c, "if (threadIdx.x == 0) %s[0] = %s;", fu_kw_output(w, scalar_out[o])->name, e);
     }
     if (ngrid > 0) cg_line(c, "if (threadIdx.x == 0) *fu_count = 0u; // ready for the next launch");

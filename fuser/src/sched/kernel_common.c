@@ -147,7 +147,8 @@ const cg_param *fu_kw_output(const fu_kernel_writer *w, fu_tensor t)
 void fu_kw_store(fu_kernel_writer *w, const cg_param *p, const char *offset, const char *val)
 {
     char e[512];
-    cg_store_expr(e, sizeof e, fu_val(w->cg.f, p->tensor)->dtype, val);
+    fu_dtype dt = fu_val(w->cg.f, p->tensor)->dtype;
+    cg_store_expr(e, sizeof e, dt, cg_store_source(&w->cg, val, dt));
     cg_line(&w->cg, "%s[%s] = %s;", p->name, offset, e);
 }
 
@@ -157,10 +158,24 @@ void fu_kw_vector_store(fu_kernel_writer *w, const cg_param *p, const char *base
     fu_dtype dt = fu_val(w->cg.f, p->tensor)->dtype;
     const char *wide = cg_vector_type((int)fu_dtype_size(dt) * vec);
     char e[512];
-    cg_line(&w->cg, "alignas(16) %s %s[%d];", cg_storage_type(dt), tmp, vec);
-    for (int lane = 0; lane < vec; lane++) {
-        cg_store_expr(e, sizeof e, dt, lanes[lane]);
-        cg_line(&w->cg, "%s[%d] = %s;", tmp, lane, e);
+    bool raw = true; /* every lane a loaded element of this dtype: copied as it is */
+    for (int lane = 0; lane < vec; lane++) raw &= cg_store_raw(&w->cg, lanes[lane], dt) != NULL;
+    if (raw) {
+        cg_line(&w->cg, "alignas(16) %s %s[%d];", cg_storage_type(dt), tmp, vec);
+        for (int lane = 0; lane < vec; lane++)
+            cg_line(&w->cg, "%s[%d] = %s;", tmp, lane, cg_store_raw(&w->cg, lanes[lane], dt));
+    } else if ((dt == FU_BF16 || dt == FU_F16) && vec % 2 == 0) {
+        /* 16-bit lanes: one conversion instruction per pair */
+        cg_line(&w->cg, "alignas(16) unsigned %s[%d];", tmp, vec / 2);
+        for (int lane = 0; lane < vec; lane += 2)
+            cg_line(&w->cg, "%s[%d] = fu_pack_%sx2(%s, %s);", tmp, lane / 2, dt == FU_BF16 ? "bf16" : "f16",
+                    cg_store_source(&w->cg, lanes[lane], dt), cg_store_source(&w->cg, lanes[lane + 1], dt));
+    } else {
+        cg_line(&w->cg, "alignas(16) %s %s[%d];", cg_storage_type(dt), tmp, vec);
+        for (int lane = 0; lane < vec; lane++) {
+            cg_store_expr(e, sizeof e, dt, cg_store_source(&w->cg, lanes[lane], dt));
+            cg_line(&w->cg, "%s[%d] = %s;", tmp, lane, e);
+        }
     }
     cg_line(&w->cg, "*(%s *)(%s + %s) = *(const %s *)%s;", wide, p->name, base, wide, tmp);
 }
