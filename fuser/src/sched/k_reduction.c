@@ -30,7 +30,10 @@
 #define MAX_REDS 32
 #define MAX_CACHE 4
 #define CACHE_BYTES 128 /* bytes of a row each thread may keep in registers between passes */
-#define STAGE_ELEMS 32 /* elements per thread whose loads are issued together (bytes in flight) */
+/* Bytes of the widest row input per thread whose loads are issued together
+ * (bytes in flight): 8 vectors of 16 bytes, whatever the dtype (counting
+ * elements instead left a bf16 row with half the bytes in flight of an f32 one). */
+#define STAGE_BYTES 128
 
 typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI } rkind;
 
@@ -58,6 +61,7 @@ typedef struct red_ctx {
     red_info reds[MAX_REDS];
     uint32_t *deps;  /* per tensor: reductions reached without passing one */
     int vec, threads, iters, passes;
+    int elem_bytes; /* size of the widest full-size tensor's element */
     int ncache;
     fu_tensor cache_t[MAX_CACHE];
     char cache_base[MAX_CACHE][CG_EXPR];
@@ -569,8 +573,8 @@ static void emit_pass(red_ctx *r, int pass)
     }
     choose_staged(r, pass);
     /* With a cross-pass cache the whole pass is one batch (its arrays must be
-     * indexed by constants after unrolling); else batches of STAGE_ITERS. */
-    int stage_iters = STAGE_ELEMS / r->vec > 0 ? STAGE_ELEMS / r->vec : 1;
+     * indexed by constants after unrolling); else batches of STAGE_BYTES. */
+    int stage_iters = STAGE_BYTES / (r->vec * r->elem_bytes) > 0 ? STAGE_BYTES / (r->vec * r->elem_bytes) : 1;
     int batch = r->ncache ? r->iters : (r->iters < stage_iters ? r->iters : stage_iters);
     if (batch < 1) batch = 1;
     r->batch = batch;
@@ -767,6 +771,7 @@ static bool choose_config(red_ctx *r, char *why, size_t nwhy)
     int ninner = 0;
     for (int a = 0; a < r->rank; a++) ninner += r->inner[a];
     r->vec = widest ? (int)(16 / widest) : 4;
+    r->elem_bytes = widest ? (int)widest : 4;
     if (ninner != 1 || !r->inner[r->rank - 1]) r->vec = 1;
     while (r->vec > 1 && r->D[r->rank - 1] % r->vec) r->vec /= 2;
     /* A row's vectors over the threads: 8 iterations each where the row must

@@ -66,72 +66,18 @@ static void inner_vars(cg_ctx *c, const fu_value *x, const char *db)
     }
 }
 
-static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer *w, fu_kernel_plan *kp, char *why,
-                          size_t nwhy)
+/* One owned row v (and inner position db, item by item): the base, plus the
+ * source rows fu_sorted[s0..s1) map to it when `sources` (a flush: the first
+ * flush starts from the base, later ones from what the row holds), stored
+ * once with vector stores. */
+static void emit_row_write(fu_kernel_writer *w, const fu_node *s, int items, int threads, int vec, bool sources)
 {
     cg_ctx *c = &w->cg;
-    const fu_fusion *f = g->f;
+    const fu_fusion *f = w->cg.f;
     const fu_value *x = fu_val(f, s->inputs[0]), *out = fu_val(f, s->output);
     const cg_param *po = fu_kw_output(w, s->output);
-    int64_t V = x->shape[0], M = fu_val(f, s->inputs[1])->shape[0];
     int64_t Din = fu_shape_numel(x->rank - 1, x->shape + 1);
-    int vec = pick_vec(x);
-    int64_t vecs = (Din + vec - 1) / vec;
-    int threads = (int)((vecs + 31) / 32 * 32);
-    if (threads < 64) threads = 64;
-    if (threads > 1024) threads = 1024;
-    int items = (int)((vecs + threads - 1) / threads);
-    /* One wave: blocks resident per SM by threads, and by registers assuming
-     * up to 48 per thread (more, smaller blocks would run as a second wave). */
-    int per_sm = g->opts->max_threads_per_sm / threads;
-    if (per_sm > 65536 / (threads * 48)) per_sm = 65536 / (threads * 48);
-    if (per_sm < 1) per_sm = 1;
-    int64_t grid = (int64_t)g->opts->sm_count * per_sm;
-    if (grid > V) grid = V;
-    if (grid < 1) grid = 1;
-    int64_t rpb = (V + grid - 1) / grid;
-    if (rpb > 4096) {
-        rpb = 4096;
-    }
-    grid = (V + rpb - 1) / rpb;
-    kp->grid = (unsigned)grid;
-    kp->block = (unsigned)threads;
-    snprintf(kp->config, sizeof kp->config,
-             "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d list=%d ids_per_thread=%d",
-             (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, LIST_CAP,
-             LIST_CAP / threads > 8 ? 8 : LIST_CAP / threads < 1 ? 1 : LIST_CAP / threads);
-    fu_kw_signature(w, kp, (unsigned)threads, 1, false);
     const char *it = c->index64 ? "long long" : "int";
-    cg_open(c);
-    cg_line(c, "__shared__ int fu_cnt[%lld]; // per owned row: end, then start of its positions", (long long)rpb + 1);
-    cg_line(c, "__shared__ int fu_pos[%d];    // positions of the index that land in owned rows, in order", LIST_CAP);
-    cg_line(c, "__shared__ int fu_row[%d];", LIST_CAP);
-    cg_line(c, "__shared__ int fu_sorted[%d]; // the same, stably sorted by row", LIST_CAP);
-    cg_line(c, "__shared__ int fu_scan[33];");
-    cg_line(c, "const %s v0 = (%s)blockIdx.x * %lld;", it, it, (long long)rpb);
-    cg_line(c, "const int nrows = (int)(%lld - v0 < %lld ? %lld - v0 : %lld);", (long long)V, (long long)rpb, (long long)V,
-             (long long)rpb);
-    cg_line(c, "int nlist = 0;");
-    cg_line(c, "bool first = true;");
-    /* the flush: sort the list by row, then write owned rows */
-    cg_line(c, "auto flush = [&]() {");
-    c->indent++;
-    c->scope++;
-    cg_line(c, "__syncthreads();");
-    cg_line(c, "if (threadIdx.x == 0) { // stable counting sort; short lists, one thread");
-    cg_line(c, "  for (int r = 0; r <= nrows; r++) fu_cnt[r] = 0;");
-    cg_line(c, "  for (int e = 0; e < nlist; e++) fu_cnt[fu_row[e]]++;");
-    cg_line(c, "  for (int r = 1; r <= nrows; r++) fu_cnt[r] += fu_cnt[r - 1];");
-    cg_line(c, "  for (int e = nlist - 1; e >= 0; e--) fu_sorted[--fu_cnt[fu_row[e]]] = fu_pos[e];");
-    cg_line(c, "  fu_cnt[nrows] = nlist;");
-    cg_line(c, "}");
-    cg_line(c, "__syncthreads();");
-    cg_line(c, "for (int r = 0; r < nrows; r++) {");
-    c->indent++;
-    c->scope++;
-    cg_line(c, "const int s0 = fu_cnt[r], s1 = fu_cnt[r + 1];");
-    cg_line(c, "if (!first && s0 == s1) continue;");
-    cg_line(c, "const %s v = v0 + r;", it);
     cg_line(c, "for (int it = 0; it < %d; it++) {", items);
     c->indent++;
     c->scope++;
@@ -163,8 +109,8 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     }
     const char *acc_t = cg_compute_type(out->dtype);
     cg_line(c, "%s acc[%d];", acc_t, vec);
-    cg_line(c, "if (first) {");
-    c->indent++;
+    if (sources) cg_line(c, "if (first) {");
+    c->indent += sources;
     c->scope++;
     for (int lane = 0; lane < vec; lane++) {
         c->lane = lane;
@@ -174,33 +120,35 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
         cg_line(c, "acc[%d] = (%s)%s;", lane, acc_t, cg_value(c, s->inputs[0], l));
     }
     c->scope--;
-    c->indent--;
+    c->indent -= sources;
     cg_drop_scope(c);
-    cg_line(c, "} else {");
     cg_index off;
-    c->lane = 0;
-    cg_offset(c, out->rank, out->shape, out->strides, xi, &off);
-    for (int lane = 0; lane < vec; lane++) {
-        c->lane = lane;
-        cg_index_refresh(c, &off);
-        cg_line(c, "  acc[%d] = (%s)fu_load(%s[%s]);", lane, acc_t, po->name, off.expr);
+    if (sources) {
+        cg_line(c, "} else {");
+        c->lane = 0;
+        cg_offset(c, out->rank, out->shape, out->strides, xi, &off);
+        for (int lane = 0; lane < vec; lane++) {
+            c->lane = lane;
+            cg_index_refresh(c, &off);
+            cg_line(c, "  acc[%d] = (%s)fu_load(%s[%s]);", lane, acc_t, po->name, off.expr);
+        }
+        cg_line(c, "}");
+        cg_line(c, "for (int e = s0; e < s1; e++) {");
+        c->indent++;
+        c->scope++;
+        cg_line(c, "const %s i = fu_sorted[e];", it);
+        for (int lane = 0; lane < vec; lane++) {
+            c->lane = lane;
+            cg_index l[FU_MAX_RANK];
+            memcpy(l, si, sizeof si);
+            cg_index_refresh(c, &l[x->rank - 1]);
+            cg_line(c, "acc[%d] += (%s)%s;", lane, acc_t, cg_value(c, s->inputs[2], l));
+        }
+        c->scope--;
+        c->indent--;
+        cg_drop_scope(c);
+        cg_line(c, "}");
     }
-    cg_line(c, "}");
-    cg_line(c, "for (int e = s0; e < s1; e++) {");
-    c->indent++;
-    c->scope++;
-    cg_line(c, "const %s i = fu_sorted[e];", it);
-    for (int lane = 0; lane < vec; lane++) {
-        c->lane = lane;
-        cg_index l[FU_MAX_RANK];
-        memcpy(l, si, sizeof si);
-        cg_index_refresh(c, &l[x->rank - 1]);
-        cg_line(c, "acc[%d] += (%s)%s;", lane, acc_t, cg_value(c, s->inputs[2], l));
-    }
-    c->scope--;
-    c->indent--;
-    cg_drop_scope(c);
-    cg_line(c, "}");
     c->lane = 0;
     cg_offset(c, out->rank, out->shape, out->strides, xi, &off);
     if (vec > 1) {
@@ -212,6 +160,81 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
         fu_kw_store(w, po, off.expr, "acc[0]");
     }
     cg_close(c); /* it */
+}
+
+static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer *w, fu_kernel_plan *kp, char *why,
+                          size_t nwhy)
+{
+    cg_ctx *c = &w->cg;
+    const fu_fusion *f = g->f;
+    const fu_value *x = fu_val(f, s->inputs[0]);
+    int64_t V = x->shape[0], M = fu_val(f, s->inputs[1])->shape[0];
+    int64_t Din = fu_shape_numel(x->rank - 1, x->shape + 1);
+    int vec = pick_vec(x);
+    int64_t vecs = (Din + vec - 1) / vec;
+    int threads = (int)((vecs + 31) / 32 * 32);
+    if (threads < 64) threads = 64;
+    if (threads > 1024) threads = 1024;
+    int items = (int)((vecs + threads - 1) / threads);
+    /* One wave: blocks resident per SM by threads, and by registers assuming
+     * up to 48 per thread (more, smaller blocks would run as a second wave). */
+    int per_sm = g->opts->max_threads_per_sm / threads;
+    if (per_sm > 65536 / (threads * 48)) per_sm = 65536 / (threads * 48);
+    if (per_sm < 1) per_sm = 1;
+    int64_t grid = (int64_t)g->opts->sm_count * per_sm;
+    if (grid > V) grid = V;
+    if (grid < 1) grid = 1;
+    int64_t rpb = (V + grid - 1) / grid;
+    if (rpb > 4096) {
+        rpb = 4096;
+    }
+    grid = (V + rpb - 1) / rpb;
+    /* Sparse (at most one source row per four output rows, so at most ~22% of
+     * the rows are hit): every block first writes the base into all its rows,
+     * which keeps memory busy while it scans the index, then rewrites the rows
+     * that sources hit. Dense: each row is written once, after the scan. */
+    bool prewrite = 4 * M <= V;
+    kp->grid = (unsigned)grid;
+    kp->block = (unsigned)threads;
+    snprintf(kp->config, sizeof kp->config,
+             "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d list=%d "
+             "ids_per_thread=%d%s",
+             (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, LIST_CAP,
+             LIST_CAP / threads > 8 ? 8 : LIST_CAP / threads < 1 ? 1 : LIST_CAP / threads,
+             prewrite ? " prewrite" : "");
+    fu_kw_signature(w, kp, (unsigned)threads, 1, false);
+    const char *it = c->index64 ? "long long" : "int";
+    cg_open(c);
+    cg_line(c, "__shared__ int fu_cnt[%lld]; // per owned row: end, then start of its positions", (long long)rpb + 1);
+    cg_line(c, "__shared__ int fu_pos[%d];    // positions of the index that land in owned rows, in order", LIST_CAP);
+    cg_line(c, "__shared__ int fu_row[%d];", LIST_CAP);
+    cg_line(c, "__shared__ int fu_sorted[%d]; // the same, stably sorted by row", LIST_CAP);
+    cg_line(c, "__shared__ int fu_scan[33];");
+    cg_line(c, "const %s v0 = (%s)blockIdx.x * %lld;", it, it, (long long)rpb);
+    cg_line(c, "const int nrows = (int)(%lld - v0 < %lld ? %lld - v0 : %lld);", (long long)V, (long long)rpb, (long long)V,
+             (long long)rpb);
+    cg_line(c, "int nlist = 0;");
+    cg_line(c, "bool first = true;");
+    /* the flush: sort the list by row, then write owned rows */
+    cg_line(c, "auto flush = [&]() {");
+    c->indent++;
+    c->scope++;
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (threadIdx.x == 0) { // stable counting sort; short lists, one thread");
+    cg_line(c, "  for (int r = 0; r <= nrows; r++) fu_cnt[r] = 0;");
+    cg_line(c, "  for (int e = 0; e < nlist; e++) fu_cnt[fu_row[e]]++;");
+    cg_line(c, "  for (int r = 1; r <= nrows; r++) fu_cnt[r] += fu_cnt[r - 1];");
+    cg_line(c, "  for (int e = nlist - 1; e >= 0; e--) fu_sorted[--fu_cnt[fu_row[e]]] = fu_pos[e];");
+    cg_line(c, "  fu_cnt[nrows] = nlist;");
+    cg_line(c, "}");
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "for (int r = 0; r < nrows; r++) {");
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const int s0 = fu_cnt[r], s1 = fu_cnt[r + 1];");
+    cg_line(c, prewrite ? "if (s0 == s1) continue; // holds its base already" : "if (!first && s0 == s1) continue;");
+    cg_line(c, "const %s v = v0 + r;", it);
+    emit_row_write(w, s, items, threads, vec, true);
     cg_close(c); /* r */
     cg_line(c, "first = false;");
     cg_line(c, "nlist = 0;");
@@ -225,6 +248,15 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     int ipt = LIST_CAP / threads;
     if (ipt > 8) ipt = 8;
     if (ipt < 1) ipt = 1;
+    if (prewrite) {
+        cg_line(c, "// every owned row gets its base now; the stores drain while the index is scanned");
+        cg_line(c, "for (int r = 0; r < nrows; r++) {");
+        c->indent++;
+        c->scope++;
+        cg_line(c, "const %s v = v0 + r;", it);
+        emit_row_write(w, s, items, threads, vec, false);
+        cg_close(c);
+    }
     cg_line(c, "for (%s base = 0; base < %lld; base += %d) {", it, (long long)M, threads * ipt);
     c->indent++;
     c->scope++;
@@ -271,7 +303,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "nlist += total;");
     cg_line(c, "__syncthreads();");
     cg_close(c);
-    cg_line(c, "if (nlist > 0 || first) flush();");
+    cg_line(c, prewrite ? "if (nlist > 0) flush();" : "if (nlist > 0 || first) flush();");
     cg_close(c);
     if (M >= (int64_t)1 << 31) {
         snprintf(why, nwhy, "scatter: more than 2^31 source rows");
