@@ -20,7 +20,9 @@
 
 #include "plan.h"
 
-#define LIST_CAP 1024 /* positions a block sorts at once: 12 KiB of shared memory */
+#define LIST_CAP 3072 /* positions a block sorts at once: 36 KiB of shared memory */
+#define MAX_ROWS_PER_BLOCK 2048 /* fu_cnt: 8 KiB more, under the 48 KiB of static shared memory */
+#define ROW_THREADS 512 /* narrow rows: at least this many threads write rows side by side */
 
 static const fu_node *the_scatter(const fu_group *g)
 {
@@ -66,11 +68,11 @@ static void inner_vars(cg_ctx *c, const fu_value *x, const char *db)
     }
 }
 
-/* One owned row v (and inner position db, item by item): the base, plus the
- * source rows fu_sorted[s0..s1) map to it when `sources` (a flush: the first
- * flush starts from the base, later ones from what the row holds), stored
- * once with vector stores. */
-static void emit_row_write(fu_kernel_writer *w, const fu_node *s, int items, int threads, int vec, bool sources)
+/* One owned row v, written by tpr threads (inner position db, item by item):
+ * the base (the first flush) or what the row holds (later flushes), plus the
+ * source rows fu_sorted[s0..s1) that map to it, stored once with vector stores.
+ * side_by_side: several rows at once, the thread's lane in its row is fu_rl. */
+static void emit_row_write(fu_kernel_writer *w, const fu_node *s, int items, int tpr, bool side_by_side, int vec)
 {
     cg_ctx *c = &w->cg;
     const fu_fusion *f = w->cg.f;
@@ -81,7 +83,7 @@ static void emit_row_write(fu_kernel_writer *w, const fu_node *s, int items, int
     cg_line(c, "for (int it = 0; it < %d; it++) {", items);
     c->indent++;
     c->scope++;
-    cg_line(c, "const %s db = ((%s)it * %d + threadIdx.x) * %d;", it, it, threads, vec);
+    cg_line(c, "const %s db = ((%s)it * %d + %s) * %d;", it, it, tpr, side_by_side ? "fu_rl" : "threadIdx.x", vec);
     cg_line(c, "if (db >= %lld) break;", (long long)Din);
     inner_vars(c, x, "db");
     /* domain variables: v, i, then the inner axes */
@@ -109,8 +111,8 @@ static void emit_row_write(fu_kernel_writer *w, const fu_node *s, int items, int
     }
     const char *acc_t = cg_compute_type(out->dtype);
     cg_line(c, "%s acc[%d];", acc_t, vec);
-    if (sources) cg_line(c, "if (first) {");
-    c->indent += sources;
+    cg_line(c, "if (first) {");
+    c->indent++;
     c->scope++;
     for (int lane = 0; lane < vec; lane++) {
         c->lane = lane;
@@ -120,35 +122,33 @@ static void emit_row_write(fu_kernel_writer *w, const fu_node *s, int items, int
         cg_line(c, "acc[%d] = (%s)%s;", lane, acc_t, cg_value(c, s->inputs[0], l));
     }
     c->scope--;
-    c->indent -= sources;
+    c->indent--;
     cg_drop_scope(c);
     cg_index off;
-    if (sources) {
-        cg_line(c, "} else {");
-        c->lane = 0;
-        cg_offset(c, out->rank, out->shape, out->strides, xi, &off);
-        for (int lane = 0; lane < vec; lane++) {
-            c->lane = lane;
-            cg_index_refresh(c, &off);
-            cg_line(c, "  acc[%d] = (%s)fu_load(%s[%s]);", lane, acc_t, po->name, off.expr);
-        }
-        cg_line(c, "}");
-        cg_line(c, "for (int e = s0; e < s1; e++) {");
-        c->indent++;
-        c->scope++;
-        cg_line(c, "const %s i = fu_sorted[e];", it);
-        for (int lane = 0; lane < vec; lane++) {
-            c->lane = lane;
-            cg_index l[FU_MAX_RANK];
-            memcpy(l, si, sizeof si);
-            cg_index_refresh(c, &l[x->rank - 1]);
-            cg_line(c, "acc[%d] += (%s)%s;", lane, acc_t, cg_value(c, s->inputs[2], l));
-        }
-        c->scope--;
-        c->indent--;
-        cg_drop_scope(c);
-        cg_line(c, "}");
+    cg_line(c, "} else {");
+    c->lane = 0;
+    cg_offset(c, out->rank, out->shape, out->strides, xi, &off);
+    for (int lane = 0; lane < vec; lane++) {
+        c->lane = lane;
+        cg_index_refresh(c, &off);
+        cg_line(c, "  acc[%d] = (%s)fu_load(%s[%s]);", lane, acc_t, po->name, off.expr);
     }
+    cg_line(c, "}");
+    cg_line(c, "for (int e = s0; e < s1; e++) {");
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s i = fu_sorted[e];", it);
+    for (int lane = 0; lane < vec; lane++) {
+        c->lane = lane;
+        cg_index l[FU_MAX_RANK];
+        memcpy(l, si, sizeof si);
+        cg_index_refresh(c, &l[x->rank - 1]);
+        cg_line(c, "acc[%d] += (%s)%s;", lane, acc_t, cg_value(c, s->inputs[2], l));
+    }
+    c->scope--;
+    c->indent--;
+    cg_drop_scope(c);
+    cg_line(c, "}");
     c->lane = 0;
     cg_offset(c, out->rank, out->shape, out->strides, xi, &off);
     if (vec > 1) {
@@ -172,36 +172,42 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     int64_t Din = fu_shape_numel(x->rank - 1, x->shape + 1);
     int vec = pick_vec(x);
     int64_t vecs = (Din + vec - 1) / vec;
-    int threads = (int)((vecs + 31) / 32 * 32);
-    if (threads < 64) threads = 64;
-    if (threads > 1024) threads = 1024;
-    int items = (int)((vecs + threads - 1) / threads);
-    /* One wave: blocks resident per SM by threads, and by registers assuming
-     * up to 48 per thread (more, smaller blocks would run as a second wave). */
+    /* tpr threads per row, one vector each (a row wider than 1024 threads loops);
+     * narrow rows are written several at a time so that a block has at least
+     * ROW_THREADS threads: fewer, larger blocks each scan the index (every block
+     * reads all of it, so the scan's traffic is blocks x sources) */
+    int tpr = (int)((vecs + 31) / 32 * 32);
+    if (tpr > 1024) tpr = 1024;
+    int conc = tpr < ROW_THREADS ? ROW_THREADS / tpr : 1;
+    int threads = tpr * conc;
+    int items = (int)((vecs + tpr - 1) / tpr);
+    /* One wave: blocks resident per SM by threads, by registers assuming up to
+     * 48 per thread and by shared memory (more, smaller blocks would run as a
+     * second wave). */
     int per_sm = g->opts->max_threads_per_sm / threads;
     if (per_sm > 65536 / (threads * 48)) per_sm = 65536 / (threads * 48);
+    int smem = 3 * LIST_CAP * 4 + (MAX_ROWS_PER_BLOCK + 1) * 4;
+    if (per_sm > 227 * 1024 / smem) per_sm = 227 * 1024 / smem;
     if (per_sm < 1) per_sm = 1;
     int64_t grid = (int64_t)g->opts->sm_count * per_sm;
     if (grid > V) grid = V;
     if (grid < 1) grid = 1;
     int64_t rpb = (V + grid - 1) / grid;
-    if (rpb > 4096) {
-        rpb = 4096;
-    }
+    if (rpb > MAX_ROWS_PER_BLOCK) rpb = MAX_ROWS_PER_BLOCK;
     grid = (V + rpb - 1) / rpb;
-    /* Sparse (at most one source row per four output rows, so at most ~22% of
-     * the rows are hit): every block first writes the base into all its rows,
-     * which keeps memory busy while it scans the index, then rewrites the rows
-     * that sources hit. Dense: each row is written once, after the scan. */
-    bool prewrite = 4 * M <= V;
+    /* A thread takes `ipt` consecutive positions of the index per window, so a
+     * window of threads * ipt positions costs one block-wide prefix sum (two
+     * barriers); every position of a window may land in the block's rows, so a
+     * window is at most the list. */
+    int ipt = LIST_CAP / threads;
+    if (ipt > 8) ipt = 8;
+    if (ipt < 1) ipt = 1;
     kp->grid = (unsigned)grid;
     kp->block = (unsigned)threads;
     snprintf(kp->config, sizeof kp->config,
-             "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d list=%d "
-             "ids_per_thread=%d%s",
-             (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, LIST_CAP,
-             LIST_CAP / threads > 8 ? 8 : LIST_CAP / threads < 1 ? 1 : LIST_CAP / threads,
-             prewrite ? " prewrite" : "");
+             "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d "
+             "(%d per row, %d rows at once) list=%d ids_per_thread=%d",
+             (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, tpr, conc, LIST_CAP, ipt);
     fu_kw_signature(w, kp, (unsigned)threads, 1, false);
     const char *it = c->index64 ? "long long" : "int";
     cg_open(c);
@@ -213,6 +219,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "const %s v0 = (%s)blockIdx.x * %lld;", it, it, (long long)rpb);
     cg_line(c, "const int nrows = (int)(%lld - v0 < %lld ? %lld - v0 : %lld);", (long long)V, (long long)rpb, (long long)V,
              (long long)rpb);
+    if (conc > 1) cg_line(c, "const int fu_rl = threadIdx.x %% %d, fu_r0 = threadIdx.x / %d; // lane in a row, first row", tpr, tpr);
     cg_line(c, "int nlist = 0;");
     cg_line(c, "bool first = true;");
     /* the flush: sort the list by row, then write owned rows */
@@ -228,13 +235,14 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "  fu_cnt[nrows] = nlist;");
     cg_line(c, "}");
     cg_line(c, "__syncthreads();");
-    cg_line(c, "for (int r = 0; r < nrows; r++) {");
+    if (conc > 1) cg_line(c, "for (int r = fu_r0; r < nrows; r += %d) {", conc);
+    else cg_line(c, "for (int r = 0; r < nrows; r++) {");
     c->indent++;
     c->scope++;
     cg_line(c, "const int s0 = fu_cnt[r], s1 = fu_cnt[r + 1];");
-    cg_line(c, prewrite ? "if (s0 == s1) continue; // holds its base already" : "if (!first && s0 == s1) continue;");
+    cg_line(c, "if (!first && s0 == s1) continue;");
     cg_line(c, "const %s v = v0 + r;", it);
-    emit_row_write(w, s, items, threads, vec, true);
+    emit_row_write(w, s, items, tpr, conc > 1, vec);
     cg_close(c); /* r */
     cg_line(c, "first = false;");
     cg_line(c, "nlist = 0;");
@@ -242,21 +250,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     c->scope--;
     c->indent--;
     cg_line(c, "};");
-    /* Scan the index, keep positions in owned rows, in order. A thread takes
-     * `ipt` consecutive positions per window, so a window of threads * ipt
-     * positions costs one block-wide prefix sum (two barriers). */
-    int ipt = LIST_CAP / threads;
-    if (ipt > 8) ipt = 8;
-    if (ipt < 1) ipt = 1;
-    if (prewrite) {
-        cg_line(c, "// every owned row gets its base now; the stores drain while the index is scanned");
-        cg_line(c, "for (int r = 0; r < nrows; r++) {");
-        c->indent++;
-        c->scope++;
-        cg_line(c, "const %s v = v0 + r;", it);
-        emit_row_write(w, s, items, threads, vec, false);
-        cg_close(c);
-    }
+    /* Scan the index, keep positions in owned rows, in order. */
     cg_line(c, "for (%s base = 0; base < %lld; base += %d) {", it, (long long)M, threads * ipt);
     c->indent++;
     c->scope++;
@@ -303,7 +297,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "nlist += total;");
     cg_line(c, "__syncthreads();");
     cg_close(c);
-    cg_line(c, prewrite ? "if (nlist > 0) flush();" : "if (nlist > 0 || first) flush();");
+    cg_line(c, "if (nlist > 0 || first) flush();");
     cg_close(c);
     if (M >= (int64_t)1 << 31) {
         snprintf(why, nwhy, "scatter: more than 2^31 source rows");
