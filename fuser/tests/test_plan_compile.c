@@ -87,6 +87,82 @@ static void plan_and_compile(fu_runtime *rt, const tc_case *c)
     fu_plan_free(p);
 }
 
+/* The generated code of the only kernel of suite file rel at dtype dt (sets
+ * bind parameters), without the prelude; NULL (and a failed check) if it
+ * does not plan to one kernel. */
+static char *one_kernel_source(const char *suites, const char *rel, const char *const *sets, int nsets, fu_dtype dt)
+{
+    tc_list l = {0};
+    tc_case *c = tc_add_suite(&l, suites, rel, "codegen", sets, nsets, dt, NULL);
+    char *src = NULL;
+    fu_error err = {0};
+    fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
+    CHECK(p != NULL && p->nkernels == 1);
+    /* the kernel itself, after the prelude's definitions */
+    const char *whole = p && p->nkernels == 1 ? p->kernels[0].source : NULL;
+    const char *body = whole ? strstr(whole, "end of prelude") : NULL;
+    CHECK(body != NULL);
+    if (body) src = strdup(body);
+    if (!p) fprintf(stderr, "%s: %s\n", rel, err.message);
+    fu_plan_free(p);
+    tc_list_free(&l);
+    return src;
+}
+
+static size_t count_of(const char *s, const char *needle)
+{
+    size_t n = 0;
+    for (const char *q = s ? strstr(s, needle) : NULL; q; q = strstr(q + 1, needle)) n++;
+    return n;
+}
+
+/* What the code generator is expected to emit for the seed workloads: the
+ * instruction-count choices docs/perf.md (v5, v6) measured on the H200. */
+static void check_codegen_choices(const char *suites)
+{
+    /* cross entropy fwd+bwd, bf16: exp(a - b) as one FMA + ex2; the class ==
+     * target test in 32 bits; the gradient stored two lanes per conversion,
+     * from the unrounded value (no fu_to_bf16 of a rounded lane) */
+    char *ce = one_kernel_source(suites, "cross_entropy/cross_entropy_fwdbwd.fusion", NULL, 0, FU_BF16);
+    if (ce) {
+        CHECK_CONTAINS(ce, "fu_exp_sub(");
+        CHECK(count_of(ce, "fu_exp(") == 0);
+        CHECK_CONTAINS(ce, " == (int)v");
+        CHECK(count_of(ce, "fu_pack_bf16x2(") == 4);
+        CHECK(count_of(ce, "fu_to_bf16(") == 1); /* the scalar loss only */
+    }
+    free(ce);
+    /* cross entropy forward, bf16: 128 bytes staged per thread, as f32 */
+    char *fwd = one_kernel_source(suites, "cross_entropy/cross_entropy_fwd.fusion", NULL, 0, FU_BF16);
+    if (fwd) CHECK_CONTAINS(fwd, "fu_bf16 fu_s0[64];");
+    free(fwd);
+    char *fwd32 = one_kernel_source(suites, "cross_entropy/cross_entropy_fwd.fusion", NULL, 0, FU_F32);
+    if (fwd32) CHECK_CONTAINS(fwd32, "float fu_s0[32];");
+    free(fwd32);
+    /* ... but 32 elements where three passes read the row from memory */
+    const char *wide[] = {"V=128256"};
+    char *bwd = one_kernel_source(suites, "cross_entropy/cross_entropy_bwd.fusion", wide, 1, FU_BF16);
+    if (bwd) CHECK_CONTAINS(bwd, "fu_bf16 fu_s0[32];");
+    free(bwd);
+    /* qkv split, bf16: loaded elements are stored as they are */
+    char *qkv = one_kernel_source(suites, "qkv_split/qkv_split.fusion", NULL, 0, FU_BF16);
+    if (qkv) {
+        CHECK(count_of(qkv, "fu_pack_bf16x2(") == 0);
+        CHECK(count_of(qkv, "fu_to_bf16(") == 0);
+        CHECK_CONTAINS(qkv, "o0_0[7] = x");
+    }
+    free(qkv);
+    /* embedding backward, bf16 (rows of 96 vectors): 5 rows side by side */
+    char *emb = one_kernel_source(suites, "embedding/embedding_bwd.fusion", NULL, 0, FU_BF16);
+    if (emb) {
+        CHECK_CONTAINS(emb, "fu_rl = threadIdx.x % 96");
+        CHECK_CONTAINS(emb, "r += 5)");
+        CHECK_CONTAINS(emb, "__shared__ int fu_pos[3072];");
+    }
+    free(emb);
+    printf("%-48s %s\n", "codegen choices", check_failures ? "FAIL" : "OK");
+}
+
 int main(void)
 {
     const char *suites = getenv("FUSER_SUITES_DIR");
@@ -148,6 +224,7 @@ int main(void)
     CHECK(l.errors == 0);
 
     for (int i = 0; i < l.n; i++) plan_and_compile(rt, &l.v[i]);
+    check_codegen_choices(suites);
 
     fu_runtime_stats st = stats_of(rt);
     printf("%d plans; nvrtc_calls=%lld cache_hits=%lld compile_ms=%.0f\n", l.n, (long long)st.nvrtc_calls,
