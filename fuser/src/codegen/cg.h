@@ -138,8 +138,9 @@ const char *cg_compute_type(fu_dtype t);
 const char *cg_storage_type(fu_dtype t);
 /* The integer type moved by one access of `bytes` (16: uint4, 8: uint2, 4, 2). */
 const char *cg_vector_type(int bytes);
-/* Expression converting compute-type expression `v` to storage type. */
-void cg_store_expr(char *buf, size_t n, fu_dtype t, const char *v);
+/* Expression storing the value `var` as storage type t: converts the value
+ * before its rounding to t when var is that rounding (cg_store_source). */
+void cg_store_expr(const cg_ctx *c, char *buf, size_t n, fu_dtype t, const char *var);
 /* The prelude every kernel starts with (conversions, math overloads, reductions). */
 const char *cg_prelude(void);
 

@@ -164,8 +164,9 @@ const char *cg_vector_type(int bytes)
     return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
 }
 
-void cg_store_expr(char *buf, size_t n, fu_dtype t, const char *v)
+void cg_store_expr(const cg_ctx *c, char *buf, size_t n, fu_dtype t, const char *var)
 {
+    const char *v = cg_store_source(c, var, t);
     switch (t) {
     case FU_BF16: snprintf(buf, n, "fu_to_bf16(%s)", v); break;
     case FU_F16: snprintf(buf, n, "fu_to_f16(%s)", v); break;

@@ -923,7 +923,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         const char *val = cg_value(c, row_out[o], idx);
         cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
         char e[512];
-        cg_store_expr(e, sizeof e, v->dtype, cg_store_source(c, val, v->dtype));
+        cg_store_expr(c, e, sizeof e, v->dtype, val);
         cg_line(c, "if (threadIdx.x == 0) %s[%s] = %s;", fu_kw_output(w, row_out[o])->name, off.expr, e);
     }
     for (int i = 0; i < r->nred; i++) {
@@ -979,7 +979,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         for (int a = 0; a < v->rank; a++) cg_index_const(&idx[a], 0);
         const char *val = cg_value(c, scalar_out[o], idx);
         char e[512];
-        cg_store_expr(e, sizeof e, v->dtype, cg_store_source(c, val, v->dtype));
+        cg_store_expr(c, e, sizeof e, v->dtype, val);
         cg_line(c, "if (threadIdx.x == 0) %s[0] = %s;", fu_kw_output(w, scalar_out[o])->name, e);
     }
     if (ngrid > 0) cg_line(c, "if (threadIdx.x == 0) *fu_count = 0u; // ready for the next launch");

@@ -147,8 +147,7 @@ const cg_param *fu_kw_output(const fu_kernel_writer *w, fu_tensor t)
 void fu_kw_store(fu_kernel_writer *w, const cg_param *p, const char *offset, const char *val)
 {
     char e[512];
-    fu_dtype dt = fu_val(w->cg.f, p->tensor)->dtype;
-    cg_store_expr(e, sizeof e, dt, cg_store_source(&w->cg, val, dt));
+    cg_store_expr(&w->cg, e, sizeof e, fu_val(w->cg.f, p->tensor)->dtype, val);
     cg_line(&w->cg, "%s[%s] = %s;", p->name, offset, e);
 }
 
@@ -173,7 +172,7 @@ void fu_kw_vector_store(fu_kernel_writer *w, const cg_param *p, const char *base
     } else {
         cg_line(&w->cg, "alignas(16) %s %s[%d];", cg_storage_type(dt), tmp, vec);
         for (int lane = 0; lane < vec; lane++) {
-            cg_store_expr(e, sizeof e, dt, cg_store_source(&w->cg, lanes[lane], dt));
+            cg_store_expr(&w->cg, e, sizeof e, dt, lanes[lane]);
             cg_line(&w->cg, "%s[%d] = %s;", tmp, lane, e);
         }
     }
