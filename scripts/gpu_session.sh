@@ -46,9 +46,8 @@ if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
   fi
 
   echo "==== scripts/check_torch_ce.py ====" >>"$out/checks.log"
-  python3 scripts/check_torch_ce.py /tmp/b/fuser/fuser --gpu >"$out/torch_ce.tmp" 2>&1
-  row "torch cross_entropy check" "$(tail -n 1 "$out/torch_ce.tmp")"
-  cat "$out/torch_ce.tmp" >>"$out/checks.log"; rm -f "$out/torch_ce.tmp"
+  row "torch cross_entropy check" \
+    "$(python3 scripts/check_torch_ce.py /tmp/b/fuser/fuser --gpu 2>&1 | tee -a "$out/checks.log" | tail -n 1)"
 
   for f in suites/*/*.fusion; do
     for dt in f32 bf16; do
