@@ -250,13 +250,20 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     c->scope--;
     c->indent--;
     cg_line(c, "};");
-    /* Scan the index, keep positions in owned rows, in order. */
-    cg_line(c, "for (%s base = 0; base < %lld; base += %d) {", it, (long long)M, threads * ipt);
+    /* Scan the index, keep positions in owned rows, in order. One more round
+     * past the end flushes what is left: flush() has one call site, so it is
+     * compiled once (two inlined copies cost NVRTC ~50 ms). */
+    cg_line(c, "for (%s base = 0;; base += %d) {", it, threads * ipt);
     c->indent++;
     c->scope++;
+    cg_line(c, "const bool past_end = base >= %lld; // the same in every thread", (long long)M);
     cg_line(c, "const %s ib = base + (%s)threadIdx.x * %d;", it, it, ipt);
     cg_line(c, "unsigned keep = 0u;");
     cg_line(c, "int rows[%d];", ipt);
+    cg_line(c, "int total = 0, at = 0;");
+    cg_line(c, "if (!past_end) {");
+    c->indent++;
+    c->scope++;
     c->nvars = 0;
     c->vec = 1;
     c->lane = 0;
@@ -289,15 +296,16 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "if (threadIdx.x == 0) { int s = 0; for (int wq = 0; wq < %d; wq++) { int n = fu_scan[wq]; fu_scan[wq] = s; s += n; } fu_scan[32] = s; }",
             (threads + 31) / 32);
     cg_line(c, "__syncthreads();");
-    cg_line(c, "const int total = fu_scan[32];");
-    cg_line(c, "int at = fu_scan[warp] + incl - cnt;");
-    cg_line(c, "if (nlist + total > %d) flush();", LIST_CAP);
+    cg_line(c, "total = fu_scan[32];");
+    cg_line(c, "at = fu_scan[warp] + incl - cnt;");
+    cg_close(c); /* !past_end */
+    cg_line(c, "if (past_end ? nlist > 0 || first : nlist + total > %d) flush();", LIST_CAP);
+    cg_line(c, "if (past_end) break;");
     cg_line(c, "for (int k = 0; k < %d; k++)", ipt);
     cg_line(c, "  if (keep >> k & 1u) { fu_pos[nlist + at] = (int)(ib + k); fu_row[nlist + at] = rows[k]; at++; }");
     cg_line(c, "nlist += total;");
     cg_line(c, "__syncthreads();");
     cg_close(c);
-    cg_line(c, "if (nlist > 0 || first) flush();");
     cg_close(c);
     if (M >= (int64_t)1 << 31) {
         snprintf(why, nwhy, "scatter: more than 2^31 source rows");
