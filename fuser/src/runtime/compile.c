@@ -487,9 +487,13 @@ fu_status fu_runtime_compile(fu_runtime *rt, const char *source, const char *nam
     /* The full option list: ours, then the caller's. */
     char arch_opt[48];
     snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", rt->arch);
-    const char *const defaults[] = {arch_opt, "-std=c++17", "-default-device",
-                                    rt->include_option};
-    int ndef = (int)(sizeof defaults / sizeof *defaults) - (rt->include_option[0] ? 0 : 1);
+    const char *defaults[5] = {arch_opt, "-std=c++17", "-default-device"};
+    int ndef = 3;
+    if (rt->include_option[0]) defaults[ndef++] = rt->include_option;
+    /* NVRTC 12.9+ keeps its own cache of compiled programs: off, so that the
+     * compile times we report are compiles (our disk cache does the caching) */
+    bool v12_9 = rt->nvrtc_major > 12 || (rt->nvrtc_major == 12 && rt->nvrtc_minor >= 9);
+    if (v12_9) defaults[ndef++] = "--no-cache";
     const char **opts = fu_malloc(sizeof *opts * (size_t)(ndef + nopts));
     if (!opts) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     for (int i = 0; i < ndef; i++) opts[i] = defaults[i];
