@@ -117,7 +117,7 @@ static size_t count_of(const char *s, const char *needle)
 }
 
 /* What the code generator is expected to emit for the seed workloads: the
- * instruction-count choices docs/perf.md (v5, v6) measured on the H200. */
+ * instruction-count choices docs/perf.md (v5, v6, v7) measured on the H200. */
 static void check_codegen_choices(const char *suites)
 {
     /* cross entropy fwd+bwd, bf16: exp(a - b) as one FMA + ex2; the class ==
@@ -132,10 +132,31 @@ static void check_codegen_choices(const char *suites)
         CHECK(count_of(ce, "fu_to_bf16(") == 1); /* the scalar loss only */
     }
     free(ce);
-    /* cross entropy forward, bf16: 128 bytes staged per thread, as f32 */
+    /* cross entropy forward, bf16: 128 bytes staged per thread; the batch's
+     * max on packed pairs, then one rescale; pairs converted a word at a time;
+     * no position guards where the batches cover the row exactly (v7) */
     char *fwd = one_kernel_source(suites, "cross_entropy/cross_entropy_fwd.fusion", NULL, 0, FU_BF16);
-    if (fwd) CHECK_CONTAINS(fwd, "fu_bf16 fu_s0[64];");
+    if (fwd) {
+        CHECK_CONTAINS(fwd, "fu_bf16 fu_s0[64];");
+        CHECK(count_of(fwd, "fu_max_bf16x2(") == 4);
+        CHECK(count_of(fwd, "fu_pair_hi(") == 4);
+        CHECK(count_of(fwd, "if (kb < ") == 0);
+    }
     free(fwd);
+    /* ... but the fused kernel keeps its guards (without them ptxas spilled) */
+    char *fb = one_kernel_source(suites, "cross_entropy/cross_entropy_fwdbwd.fusion", NULL, 0, FU_BF16);
+    if (fb) {
+        CHECK(count_of(fb, "if (kb < ") == 4);
+        CHECK(count_of(fb, "fu_max_bf16x2(") == 4);
+    }
+    free(fb);
+    /* a computed source (x * 0.5) keeps the per-vector max: no second copy */
+    char *prim = one_kernel_source(suites, "cross_entropy/cross_entropy_primitives.fusion", NULL, 0, FU_BF16);
+    if (prim) {
+        CHECK(count_of(prim, "fu_max_bf16x2(") == 0);
+        CHECK(count_of(prim, "mb1") == 0);
+    }
+    free(prim);
     char *fwd32 = one_kernel_source(suites, "cross_entropy/cross_entropy_fwd.fusion", NULL, 0, FU_F32);
     if (fwd32) CHECK_CONTAINS(fwd32, "float fu_s0[32];");
     free(fwd32);
@@ -158,6 +179,7 @@ static void check_codegen_choices(const char *suites)
         CHECK_CONTAINS(emb, "fu_rl = threadIdx.x % 96");
         CHECK_CONTAINS(emb, "r += 5)");
         CHECK_CONTAINS(emb, "__shared__ int fu_pos[3072];");
+        CHECK(count_of(emb, "flush();") == 1); /* one call site: compiled once */
     }
     free(emb);
     printf("%-48s %s\n", "codegen choices", check_failures ? "FAIL" : "OK");

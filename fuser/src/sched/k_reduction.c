@@ -37,10 +37,21 @@
  * 64 bf16 elements staged, the 3-pass bf16 backward at V = 128256 went from
  * 1483 to 1922 us on the H200: the staging registers of later passes cost
  * occupancy). */
+#ifndef STAGE_BYTES
 #define STAGE_BYTES 128
+#endif
 #define STAGE_ELEMS_MULTIPASS 32
+/* Vectors of a row per thread: where the row stays in registers between
+ * passes, and where it does not (one pass, or passes reading memory again). */
+#ifndef CACHED_ROW_ITERS
+#define CACHED_ROW_ITERS 8
+#endif
+#ifndef STREAMED_ROW_ITERS
+#define STREAMED_ROW_ITERS 16
+#endif
 
 typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI } rkind;
+typedef enum batch_max_kind { BM_NONE, BM_REGISTER, BM_PACKED_BF16 } batch_max_kind;
 
 typedef struct red_info {
     int node;
@@ -50,6 +61,7 @@ typedef struct red_info {
     int pass;
     int online_max; /* sum(exp(E - m)) computed with max m: index of m, else -1 */
     int online_sum; /* for that max: index of its sum, else -1 */
+    batch_max_kind batch_max; /* how phase M reads the source in the pass being emitted */
     bool avail;
     char var[16];
 } red_info;
@@ -70,7 +82,7 @@ typedef struct red_ctx {
     int ncache;
     fu_tensor cache_t[MAX_CACHE];
     char cache_base[MAX_CACHE][CG_EXPR];
-    char cache_var[48]; /* what lookup_cache hands back (the memo copies it) */
+    char cache_var[64]; /* what lookup_cache hands back (the memo copies it) */
     int nstage;          /* inputs of the current pass loaded a batch ahead */
     fu_tensor stage_t[MAX_CACHE];
     char stage_base[MAX_CACHE][CG_EXPR];
@@ -148,6 +160,19 @@ static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, 
     return ri->var;
 }
 
+/* Element `lane` of slot `slot` of register array <array><k> as f32. Pairs of
+ * bf16 are read as words, each half converted by one instruction (a 16-bit
+ * read of the upper half took a PRMT and a shift). */
+static const char *register_element(red_ctx *r, const cg_ctx *c, fu_tensor t, int k, const char *array, const char *slot)
+{
+    if (fu_val(r->f, t)->dtype == FU_BF16 && c->vec % 2 == 0)
+        snprintf(r->cache_var, sizeof r->cache_var, "fu_pair_%s(%s%d, %s * %d + %d)", c->lane % 2 ? "hi" : "lo", array, k,
+                 slot, c->vec / 2, c->lane / 2);
+    else
+        snprintf(r->cache_var, sizeof r->cache_var, "fu_load(%s%d[%s * %d + %d])", array, k, slot, c->vec, c->lane);
+    return r->cache_var;
+}
+
 /* Inside a pass, a load at the row position of a cached or staged input is a
  * register read. */
 static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, void *user)
@@ -157,15 +182,9 @@ static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, voi
     char base[CG_EXPR];
     cg_offset_base_expr(c, off, base, sizeof base);
     for (int i = 0; i < r->ncache; i++)
-        if (r->cache_t[i] == t && strcmp(r->cache_base[i], base) == 0) {
-            snprintf(r->cache_var, sizeof r->cache_var, "fu_load(fu_c%d[it * %d + %d])", i, c->vec, c->lane);
-            return r->cache_var;
-        }
+        if (r->cache_t[i] == t && strcmp(r->cache_base[i], base) == 0) return register_element(r, c, t, i, "fu_c", "it");
     for (int i = 0; i < r->nstage; i++)
-        if (r->stage_t[i] == t && strcmp(r->stage_base[i], base) == 0) {
-            snprintf(r->cache_var, sizeof r->cache_var, "fu_load(fu_s%d[b * %d + %d])", i, c->vec, c->lane);
-            return r->cache_var;
-        }
+        if (r->stage_t[i] == t && strcmp(r->stage_base[i], base) == 0) return register_element(r, c, t, i, "fu_s", "b");
     return NULL;
 }
 
@@ -563,11 +582,129 @@ static void emit_row_load(red_ctx *r, fu_tensor t, const cg_index *idx, const ch
     c->lane = 0;
 }
 
+/* Opens the block of one batch slot's work: guarded by the row length unless
+ * the batches cover the row exactly (no branches in the unrolled passes:
+ * less code for NVRTC, fewer instructions: bf16 forward 147 -> 144 us). Kept
+ * where the row stays in registers between passes: without the branches
+ * ptxas spilled the bf16 fused cross entropy (152 bytes; 312 -> 404 us). */
+static void open_position_guard(red_ctx *r)
+{
+    int64_t covered = (int64_t)((r->iters + r->batch - 1) / r->batch) * r->batch * r->threads * r->vec;
+    if (covered > r->K || r->ncache > 0) cg_line(&r->w->cg, "if (kb < %lld) {", (long long)r->K);
+    else cg_line(&r->w->cg, "{ // the batches cover the row exactly");
+}
+
+/* Opens one batch slot of an unrolled pass (b, its iteration it and row
+ * position kb, guarded as open_position_guard says, and the inner-axis
+ * variables); close_batch_slot ends it. */
+static void open_batch_slot(red_ctx *r)
+{
+    cg_ctx *c = &r->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (int b = 0; b < %d; b++) {", r->batch);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const int it = it0 + b;");
+    cg_line(c, "const %s kb = ((%s)it * %d + threadIdx.x) * %d;", it, it, r->threads, r->vec);
+    open_position_guard(r);
+    c->indent++;
+    c->scope++;
+    emit_inner_vars(r);
+}
+
+static void close_batch_slot(red_ctx *r)
+{
+    cg_ctx *c = &r->w->cg;
+    c->scope--;
+    c->indent--;
+    cg_drop_scope(c);
+    cg_line(c, "}");
+    cg_close(c); /* b */
+}
+
+/* How phase M reads an online source: not at all (the source is computed
+ * from the row, so phase M would compute it twice and keep both copies live:
+ * the bf16 primitives kernel spilled), as the staged or cached f32 element
+ * itself (a register), or as the packed pairs of a staged or cached bf16
+ * input converted to f32 (raw = "fu_s0 + b * 8": two elements per max). */
+
+static batch_max_kind batch_max_source(const red_ctx *r, const red_info *ri, char *raw, size_t n)
+{
+    fu_tensor e = online_source(r, ri), t = e;
+    const fu_node *cast = fu_producer(r->f, e);
+    if (cast && cast->op == FU_OP_CAST) t = cast->inputs[0];
+    const fu_value *tv = fu_val(r->f, t);
+    if (fu_val(r->f, e)->dtype != FU_F32 || !is_full_shape(r, tv)) return BM_NONE;
+    int k = 0;
+    while (k < r->nstage && r->stage_t[k] != t) k++;
+    bool staged = k < r->nstage;
+    if (!staged) {
+        k = 0;
+        while (k < r->ncache && r->cache_t[k] != t) k++;
+        if (k == r->ncache) return BM_NONE;
+    }
+    if (tv->dtype == FU_F32) return BM_REGISTER;
+    if (tv->dtype != FU_BF16 || r->vec < 2 || r->vec % 2) return BM_NONE;
+    if (staged) snprintf(raw, n, "fu_s%d + b * %d", k, r->vec);
+    else snprintf(raw, n, "fu_c%d + it * %d", k, r->vec);
+    return BM_PACKED_BF16;
+}
+
+/* Phase M of an online log-sum-exp: the max of the batch first, then one
+ * rescale of the running sum per batch (not one per vector), so phase B adds
+ * exp(x - m) with m fixed. */
+static void emit_batch_max(red_ctx *r, int pass, const cg_index *idx)
+{
+    cg_ctx *c = &r->w->cg;
+    bool any = false;
+    char raw[MAX_REDS][48];
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        ri->batch_max = BM_NONE;
+        if (ri->pass != pass || ri->online_max < 0) continue;
+        ri->batch_max = batch_max_source(r, ri, raw[i], sizeof raw[i]);
+        if (ri->batch_max == BM_PACKED_BF16) cg_line(c, "unsigned mb%d = 0xff80ff80u; // the batch's max, two bf16 lanes", i);
+        else if (ri->batch_max == BM_REGISTER) cg_line(c, "float mb%d = -FU_INF; // the batch's max", i);
+        any |= ri->batch_max != BM_NONE;
+    }
+    if (!any) return;
+    open_batch_slot(r);
+    r->in_pass = true;
+    for (int i = 0; i < r->nred; i++) {
+        const red_info *ri = &r->reds[i];
+        if (ri->pass != pass || ri->batch_max == BM_NONE) continue;
+        if (ri->batch_max == BM_PACKED_BF16) {
+            for (int w = 0; w < r->vec / 2; w++)
+                cg_line(c, "mb%d = fu_max_bf16x2(mb%d, ((const unsigned *)(%s))[%d]);", i, i, raw[i], w);
+            continue;
+        }
+        for (int lane = 0; lane < r->vec; lane++) {
+            c->lane = lane;
+            cg_index li[FU_MAX_RANK];
+            memcpy(li, idx, sizeof li);
+            cg_index_refresh(c, &li[r->rank - 1]);
+            cg_line(c, "mb%d = fu_max(mb%d, %s);", i, i, cg_value(c, online_source(r, ri), li));
+        }
+        c->lane = 0;
+    }
+    r->in_pass = false;
+    close_batch_slot(r);
+    for (int i = 0; i < r->nred; i++) {
+        const red_info *ri = &r->reds[i];
+        if (ri->pass != pass || ri->batch_max == BM_NONE) continue;
+        const char *m = r->reds[ri->online_max].var;
+        char mb[48];
+        if (ri->batch_max == BM_PACKED_BF16) snprintf(mb, sizeof mb, "fu_max(fu_bf16x2_lo(mb%d), fu_bf16x2_hi(mb%d))", i, i);
+        else snprintf(mb, sizeof mb, "mb%d", i);
+        cg_line(c, "{ const float mx = %s; if (mx > %s) { %s *= fu_exp_sub(%s, mx); %s = mx; } }", mb, m, ri->var, m, m);
+    }
+}
+
 static void emit_pass(red_ctx *r, int pass)
 {
     cg_ctx *c = &r->w->cg;
     const fu_fusion *f = r->f;
-    const char *it = c->index64 ? "long long" : "int";
     cg_line(c, "// pass %d over the row", pass);
     for (int i = 0; i < r->nred; i++) {
         red_info *ri = &r->reds[i];
@@ -599,16 +736,7 @@ static void emit_pass(red_ctx *r, int pass)
     bool loads = r->nstage > 0 || (pass == 1 && r->ncache > 0);
     r->in_pass = false;
     if (loads) {
-        cg_line(c, "#pragma unroll");
-        cg_line(c, "for (int b = 0; b < %d; b++) {", batch);
-        c->indent++;
-        c->scope++;
-        cg_line(c, "const int it = it0 + b;");
-        cg_line(c, "const %s kb = ((%s)it * %d + threadIdx.x) * %d;", it, it, r->threads, r->vec);
-        cg_line(c, "if (kb < %lld) {", (long long)r->K);
-        c->indent++;
-        c->scope++;
-        emit_inner_vars(r);
+        open_batch_slot(r);
         for (int k = 0; k < r->nstage; k++) {
             char dst[32];
             snprintf(dst, sizeof dst, "fu_s%d + b * %d", k, r->vec);
@@ -616,23 +744,11 @@ static void emit_pass(red_ctx *r, int pass)
         }
         if (pass == 1)
             for (int k = 0; k < r->ncache; k++) emit_row_load(r, r->cache_t[k], idx, NULL, k);
-        c->scope--;
-        c->indent--;
-        cg_drop_scope(c);
-        cg_line(c, "}");
-        cg_close(c);
+        close_batch_slot(r);
     }
+    emit_batch_max(r, pass, idx);
     /* phase B: the arithmetic, reading what phase A loaded */
-    cg_line(c, "#pragma unroll");
-    cg_line(c, "for (int b = 0; b < %d; b++) {", batch);
-    c->indent++;
-    c->scope++;
-    cg_line(c, "const int it = it0 + b;");
-    cg_line(c, "const %s kb = ((%s)it * %d + threadIdx.x) * %d;", it, it, r->threads, r->vec);
-    cg_line(c, "if (kb < %lld) {", (long long)r->K);
-    c->indent++;
-    c->scope++;
-    emit_inner_vars(r);
+    open_batch_slot(r);
     r->in_pass = true;
     /* per lane: the pass's row reductions and full-size outputs */
     char outs[16][16][32];
@@ -660,9 +776,11 @@ static void emit_pass(red_ctx *r, int pass)
         red_info *ri = &r->reds[i];
         if (ri->pass != pass || ri->online_max < 0) continue;
         const char *m = r->reds[ri->online_max].var;
-        cg_line(c, "float mx%d = %s;", i, online_e[i][0]);
-        for (int lane = 1; lane < r->vec; lane++) cg_line(c, "mx%d = fu_max(mx%d, %s);", i, i, online_e[i][lane]);
-        cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, ri->var, m, i, m, i);
+        if (ri->batch_max == BM_NONE) { /* the vector's max, then its terms */
+            cg_line(c, "float mx%d = %s;", i, online_e[i][0]);
+            for (int lane = 1; lane < r->vec; lane++) cg_line(c, "mx%d = fu_max(mx%d, %s);", i, i, online_e[i][lane]);
+            cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, ri->var, m, i, m, i);
+        } /* else phase M took the batch's max */
         for (int lane = 0; lane < r->vec; lane++) cg_line(c, "%s += fu_exp_sub(%s, %s);", ri->var, online_e[i][lane], m);
     }
     for (int o = 0; o < nout; o++) {
@@ -688,11 +806,7 @@ static void emit_pass(red_ctx *r, int pass)
     r->in_pass = false;
     c->vec = 1; /* per-row code after the pass is scalar */
     c->lane_var = -1;
-    c->scope--;
-    c->indent--;
-    cg_drop_scope(c);
-    cg_line(c, "}");
-    cg_close(c); /* b */
+    close_batch_slot(r);
     cg_close(c); /* it0 */
     /* the pass's reductions across the block */
     for (int i = 0; i < r->nred; i++) {
@@ -784,7 +898,7 @@ static bool choose_config(red_ctx *r, char *why, size_t nwhy)
      * stay in registers between passes (1024 threads hold 32 KiB-float rows),
      * else 16, at most 512 threads, so more rows are in flight per SM. */
     int64_t vecs = (r->K + r->vec - 1) / r->vec;
-    int per_thread = r->passes >= 2 ? 8 : 16, max_threads = r->passes >= 2 ? 1024 : 512;
+    int per_thread = r->passes >= 2 ? CACHED_ROW_ITERS : STREAMED_ROW_ITERS, max_threads = r->passes >= 2 ? 1024 : 512;
     int threads = 32;
     while (threads < max_threads && (int64_t)threads * per_thread < vecs) threads *= 2;
     r->threads = threads;
