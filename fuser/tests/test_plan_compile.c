@@ -182,6 +182,19 @@ static void check_codegen_choices(const char *suites)
         CHECK(count_of(emb, "flush();") == 1); /* one call site: compiled once */
     }
     free(emb);
+    /* pointwise items (v7): one vector per thread for a big copy, 4 where a
+     * gather's row load waits on its index, one wave for small grids */
+    const char *qkv_big[] = {"B=32", "T=2048", "C=2048", "H=32"};
+    char *qb = one_kernel_source(suites, "qkv_split/qkv_split.fusion", qkv_big, 4, FU_BF16);
+    if (qb) CHECK_CONTAINS(qb, "1 item of 8 lanes per thread");
+    free(qb);
+    const char *emb_big[] = {"V=128256", "D=4096", "T=65536"};
+    char *eb = one_kernel_source(suites, "embedding/embedding_fwd.fusion", emb_big, 3, FU_BF16);
+    if (eb) CHECK_CONTAINS(eb, "4 items of 8 lanes per thread");
+    free(eb);
+    char *es = one_kernel_source(suites, "embedding/embedding_fwd.fusion", NULL, 0, FU_BF16);
+    if (es) CHECK_CONTAINS(es, "3 items of 8 lanes per thread");
+    free(es);
     printf("%-48s %s\n", "codegen choices", check_failures ? "FAIL" : "OK");
 }
 

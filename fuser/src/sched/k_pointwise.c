@@ -16,6 +16,24 @@
 #include "plan.h"
 
 #define PW_THREADS 256
+/* Vectors per thread (measured on the H200, docs/perf.md v7). A grid that
+ * fits in one wave at up to ONE_WAVE_ITEMS vectors per thread gets just
+ * enough to be one wave: every load is issued at the start (bf16 embedding
+ * forward at 50304x768x8192: 11.0 -> 10.7 us; at 6 vectors per thread the f32
+ * one spilled and lost 4%). Larger grids: one vector per thread, the finest
+ * blocks for the tail (bf16 QKV split at 32x2048x6144: 414 -> 397 us), but up
+ * to GATHER_ITEMS where a gather makes each row load wait on its index load:
+ * more independent chains per thread (the big embedding forward: 534 us at 4,
+ * 562 at 1). */
+#ifndef PW_ONE_WAVE_ITEMS
+#define PW_ONE_WAVE_ITEMS 4
+#endif
+#ifndef PW_GATHER_ITEMS
+#define PW_GATHER_ITEMS 4
+#endif
+#ifndef PW_ITEMS
+#define PW_ITEMS 1
+#endif
 
 typedef struct pw_domain {
     int rank;
@@ -117,7 +135,11 @@ static void emit_domain(fu_kernel_writer *w, const pw_domain *d, int di)
     c->scope++;
     cg_line(c, "const %s eb = (%s)(blockIdx.x - %uu) * %lld; // the block's first element", it, it, d->first_block, per_block);
     c->vec = d->vec;
-    char vals[4][16][16][32];
+    char (*vals)[16][16][32] = fu_malloc(sizeof *vals * (size_t)d->items);
+    if (!vals) {
+        cg_fail(c, "pointwise: out of memory");
+        return;
+    }
     cg_index idx[FU_MAX_RANK];
     cg_line(c, "if (eb + %lld <= %lld) {", per_block, (long long)d->numel);
     c->indent++;
@@ -154,6 +176,7 @@ static void emit_domain(fu_kernel_writer *w, const pw_domain *d, int di)
     c->scope--;
     c->indent--;
     cg_drop_scope(c);
+    fu_free(vals);
 }
 
 bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
@@ -186,16 +209,28 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         }
         doms[d].outputs[doms[d].noutputs++] = g->outputs[i];
     }
-    unsigned blocks = 0;
+    int blocks_per_sm = g->opts->max_threads_per_sm / PW_THREADS;
+    if (blocks_per_sm < 1) blocks_per_sm = 1;
+    const int64_t wave = (int64_t)g->opts->sm_count * blocks_per_sm; /* blocks resident at once */
+    int64_t all_vectors = 0;
     for (int d = 0; d < ndoms; d++) {
         doms[d].vec = pick_vec(f, &doms[d]);
+        all_vectors += (doms[d].numel + doms[d].vec - 1) / doms[d].vec;
+    }
+    const int64_t wave_threads = wave * PW_THREADS;
+    const bool one_wave = all_vectors <= wave_threads * PW_ONE_WAVE_ITEMS;
+    const int max_items = fu_group_has_op_kind(g, FU_KIND_GATHER) ? PW_GATHER_ITEMS : PW_ITEMS;
+    unsigned blocks = 0;
+    for (int d = 0; d < ndoms; d++) {
         int64_t vectors = (doms[d].numel + doms[d].vec - 1) / doms[d].vec;
-        /* Up to 4 vectors per thread while that still fills one wave of blocks. */
-        int64_t wave = (int64_t)g->opts->sm_count * (g->opts->max_threads_per_sm / PW_THREADS);
-        doms[d].items = 1;
-        while (doms[d].items < 4 && (vectors + (int64_t)PW_THREADS * doms[d].items * 2 - 1) /
-                                            ((int64_t)PW_THREADS * doms[d].items * 2) >= wave)
-            doms[d].items *= 2;
+        if (one_wave) {
+            doms[d].items = (int)((all_vectors + wave_threads - 1) / wave_threads);
+        } else { /* up to max_items per thread while that still fills one wave of blocks */
+            doms[d].items = 1;
+            while (doms[d].items < max_items && (vectors + (int64_t)PW_THREADS * doms[d].items * 2 - 1) /
+                                                             ((int64_t)PW_THREADS * doms[d].items * 2) >= wave)
+                doms[d].items *= 2;
+        }
         doms[d].first_block = blocks;
         doms[d].nblocks = (unsigned)((vectors + (int64_t)PW_THREADS * doms[d].items - 1) / ((int64_t)PW_THREADS * doms[d].items));
         blocks += doms[d].nblocks;
@@ -209,14 +244,17 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     kp->grid = blocks ? blocks : 1;
     kp->block = PW_THREADS;
     size_t k = 0;
-    k += (size_t)snprintf(kp->config + k, sizeof kp->config - k, "%d domain%s:", ndoms, ndoms == 1 ? "" : "s");
+    k += (size_t)snprintf(kp->config + k, sizeof kp->config - k, "%s%d domain%s:", one_wave ? "one wave, " : "", ndoms,
+                          ndoms == 1 ? "" : "s");
     for (int d = 0; d < ndoms && k < sizeof kp->config; d++) {
         char s[128];
         fu_shape_str(doms[d].rank, doms[d].shape, s, sizeof s);
         k += (size_t)snprintf(kp->config + k, sizeof kp->config - k, " %s x%d vec=%d items=%d blocks=%u;", s,
                               doms[d].noutputs, doms[d].vec, doms[d].items, doms[d].nblocks);
     }
-    fu_kw_signature(&w, kp, PW_THREADS, 1, false);
+    /* one wave only if every block is resident: cap the registers to fit */
+    unsigned resident = one_wave ? (kp->grid + (unsigned)g->opts->sm_count - 1) / (unsigned)g->opts->sm_count : 1u;
+    fu_kw_signature(&w, kp, PW_THREADS, resident, false);
     cg_open(&w.cg);
     bool any = false;
     for (int d = 0; d < ndoms; d++) {
