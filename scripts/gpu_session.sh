@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu_session.sh -- everything a GPU session checks, in one call on the GPU machine:
 # build (Release, and ASan for the gpu tests), every `gpu` and `compile` test, the PyTorch
-# cross entropy check, the plans of the seed workloads, and the suites when asked:
+# cross entropy check, real NVRTC times (scripts/compile_times.sh), the plans of the seed
+# workloads, and the suites when asked:
 #
 #   scripts/gpu_session.sh [SUITES_ARGS...]      e.g. scripts/gpu_session.sh all --repetitions 5
 #
@@ -48,6 +49,11 @@ if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
   echo "==== scripts/check_torch_ce.py ====" >>"$out/checks.log"
   row "torch cross_entropy check" \
     "$(python3 scripts/check_torch_ce.py /tmp/b/fuser/fuser --gpu 2>&1 | tee -a "$out/checks.log" | tail -n 1)"
+
+  echo "==== scripts/compile_times.sh ====" >>"$out/checks.log"
+  row "NVRTC, slowest seed kernel (ms)" "$(scripts/compile_times.sh /tmp/b/fuser/fuser 2 2>&1 | tee -a "$out/checks.log" |
+    awk -F'|' 'NR > 1 {n = split($1, a, " "); for (i = 3; i <= n; i++) if (a[i] + 0 > m) {m = a[i] + 0; k = a[1] " " a[2]}}
+               END {print m " (" k ")"}')"
 
   for f in suites/*/*.fusion; do
     for dt in f32 bf16; do
