@@ -180,6 +180,10 @@ static void check_codegen_choices(const char *suites)
         CHECK_CONTAINS(emb, "r += 5)");
         CHECK_CONTAINS(emb, "__shared__ int fu_pos[3072];");
         CHECK(count_of(emb, "flush();") == 1); /* one call site: compiled once */
+        /* the list sorted by the whole block, placed by one warp in index order */
+        CHECK(count_of(emb, "atomicAdd(&fu_cnt[fu_row[e]], 1)") == 1);
+        CHECK(count_of(emb, "__match_any_sync(") == 1);
+        CHECK(count_of(emb, "if (threadIdx.x == 0) { // stable counting sort") == 0);
     }
     free(emb);
     /* pointwise items (v7): one vector per thread for a big copy, 4 where a
