@@ -254,6 +254,7 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     }
     /* one wave only if every block is resident: cap the registers to fit */
     unsigned resident = one_wave ? (kp->grid + (unsigned)g->opts->sm_count - 1) / (unsigned)g->opts->sm_count : 1u;
+    if (resident > (unsigned)blocks_per_sm) resident = (unsigned)blocks_per_sm; /* per-domain rounding */
     fu_kw_signature(&w, kp, PW_THREADS, resident, false);
     cg_open(&w.cg);
     bool any = false;

@@ -628,7 +628,6 @@ static void close_batch_slot(red_ctx *r)
  * the bf16 primitives kernel spilled), as the staged or cached f32 element
  * itself (a register), or as the packed pairs of a staged or cached bf16
  * input converted to f32 (raw = "fu_s0 + b * 8": two elements per max). */
-
 static batch_max_kind batch_max_source(const red_ctx *r, const red_info *ri, char *raw, size_t n)
 {
     fu_tensor e = online_source(r, ri), t = e;
@@ -694,7 +693,7 @@ static void emit_batch_max(red_ctx *r, int pass, const cg_index *idx)
         const red_info *ri = &r->reds[i];
         if (ri->pass != pass || ri->batch_max == BM_NONE) continue;
         const char *m = r->reds[ri->online_max].var;
-        char mb[48];
+        char mb[80];
         if (ri->batch_max == BM_PACKED_BF16) snprintf(mb, sizeof mb, "fu_max(fu_bf16x2_lo(mb%d), fu_bf16x2_hi(mb%d))", i, i);
         else snprintf(mb, sizeof mb, "mb%d", i);
         cg_line(c, "{ const float mx = %s; if (mx > %s) { %s *= fu_exp_sub(%s, mx); %s = mx; } }", mb, m, ri->var, m, m);
