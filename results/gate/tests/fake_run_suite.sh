@@ -2,7 +2,8 @@
 # fake_run_suite.sh -- a stand-in for ./run_suite in the ci/nightly test: it
 # takes run_suite's arguments and writes a synthetic run (gate_synth) instead
 # of measuring.
-#   fake_run_suite.sh SUITE|all --format json --out FILE [--repetitions N] [--build-dir D]
+#   fake_run_suite.sh SUITE|all --format json --out FILE [--repetitions N]
+# (exactly what ./run_suite accepts of ci/nightly's arguments: anything else fails)
 # FAKE_SCALE (of the cases matching FAKE_SLOW, default all), FAKE_KERNELS_PLUS, FAKE_SEED, FAKE_DATE, FAKE_COMMIT shape the
 # run; FAKE_FAIL_SUITE makes that suite exit 1 without a file; every call
 # appends "SUITE CUDA_VISIBLE_DEVICES" to FAKE_LOG.
@@ -14,7 +15,6 @@ while [ $# -gt 0 ]; do
         --format) [ "$2" = json ] || { echo "fake_run_suite: --format $2?" >&2; exit 2; }; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --repetitions) reps=$2; shift 2 ;;
-        --build-dir) shift 2 ;;
         *) echo "fake_run_suite: unexpected '$1'" >&2; exit 2 ;;
     esac
 done
