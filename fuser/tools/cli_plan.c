@@ -5,7 +5,7 @@
  * plan: builds the plan (the device's SM count, else 132), compiles every
  * kernel through the runtime and its disk cache (fu_exec_prepare), and prints
  * fu_plan_text followed by the compile report, or with --json fu_plan_json
- * with the compile report spliced in: per kernel "compile_ms", "cache_hit",
+ * with the compile report as extra members: per kernel "compile_ms", "cache_hit",
  * "registers", "local_bytes" (null without a device), and at the top
  * "ready_ms", "nvrtc_calls", "cache_hits", "device", "arch", "sm_count",
  * "scatter", "compiled". Everything is written only when all of it succeeded.
@@ -77,75 +77,12 @@ static fu_status job_plan(const cli_options *o, plan_job *j, fu_error *err)
 
 /* ------------------------------------------------------------ JSON */
 
-static void json_string(fu_strbuf *sb, const char *s)
-{
-    fu_sb_puts(sb, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fu_sb_printf(sb, "\\%c", c);
-        else if (c == '\n') fu_sb_puts(sb, "\\n");
-        else if (c < 0x20) fu_sb_printf(sb, "\\u%04x", c);
-        else fu_sb_printf(sb, "%c", c);
-    }
-    fu_sb_puts(sb, "\"");
-}
-
-/* Inserts kernel_extra[k] before the closing brace of the k-th object of the
- * top-level "kernels" array of base (fu_plan_json's text), and top_extra
- * before the final closing brace. NULL if base does not have that shape. */
-static char *splice_json(const char *base, char *const *kernel_extra, int nkernels, const char *top_extra)
-{
-    fu_strbuf sb;
-    fu_sb_init(&sb);
-    int depth = 0, k = 0;
-    bool in_string = false, escaped = false, in_kernels = false, top_done = false;
-    const char *str_start = NULL;
-    char last_key[64] = ""; /* the last string seen at depth 1 */
-    for (const char *s = base; *s; s++) {
-        char c = *s;
-        if (in_string) {
-            if (escaped) {
-                escaped = false;
-            } else if (c == '\\') {
-                escaped = true;
-            } else if (c == '"') {
-                in_string = false;
-                if (depth == 1) snprintf(last_key, sizeof last_key, "%.*s", (int)(s - str_start), str_start);
-            }
-        } else if (c == '"') {
-            in_string = true;
-            str_start = s + 1;
-        } else if (c == '{' || c == '[') {
-            depth++;
-            if (c == '[' && depth == 2 && strcmp(last_key, "kernels") == 0) in_kernels = true;
-        } else if (c == '}' || c == ']') {
-            if (c == '}' && depth == 3 && in_kernels) {
-                if (k >= nkernels) break;
-                fu_sb_puts(&sb, kernel_extra[k++]);
-            }
-            if (c == ']' && depth == 2) in_kernels = false;
-            if (c == '}' && depth == 1) {
-                fu_sb_puts(&sb, top_extra);
-                top_done = true;
-            }
-            depth--;
-        }
-        fu_sb_printf(&sb, "%c", c);
-    }
-    if (k != nkernels || !top_done || depth != 0) {
-        fu_sb_free(&sb);
-        return NULL;
-    }
-    return fu_sb_take(&sb);
-}
-
 static char *plan_json(const plan_job *j)
 {
     const fu_plan *p = j->plan;
-    char *base = fu_plan_json(p);
     char **extra = fu_calloc((size_t)p->nkernels + 1, sizeof *extra);
     char *out = NULL;
-    bool ok = base && extra;
+    bool ok = extra != NULL;
     for (int i = 0; ok && i < p->nkernels; i++) {
         fu_strbuf sb;
         fu_sb_init(&sb);
@@ -167,9 +104,9 @@ static char *plan_json(const plan_job *j)
         fu_strbuf sb;
         fu_sb_init(&sb);
         fu_sb_puts(&sb, ", \"device\": ");
-        json_string(&sb, fu_runtime_describe(j->rt));
+        fu_sb_json_string(&sb, fu_runtime_describe(j->rt));
         fu_sb_puts(&sb, ", \"arch\": ");
-        json_string(&sb, fu_runtime_arch(j->rt));
+        fu_sb_json_string(&sb, fu_runtime_arch(j->rt));
         fu_sb_printf(&sb, ", \"sm_count\": %d, \"scatter\": \"%s\", \"compiled\": %s", j->po.sm_count,
                      scatter_name(j->po.scatter), j->x ? "true" : "false");
         if (j->x) fu_sb_printf(&sb, ", \"ready_ms\": %.3f", fu_exec_prepare_ms(j->x));
@@ -177,12 +114,11 @@ static char *plan_json(const plan_job *j)
         fu_sb_printf(&sb, ", \"nvrtc_calls\": %lld, \"cache_hits\": %lld", (long long)st.nvrtc_calls,
                      (long long)st.cache_hits);
         char *top = fu_sb_take(&sb);
-        if (top) out = splice_json(base, extra, p->nkernels, top);
+        if (top) out = fu_plan_json(p, extra, top);
         fu_free(top);
     }
     for (int i = 0; extra && i < p->nkernels; i++) fu_free(extra[i]);
     fu_free(extra);
-    fu_free(base);
     return out;
 }
 

@@ -352,45 +352,37 @@ void fu_plan_free(fu_plan *p)
 
 /* ------------------------------------------------------------ printing */
 
-static void json_string(fu_strbuf *sb, const char *s)
-{
-    fu_sb_puts(sb, "\"");
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fu_sb_printf(sb, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20) fu_sb_printf(sb, "\\u%04x", *s);
-        else fu_sb_printf(sb, "%c", *s);
-    }
-    fu_sb_puts(sb, "\"");
-}
-
-char *fu_plan_json(const fu_plan *p)
+char *fu_plan_json(const fu_plan *p, char *const *kernel_extra, const char *top_extra)
 {
     fu_strbuf sb;
     fu_sb_init(&sb);
     const fu_fusion *f = p->fusion;
     fu_sb_puts(&sb, "{\"fusion\": ");
-    json_string(&sb, f->name);
+    fu_sb_json_string(&sb, f->name);
     fu_sb_printf(&sb, ", \"segments\": %d, \"copies\": %d, \"kernels\": [", p->nkernels, p->ncopies);
     for (int i = 0; i < p->nkernels; i++) {
         const fu_kernel_plan *k = &p->kernels[i];
         fu_sb_puts(&sb, i ? ", {\"name\": " : "{\"name\": ");
-        json_string(&sb, k->name);
+        fu_sb_json_string(&sb, k->name);
         fu_sb_printf(&sb, ", \"scheduler\": \"%s\", \"ops\": [", fu_sched_name(k->sched));
         for (int j = 0; j < k->nops; j++) {
             const fu_node *n = &f->nodes[k->ops[j]];
             fu_sb_puts(&sb, j ? ", " : "");
             char op[160];
             snprintf(op, sizeof op, "%s = %s", f->values[n->output].name, fu_op_name(n->op));
-            json_string(&sb, op);
+            fu_sb_json_string(&sb, op);
         }
         fu_sb_printf(&sb, "], \"grid\": [%u, 1, 1], \"block\": [%u, 1, 1], \"shared_bytes\": %zu, "
                           "\"workspace_bytes\": %zu, \"memset_before\": %s, \"config\": ",
                      k->grid, k->block, k->shared_bytes, k->workspace_bytes,
                      k->zero_before >= 0 || k->copy_before >= 0 ? "true" : "false");
-        json_string(&sb, k->config);
+        fu_sb_json_string(&sb, k->config);
+        if (kernel_extra && kernel_extra[i]) fu_sb_puts(&sb, kernel_extra[i]);
         fu_sb_puts(&sb, "}");
     }
-    fu_sb_puts(&sb, "]}");
+    fu_sb_puts(&sb, "]");
+    if (top_extra) fu_sb_puts(&sb, top_extra);
+    fu_sb_puts(&sb, "}");
     return fu_sb_take(&sb);
 }
 

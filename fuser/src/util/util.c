@@ -70,6 +70,19 @@ void fu_sb_printf(fu_strbuf *sb, const char *fmt, ...)
     va_end(ap);
 }
 
+void fu_sb_json_string(fu_strbuf *sb, const char *s)
+{
+    fu_sb_puts(sb, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fu_sb_printf(sb, "\\%c", c);
+        else if (c == '\n') fu_sb_puts(sb, "\\n");
+        else if (c < 0x20) fu_sb_printf(sb, "\\u%04x", c);
+        else fu_sb_printf(sb, "%c", c);
+    }
+    fu_sb_puts(sb, "\"");
+}
+
 char *fu_sb_take(fu_strbuf *sb)
 {
     if (sb->failed) { fu_sb_free(sb); return NULL; }

@@ -47,6 +47,9 @@ void fu_sb_printf(fu_strbuf *sb, const char *fmt, ...)
 void fu_sb_vprintf(fu_strbuf *sb, const char *fmt, va_list ap);
 /* Hands the text to the caller (malloc'd; NULL if an allocation failed). */
 char *fu_sb_take(fu_strbuf *sb);
+/* Appends s as a JSON string literal (quotes, backslashes and control
+ * characters escaped). */
+void fu_sb_json_string(fu_strbuf *sb, const char *s);
 
 /* Reads a whole file into a NUL-terminated malloc'd buffer; NULL on error. */
 char *fu_read_file(const char *path, size_t *len_out);
