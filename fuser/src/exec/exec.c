@@ -1,8 +1,6 @@
 /* exec.c -- see exec.h. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "exec.h"
 
@@ -22,13 +20,6 @@ struct fu_executable {
     double prepare_ms;
     int nkernels_launched, nmemsets, ncopies;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static size_t tensor_bytes(const fu_fusion *f, fu_tensor t)
 {
@@ -54,7 +45,7 @@ void fu_exec_free(fu_executable *x)
 
 fu_status fu_exec_prepare(fu_runtime *rt, const fu_plan *plan, fu_executable **out, fu_error *err)
 {
-    double t0 = now_ms();
+    double t0 = fu_now_ms();
     *out = NULL;
     fu_executable *x = fu_calloc(1, sizeof *x);
     if (!x) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
@@ -107,7 +98,7 @@ fu_status fu_exec_prepare(fu_runtime *rt, const fu_plan *plan, fu_executable **o
             return s;
         }
     }
-    x->prepare_ms = now_ms() - t0;
+    x->prepare_ms = fu_now_ms() - t0;
     *out = x;
     return FU_OK;
 }

@@ -163,8 +163,6 @@ void fu_error_append(fu_error *err, const char *fmt, ...)
 #endif
     ;
 
-double fu_now_ms(void);
-
 /* SHA-256 (sha256.c). */
 typedef struct fu_sha256 {
     uint32_t h[8];

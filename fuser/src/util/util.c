@@ -1,6 +1,16 @@
+#define _POSIX_C_SOURCE 200809L
+
 #include "util.h"
 
 #include <string.h>
+#include <time.h>
+
+double fu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
 
 void *fu_malloc(size_t n) { return malloc(n ? n : 1); }
 void *fu_calloc(size_t count, size_t size) { return calloc(count ? count : 1, size ? size : 1); }

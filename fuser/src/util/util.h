@@ -30,6 +30,9 @@ int fu_grow(void **items, int *cap, int need, size_t item_size);
         }                                                                               \
     } while (0)
 
+/* Monotonic wall time in milliseconds (for durations). */
+double fu_now_ms(void);
+
 typedef struct fu_strbuf {
     char *data;
     size_t len, cap;
