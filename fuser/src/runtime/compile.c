@@ -555,13 +555,11 @@ fu_status fu_runtime_compile(fu_runtime *rt, const char *source, const char *nam
             fu_status s = fu_cu_error(rt, err, r, "cuModuleLoadData", __FILE__, __LINE__);
             fu_error_append(err, " (module '%s', %zu-byte CUBIN for %s, device sm_%d%d)", name,
                             cubin_n, rt->arch, rt->props.cc_major, rt->props.cc_minor);
-            rt->live_modules++;
             fu_module_free(m);
             return s;
         }
         rt->stats.modules_loaded++;
     }
-    rt->live_modules++;
     rt->stats.compiles++;
     info->cubin_bytes = cubin_n;
     info->total_ms = fu_now_ms() - t0;
@@ -578,7 +576,6 @@ void fu_module_free(fu_module *m)
         fu_free(k);
     }
     if (m->mod) m->rt->cu.ModuleUnload(m->mod);
-    m->rt->live_modules--;
     fu_free(m->cubin);
     fu_free(m->log);
     fu_free(m->name);

@@ -9,7 +9,6 @@
 #include "util.h"
 
 #include <dlfcn.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -651,8 +650,6 @@ fu_status fu_runtime_launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3]
         }
         k->dynamic_shared_limit = (int)shared_bytes;
     }
-    if (shared_bytes > UINT_MAX)
-        return fu_error_set(err, FU_ERR_ARG, "launch: shared memory size too large%s", where);
     CUresult r = rt->cu.LaunchKernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1],
                                      block[2], (unsigned)shared_bytes, rt->stream, args, NULL);
     if (r != CUDA_SUCCESS) {
@@ -688,7 +685,6 @@ fu_status fu_event_create(fu_runtime *rt, fu_event **out, fu_error *err)
         return fu_cu_error(rt, err, r, "cuEventCreate", __FILE__, __LINE__);
     }
     e->rt = rt;
-    rt->live_events++;
     *out = e;
     return FU_OK;
 }
@@ -697,7 +693,6 @@ void fu_event_free(fu_event *e)
 {
     if (!e) return;
     e->rt->cu.EventDestroy(e->ev);
-    e->rt->live_events--;
     fu_free(e);
 }
 

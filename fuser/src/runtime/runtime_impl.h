@@ -103,7 +103,6 @@ struct fu_runtime {
 
     char describe[512];
     fu_runtime_stats stats;
-    int live_modules, live_events;
 };
 
 struct fu_kernel {
