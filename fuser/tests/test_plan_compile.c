@@ -202,6 +202,28 @@ static void check_codegen_choices(const char *suites)
     printf("%-48s %s\n", "codegen choices", check_failures ? "FAIL" : "OK");
 }
 
+/* A chain that reuses each tensor twice (x1 = add(x0, x0), x2 = add(x1, x1),
+ * ...) reaches x0 along 2^depth paths: the reduction scheduler's walks of the
+ * graph (reads_at_row, hoist_row_values) must not follow every path, or
+ * planning takes exponential time (12 s at depth 28; depth 40 would take
+ * hours). Plans to one kernel at once. */
+static fu_fusion *reuse_chain(fu_dtype dt, int depth)
+{
+    fu_fusion *f = fu_fusion_new("reuse_chain");
+    int64_t xs[2] = {64, 256};
+    int ax1[1] = {1};
+    fu_tensor a = fu_input(f, "a", dt, 2, xs), b = fu_input(f, "b", dt, 2, xs);
+    fu_tensor x = fu_binary(f, FU_OP_MUL, a, tc_scalar(f, 0.5, dt, "half"), "x0");
+    for (int i = 1; i <= depth; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        x = fu_binary(f, FU_OP_ADD, x, x, name);
+    }
+    fu_output(f, fu_reduce(f, FU_OP_SUM, x, 1, ax1, false, "s1"));
+    fu_output(f, fu_reduce(f, FU_OP_SUM, b, 1, ax1, false, "s2"));
+    return f;
+}
+
 int main(void)
 {
     const char *suites = getenv("FUSER_SUITES_DIR");
@@ -260,6 +282,8 @@ int main(void)
     tc_sizes z = {.ce_n = 1024, .ce_v = 32768, .emb_v = 50304, .emb_d = 768, .emb_t = 8192,
                   .qkv_b = 16, .qkv_t = 128, .qkv_c = 1024, .multi_n = 1024, .multi_v = 4096};
     for (int d = 0; d < 2; d++) tc_add_api_cases(&l, &z, dts[d]);
+    /* (e) a depth-40 chain of reused tensors: one kernel, planned at once */
+    tc_push(&l, reuse_chain(FU_F32, 40), "reuse_chain_40", 1);
     CHECK(l.errors == 0);
 
     for (int i = 0; i < l.n; i++) plan_and_compile(rt, &l.v[i]);

@@ -77,6 +77,8 @@ typedef struct red_ctx {
     int nred;
     red_info reds[MAX_REDS];
     uint32_t *deps;  /* per tensor: reductions reached without passing one */
+    int *seen;       /* per tensor, in one walk of the graph (walk_begin): 1 + the
+                      * smallest depth it was reached at so far, 0 = not reached */
     int vec, threads, iters, passes;
     int elem_bytes; /* size of the widest full-size tensor's element */
     int ncache;
@@ -448,12 +450,29 @@ static void full_index(red_ctx *r, cg_index *idx)
     }
 }
 
-/* Does the pass read full-size input t at the row position (through ops that
- * keep the index: pointwise, cast, where, broadcast, same-shape reshape)? */
-static bool reads_at_row(const red_ctx *r, fu_tensor from, fu_tensor t, int depth)
+/* Starts a walk of the graph from one root: no tensor reached yet. The walks
+ * below follow a DAG whose tensors can be reached along many paths (x1 =
+ * add(x0, x0), x2 = add(x1, x1), ...: 2^depth paths), so each visits a tensor
+ * again only when it reaches it at a smaller depth than before. A visit at a
+ * smaller depth goes at least as deep under the depth caps, so skipping the
+ * others changes nothing: reads_at_row answers the same, hoist_row_values
+ * makes the same cg_value calls first (repeated calls hit the memo). */
+static void walk_begin(const red_ctx *r) { memset(r->seen, 0, (size_t)r->f->nvalues * sizeof *r->seen); }
+
+/* Whether the walk should visit t at `depth` (first time, or shallower than
+ * before); records the depth. */
+static bool walk_visit(const red_ctx *r, fu_tensor t, int depth)
+{
+    if (r->seen[t] && r->seen[t] - 1 <= depth) return false;
+    r->seen[t] = depth + 1;
+    return true;
+}
+
+static bool reads_at_row_walk(const red_ctx *r, fu_tensor from, fu_tensor t, int depth)
 {
     if (from == t) return true;
     if (depth > 256 || red_of(r, from) >= 0) return false;
+    if (!walk_visit(r, from, depth)) return false; /* that visit went as deep and found no t */
     const fu_node *n = fu_producer(r->f, from);
     if (!n || !r->g->in_group[n - r->f->nodes]) return false;
     fu_op_kind k = fu_op_kind_of(n->op);
@@ -464,8 +483,16 @@ static bool reads_at_row(const red_ctx *r, fu_tensor from, fu_tensor t, int dept
                                 sizeof(int64_t) * (size_t)fu_val(r->f, from)->rank));
     if (!keeps_index) return false;
     for (int i = 0; i < n->ninputs; i++)
-        if (reads_at_row(r, n->inputs[i], t, depth + 1)) return true;
+        if (reads_at_row_walk(r, n->inputs[i], t, depth + 1)) return true;
     return false;
+}
+
+/* Does the pass read full-size input t at the row position (through ops that
+ * keep the index: pointwise, cast, where, broadcast, same-shape reshape)? */
+static bool reads_at_row(const red_ctx *r, fu_tensor from, fu_tensor t)
+{
+    walk_begin(r);
+    return reads_at_row_walk(r, from, t, 0);
 }
 
 static fu_tensor online_source(const red_ctx *r, const red_info *ri)
@@ -519,9 +546,9 @@ static void choose_staged(red_ctx *r, int pass)
         for (int q = 0; q < r->nred && !read; q++) {
             const red_info *ri = &r->reds[q];
             if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
-            read = reads_at_row(r, ri->online_max >= 0 ? online_source(r, ri) : ri->in, p->tensor, 0);
+            read = reads_at_row(r, ri->online_max >= 0 ? online_source(r, ri) : ri->in, p->tensor);
         }
-        for (int o = 0; o < nout && !read; o++) read = reads_at_row(r, outs[o], p->tensor, 0);
+        for (int o = 0; o < nout && !read; o++) read = reads_at_row(r, outs[o], p->tensor);
         if (read) {
             canonical_base(r, p->tensor, r->stage_base[r->nstage]);
             r->stage_t[r->nstage++] = p->tensor;
@@ -849,9 +876,10 @@ static void emit_grid_prologue(red_ctx *r, red_info *ri)
 /* Per-row values that need no row reduction (the target id, the logit it
  * picks, the row mask) are computed when the row starts, so their loads are in
  * flight during the pass instead of after the block reduction. */
-static void hoist_row_values(red_ctx *r, fu_tensor t, uint32_t ready, int depth)
+static void hoist_walk(red_ctx *r, fu_tensor t, uint32_t ready, int depth)
 {
     if (depth > 64 || red_of(r, t) >= 0) return;
+    if (!walk_visit(r, t, depth)) return; /* that visit hoisted all this one would */
     const fu_value *v = fu_val(r->f, t);
     if ((r->deps[t] & ~ready) == 0) {
         cg_index idx[FU_MAX_RANK];
@@ -861,7 +889,13 @@ static void hoist_row_values(red_ctx *r, fu_tensor t, uint32_t ready, int depth)
     }
     const fu_node *n = fu_producer(r->f, t);
     if (!n || !r->g->in_group[n - r->f->nodes]) return;
-    for (int k = 0; k < n->ninputs; k++) hoist_row_values(r, n->inputs[k], ready, depth + 1);
+    for (int k = 0; k < n->ninputs; k++) hoist_walk(r, n->inputs[k], ready, depth + 1);
+}
+
+static void hoist_row_values(red_ctx *r, fu_tensor t, uint32_t ready)
+{
+    walk_begin(r);
+    hoist_walk(r, t, ready, 0);
 }
 
 static void hoist_all_row_values(red_ctx *r)
@@ -870,9 +904,9 @@ static void hoist_all_row_values(red_ctx *r)
     for (int i = 0; i < r->nred; i++)
         if (r->reds[i].kind == RK_GRID_PRO) ready |= 1u << i;
     cg_line(&r->w->cg, "// per-row values that need no reduction: loaded before the passes");
-    for (int o = 0; o < r->g->noutputs; o++) hoist_row_values(r, r->g->outputs[o], ready, 0);
+    for (int o = 0; o < r->g->noutputs; o++) hoist_row_values(r, r->g->outputs[o], ready);
     for (int i = 0; i < r->nred; i++)
-        if (r->reds[i].kind != RK_GRID_PRO) hoist_row_values(r, r->reds[i].in, ready, 0);
+        if (r->reds[i].kind != RK_GRID_PRO) hoist_row_values(r, r->reds[i].in, ready);
 }
 
 static bool choose_config(red_ctx *r, char *why, size_t nwhy)
@@ -928,7 +962,8 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     fu_kernel_writer *w = fu_calloc(1, sizeof *w);
     red_ctx *r = fu_calloc(1, sizeof *r);
     uint32_t *deps = fu_calloc((size_t)f->nvalues, sizeof *deps);
-    bool ok = w && r && deps;
+    int *seen = fu_calloc((size_t)f->nvalues, sizeof *seen);
+    bool ok = w && r && deps && seen;
     if (!ok) snprintf(why, nwhy, "out of memory");
     if (ok) ok = fu_kw_begin(w, g, kp, "reduction (rows, online softmax, grid reduction)", why, nwhy);
     if (ok) {
@@ -936,6 +971,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         r->f = f;
         r->w = w;
         r->deps = deps;
+        r->seen = seen;
         ok = analyse(r, why, nwhy);
     }
     cg_ctx *c = ok ? &w->cg : NULL;
@@ -987,6 +1023,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         fu_free(w);
         fu_free(r);
         fu_free(deps);
+        fu_free(seen);
         return false;
     }
     int ngrid = 0;
@@ -1101,5 +1138,6 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     fu_free(w);
     fu_free(r);
     fu_free(deps);
+    fu_free(seen);
     return ok;
 }
