@@ -68,12 +68,8 @@ static int pick_vec(const fu_fusion *f, const pw_domain *d)
 static void item_vars(cg_ctx *c, const pw_domain *d, int u, cg_index *idx)
 {
     const char *it = c->index64 ? "long long" : "int";
-    int64_t stride = 1;
     int64_t strides[FU_MAX_RANK];
-    for (int a = d->rank - 1; a >= 0; a--) {
-        strides[a] = stride;
-        stride *= d->shape[a];
-    }
+    fu_shape_contiguous_strides(d->rank, d->shape, strides);
     /* Items never share index expressions, so each starts a fresh variable
      * table (strings already rendered stay valid). */
     c->nvars = 0;
@@ -121,15 +117,17 @@ static void item_stores(fu_kernel_writer *w, const pw_domain *d, int u, char val
 
 /* A block owns items x threads x vec consecutive elements. Full blocks load
  * every item before storing any (several 16-byte loads in flight per thread);
- * the last, partial block checks each item. */
-static void emit_domain(fu_kernel_writer *w, const pw_domain *d, int di)
+ * the last, partial block checks each item. di is the domain's index (for the
+ * comment); first: no domain was emitted before it (else it continues the
+ * previous one's if-else chain). */
+static void emit_domain(fu_kernel_writer *w, const pw_domain *d, int di, bool first)
 {
     cg_ctx *c = &w->cg;
     const char *it = c->index64 ? "long long" : "int";
     char shape[160];
     fu_shape_str(d->rank, d->shape, shape, sizeof shape);
     long long per_block = (long long)d->items * PW_THREADS * d->vec;
-    cg_line(c, "%sif (blockIdx.x < %uu) { // domain %d: %s, %d item%s of %d lane%s per thread", di ? "} else " : "",
+    cg_line(c, "%sif (blockIdx.x < %uu) { // domain %d: %s, %d item%s of %d lane%s per thread", first ? "" : "} else ",
             d->first_block + d->nblocks, di, shape, d->items, d->items == 1 ? "" : "s", d->vec, d->vec == 1 ? "" : "s");
     c->indent++;
     c->scope++;
@@ -260,7 +258,7 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     bool any = false;
     for (int d = 0; d < ndoms; d++) {
         if (doms[d].nblocks == 0) continue;
-        emit_domain(&w, &doms[d], any ? 1 : 0);
+        emit_domain(&w, &doms[d], d, !any);
         any = true;
     }
     if (any) cg_line(&w.cg, "}");

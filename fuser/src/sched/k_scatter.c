@@ -162,6 +162,23 @@ static void emit_row_write(fu_kernel_writer *w, const fu_node *s, int items, int
     cg_close(c); /* it */
 }
 
+/* A block-wide exclusive scan of this thread's count, the int variable
+ * `count` (the caller declares lane and warp): declares incl, this thread's
+ * inclusive prefix within its warp, and leaves in fu_scan[w] the exclusive
+ * prefix of warp w over the block's nwarps warps, so that the thread's
+ * exclusive prefix is fu_scan[warp] + incl - count; with `total`, also the
+ * block's total in fu_scan[32]. Two barriers. */
+static void emit_block_scan(cg_ctx *c, const char *count, int nwarps, bool total)
+{
+    cg_line(c, "int incl = %s;", count);
+    cg_line(c, "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
+    cg_line(c, "if (lane == 31) fu_scan[warp] = incl;");
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (threadIdx.x == 0) { int s = 0; for (int wq = 0; wq < %d; wq++) { int n = fu_scan[wq]; fu_scan[wq] = s; s += n; }%s }",
+            nwarps, total ? " fu_scan[32] = s;" : "");
+    cg_line(c, "__syncthreads();");
+}
+
 /* A stable counting sort of the block's list by row, by the whole block: a
  * thread each (measured: one thread sorting while the rest waited cost up to
  * ~5% of the embedding backward). Counts by shared atomics (the same counts in
@@ -180,35 +197,35 @@ static void emit_list_sort(cg_ctx *c, int threads)
     cg_line(c, "for (int e = threadIdx.x; e < nlist; e += %d) atomicAdd(&fu_cnt[fu_row[e]], 1);", threads);
     cg_line(c, "__syncthreads();");
     cg_line(c, "{ // inclusive prefix: fu_cnt[r] = the end of row r's slots");
-    cg_line(c, "  const int per = (nrows + %d) / %d, r0 = (int)threadIdx.x * per, r1 = min(r0 + per, nrows + 1);", threads,
+    c->indent++;
+    cg_line(c, "const int per = (nrows + %d) / %d, r0 = (int)threadIdx.x * per, r1 = min(r0 + per, nrows + 1);", threads,
             threads);
-    cg_line(c, "  int run = 0;");
-    cg_line(c, "  #pragma unroll 1 // a few counters each; unrolled, ptxas spilled at 1024 threads");
-    cg_line(c, "  for (int r = r0; r < r1; r++) run += fu_cnt[r];");
-    cg_line(c, "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
-    cg_line(c, "  int incl = run;");
-    cg_line(c, "  for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
-    cg_line(c, "  if (lane == 31) fu_scan[warp] = incl;");
-    cg_line(c, "  __syncthreads();");
-    cg_line(c, "  if (threadIdx.x == 0) { int s = 0; for (int wq = 0; wq < %d; wq++) { int n = fu_scan[wq]; fu_scan[wq] = s; s += n; } }",
-            nwarps);
-    cg_line(c, "  __syncthreads();");
-    cg_line(c, "  int acc = fu_scan[warp] + incl - run;");
-    cg_line(c, "  #pragma unroll 1");
-    cg_line(c, "  for (int r = r0; r < r1; r++) { acc += fu_cnt[r]; fu_cnt[r] = acc; }");
+    cg_line(c, "int run = 0;");
+    cg_line(c, "#pragma unroll 1 // a few counters each; unrolled, ptxas spilled at 1024 threads");
+    cg_line(c, "for (int r = r0; r < r1; r++) run += fu_cnt[r];");
+    cg_line(c, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
+    emit_block_scan(c, "run", nwarps, false);
+    cg_line(c, "int acc = fu_scan[warp] + incl - run;");
+    cg_line(c, "#pragma unroll 1");
+    cg_line(c, "for (int r = r0; r < r1; r++) { acc += fu_cnt[r]; fu_cnt[r] = acc; }");
+    c->indent--;
     cg_line(c, "}");
     cg_line(c, "__syncthreads();");
     cg_line(c, "if (threadIdx.x < 32) { // place from the end; each row's end moves down to its start");
-    cg_line(c, "  const int lane = threadIdx.x;");
-    cg_line(c, "  for (int e0 = (nlist - 1) & ~31; e0 >= 0; e0 -= 32) {");
-    cg_line(c, "    const int e = e0 + lane;");
-    cg_line(c, "    const int row = e < nlist ? fu_row[e] : -1 - lane; // idle lanes match no one");
-    cg_line(c, "    const unsigned peers = __match_any_sync(0xffffffffu, row);");
-    cg_line(c, "    if (e < nlist) fu_sorted[fu_cnt[row] - 1 - __popc(peers >> lane >> 1)] = fu_pos[e];");
-    cg_line(c, "    __syncwarp();");
-    cg_line(c, "    if (e < nlist && lane == __ffs(peers) - 1) fu_cnt[row] -= __popc(peers);");
-    cg_line(c, "    __syncwarp();");
-    cg_line(c, "  }");
+    c->indent++;
+    cg_line(c, "const int lane = threadIdx.x;");
+    cg_line(c, "for (int e0 = (nlist - 1) & ~31; e0 >= 0; e0 -= 32) {");
+    c->indent++;
+    cg_line(c, "const int e = e0 + lane;");
+    cg_line(c, "const int row = e < nlist ? fu_row[e] : -1 - lane; // idle lanes match no one");
+    cg_line(c, "const unsigned peers = __match_any_sync(0xffffffffu, row);");
+    cg_line(c, "if (e < nlist) fu_sorted[fu_cnt[row] - 1 - __popc(peers >> lane >> 1)] = fu_pos[e];");
+    cg_line(c, "__syncwarp();");
+    cg_line(c, "if (e < nlist && lane == __ffs(peers) - 1) fu_cnt[row] -= __popc(peers);");
+    cg_line(c, "__syncwarp();");
+    c->indent--;
+    cg_line(c, "}");
+    c->indent--;
     cg_line(c, "}");
     cg_line(c, "__syncthreads();");
 }
@@ -220,6 +237,10 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     const fu_fusion *f = g->f;
     const fu_value *x = fu_val(f, s->inputs[0]);
     int64_t V = x->shape[0], M = fu_val(f, s->inputs[1])->shape[0];
+    if (M >= (int64_t)1 << 31) { /* positions are kept in int lists */
+        snprintf(why, nwhy, "scatter: more than 2^31 source rows");
+        return false;
+    }
     int64_t Din = fu_shape_numel(x->rank - 1, x->shape + 1);
     int vec = pick_vec(x);
     int64_t vecs = (Din + vec - 1) / vec;
@@ -227,8 +248,8 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
      * narrow rows are written several at a time so that a block has at least
      * ROW_THREADS threads: fewer, larger blocks each scan the index (every block
      * reads all of it, so the scan's traffic is blocks x sources) */
-    int tpr = (int)((vecs + 31) / 32 * 32);
-    if (tpr > 1024) tpr = 1024;
+    int64_t tpr64 = (vecs + 31) / 32 * 32;
+    int tpr = tpr64 > 1024 ? 1024 : (int)tpr64;
     int conc = tpr < ROW_THREADS ? ROW_THREADS / tpr : 1;
     int threads = tpr * conc;
     int items = (int)((vecs + tpr - 1) / tpr);
@@ -332,13 +353,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     }
     cg_line(c, "// ordered compaction: exclusive prefix of the kept counts over the block");
     cg_line(c, "const int cnt = __popc(keep), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
-    cg_line(c, "int incl = cnt;");
-    cg_line(c, "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
-    cg_line(c, "if (lane == 31) fu_scan[warp] = incl;");
-    cg_line(c, "__syncthreads();");
-    cg_line(c, "if (threadIdx.x == 0) { int s = 0; for (int wq = 0; wq < %d; wq++) { int n = fu_scan[wq]; fu_scan[wq] = s; s += n; } fu_scan[32] = s; }",
-            (threads + 31) / 32);
-    cg_line(c, "__syncthreads();");
+    emit_block_scan(c, "cnt", (threads + 31) / 32, true);
     cg_line(c, "total = fu_scan[32];");
     cg_line(c, "at = fu_scan[warp] + incl - cnt;");
     cg_close(c); /* !past_end */
@@ -350,10 +365,6 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "__syncthreads();");
     cg_close(c);
     cg_close(c);
-    if (M >= (int64_t)1 << 31) {
-        snprintf(why, nwhy, "scatter: more than 2^31 source rows");
-        return false;
-    }
     return true;
 }
 
@@ -389,12 +400,8 @@ static bool atomic_mode(const fu_group *g, const fu_node *s, fu_kernel_writer *w
     cg_line(c, "const %s e = (%s)blockIdx.x * %d + threadIdx.x;", it, it, threads);
     cg_line(c, "if (e >= %lld) return;", (long long)n);
     cg_index di[FU_MAX_RANK];
-    int64_t stride = 1;
     int64_t strides[FU_MAX_RANK];
-    for (int a = dom->rank - 1; a >= 0; a--) {
-        strides[a] = stride;
-        stride *= dom->shape[a];
-    }
+    fu_shape_contiguous_strides(dom->rank, dom->shape, strides);
     c->nvars = 0;
     for (int a = 0; a < dom->rank; a++) {
         char nm[16];
