@@ -91,7 +91,7 @@ bool fu_dtype_is_int(fu_dtype t);                    /* i32, i64 (not bool) */
 
 /* Rounds a double to the nearest value representable in t (round to nearest
  * even for f32/f16/bf16, as PyTorch does; truncation toward zero for ints,
- * 0/1 for bool). */
+ * saturated at the int's range, NaN as 0; 0/1 for bool). */
 double fu_round_to_dtype(double v, fu_dtype t);
 uint16_t fu_f64_to_bf16(double v);
 uint16_t fu_f64_to_f16(double v);

@@ -806,6 +806,115 @@ static void test_index_errors(void)
     fu_fusion_free(f);
 }
 
+/* ------------------------------------------------------------ mean, decomposed */
+
+/* Runs f and its decomposition (fu_fusion_decompose, what the GPU path runs)
+ * on the interpreter; both must give want (one output). */
+static void expect_decomposed(const char *what, fu_fusion *f, fu_host_tensor *in, fu_dtype dt, int rank,
+                              const int64_t *shape, const double *want)
+{
+    char name[128];
+    fu_fusion *d = NULL;
+    fu_error err;
+    snprintf(name, sizeof name, "%s (interpreter)", what);
+    run_expect(name, f, in, dt, rank, shape, want, 0);
+    CHECK(fu_fusion_decompose(f, &d, &err) == FU_OK);
+    if (!d) return;
+    snprintf(name, sizeof name, "%s (decomposed)", what);
+    run_expect(name, d, in, dt, rank, shape, want, 0);
+    fu_fusion_free(d);
+}
+
+/* A decomposed f16/bf16 mean sums and divides in f32: in f16 a sum of 70000
+ * ones overflows and the count 70000 itself is inf (the result was NaN); in
+ * bf16 the sum 771 and the count 257 round differently (772 / 256 gave
+ * 3.015625, not 3). */
+static void test_mean_decomposed_low_precision(void)
+{
+    int64_t sh[2] = {2, 70000}, sb[2] = {2, 257}, s2[1] = {2}, s21[2] = {2, 1};
+    int ax1[1] = {1};
+    double w1[2] = {1, 1}, w3[2] = {3, 3};
+
+    fu_fusion *f = fu_fusion_new("mean_f16");
+    fu_tensor x = fu_input(f, "x", FU_F16, 2, sh);
+    fu_output(f, fu_reduce(f, FU_OP_MEAN, x, 1, ax1, false, "m"));
+    fu_host_tensor in[1] = {make(FU_F16, 2, sh, NULL)};
+    for (int64_t i = 0; i < fu_host_tensor_numel(&in[0]); i++) fu_host_tensor_set(&in[0], i, 1.0);
+    expect_decomposed("f16 mean of 70000 ones", f, in, FU_F16, 1, s2, w1);
+    free_all(in, 1);
+    fu_fusion_free(f);
+
+    f = fu_fusion_new("mean_bf16");
+    x = fu_input(f, "x", FU_BF16, 2, sb);
+    fu_output(f, fu_reduce(f, FU_OP_MEAN, x, 1, ax1, true, "m"));
+    in[0] = make(FU_BF16, 2, sb, NULL);
+    for (int64_t i = 0; i < fu_host_tensor_numel(&in[0]); i++) fu_host_tensor_set(&in[0], i, 3.0);
+    expect_decomposed("bf16 mean of 257 threes", f, in, FU_BF16, 2, s21, w3);
+    free_all(in, 1);
+    fu_fusion_free(f);
+}
+
+/* f32 and f64 means decompose as they always did: a sum and a division by the
+ * count in their own dtype, no casts (the GPU kernels were measured so). */
+static void test_mean_decomposed_f32_unchanged(void)
+{
+    static const char *const want[2] = {
+        "fusion m\ninput x: f32[2, 3, 4]\n"
+        "y.sum0 = sum(x, axes=[0, 2], keepdim=true)\n"
+        "y.c1 = full(shape=[], value=8.0, dtype=f32)\n"
+        "y = div(y.sum0, y.c1)\noutput y\n",
+        "fusion m\ninput x: f64[2, 3, 4]\n"
+        "y.sum0 = sum(x, axes=[0, 2], keepdim=true)\n"
+        "y.c1 = full(shape=[], value=8.0, dtype=f64)\n"
+        "y = div(y.sum0, y.c1)\noutput y\n",
+    };
+    fu_dtype dts[2] = {FU_F32, FU_F64};
+    for (int k = 0; k < 2; k++) {
+        int64_t sx[3] = {2, 3, 4};
+        int ax[2] = {0, 2};
+        fu_fusion *f = fu_fusion_new("m"), *d = NULL;
+        fu_error err;
+        fu_output(f, fu_reduce(f, FU_OP_MEAN, fu_input(f, "x", dts[k], 3, sx), 2, ax, true, "y"));
+        CHECK(fu_fusion_decompose(f, &d, &err) == FU_OK);
+        char *text = d ? fu_fusion_print(d) : NULL;
+        CHECK(text && strcmp(text, want[k]) == 0);
+        if (text && strcmp(text, want[k]) != 0) fprintf(stderr, "decomposed mean:\n%s", text);
+        free(text);
+        fu_fusion_free(d);
+        fu_fusion_free(f);
+    }
+}
+
+/* ------------------------------------------------------------ i64 saturation, shared */
+
+/* fu_round_to_dtype(i64) clamps as i32 does (2^63 stands for INT64_MAX), and
+ * fu_host_tensor_set stores through it: no undefined out-of-range conversion. */
+static void test_i64_saturates_shared(void)
+{
+    CHECK(fu_round_to_dtype(1e30, FU_I64) == 0x1p63 && fu_round_to_dtype(-1e30, FU_I64) == -0x1p63);
+    CHECK(fu_round_to_dtype(INFINITY, FU_I64) == 0x1p63 && fu_round_to_dtype(-INFINITY, FU_I64) == -0x1p63);
+    CHECK(fu_round_to_dtype(NAN, FU_I64) == 0 && fu_round_to_dtype(-2.7, FU_I64) == -2);
+    CHECK(fu_round_to_dtype(0x1p62 + 1024, FU_I64) == 0x1p62 + 1024); /* exact: the spacing there */
+    int64_t s7[1] = {7};
+    double v[7] = {1e30, -1e30, NAN, INFINITY, 0x1p63, -0x1p63, -2.7};
+    fu_host_tensor t = make(FU_I64, 1, s7, v);
+    const int64_t *d = t.data;
+    CHECK(d[0] == INT64_MAX && d[1] == INT64_MIN && d[2] == 0 && d[3] == INT64_MAX);
+    CHECK(d[4] == INT64_MAX && d[5] == INT64_MIN && d[6] == -2);
+    fu_host_tensor_free(&t);
+
+    /* In the interpreter an i64 intermediate holds the saturated value too. */
+    int64_t s2[1] = {2};
+    fu_fusion *f = fu_fusion_new("sat64");
+    fu_tensor x = fu_input(f, "x", FU_F32, 1, s2);
+    fu_output(f, fu_cast(f, fu_cast(f, x, FU_I64, "l"), FU_F64, "back"));
+    double xv[2] = {1e30, -1e30}, want[2] = {0x1p63, -0x1p63};
+    fu_host_tensor in[1] = {make(FU_F32, 1, s2, xv)};
+    run_expect("f32 -> i64 -> f64 saturates", f, in, FU_F64, 1, s2, want, 0);
+    free_all(in, 1);
+    fu_fusion_free(f);
+}
+
 int main(void)
 {
     test_binary_broadcast();
@@ -825,5 +934,8 @@ int main(void)
     test_plumbing();
     test_input_errors();
     test_index_errors();
+    test_mean_decomposed_low_precision();
+    test_mean_decomposed_f32_unchanged();
+    test_i64_saturates_shared();
     return check_finish("test_interp_ops");
 }

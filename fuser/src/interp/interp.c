@@ -86,13 +86,7 @@ static void double_to_host(const double *src, fu_host_tensor *h)
     }
     case FU_I64: {
         int64_t *d = h->data;
-        for (int64_t i = 0; i < n; i++) {
-            double v = src[i];
-            if (isnan(v)) d[i] = 0;
-            else if (v >= 9223372036854775807.0) d[i] = INT64_MAX; /* 2^63 */
-            else if (v <= -9223372036854775808.0) d[i] = INT64_MIN;
-            else d[i] = (int64_t)v;
-        }
+        for (int64_t i = 0; i < n; i++) d[i] = fu_f64_to_i64(src[i]);
         break;
     }
     case FU_BOOL: {

@@ -61,7 +61,7 @@ void fu_host_tensor_set(fu_host_tensor *t, int64_t i, double v)
     case FU_BF16: ((uint16_t *)d)[i] = fu_f64_to_bf16(v); break;
     case FU_F64: ((double *)d)[i] = v; break;
     case FU_I32: ((int32_t *)d)[i] = (int32_t)fu_round_to_dtype(v, FU_I32); break;
-    case FU_I64: ((int64_t *)d)[i] = isnan(v) ? 0 : (int64_t)v; break;
+    case FU_I64: ((int64_t *)d)[i] = fu_f64_to_i64(v); break;
     case FU_BOOL: ((uint8_t *)d)[i] = v != 0.0; break;
     default: break;
     }

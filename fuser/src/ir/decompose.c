@@ -190,8 +190,15 @@ static fu_tensor expand_mean(dctx *c, const fu_node *n, const char *name)
         for (int k = 0; k < n->attrs.naxes; k++) reduced |= n->attrs.axes[k] == i;
         if (reduced) count *= xv->shape[i];
     }
-    fu_tensor s = fu_reduce(d, FU_OP_SUM, x, n->attrs.naxes, n->attrs.axes, n->attrs.keepdim, HN("sum"));
-    return fu_binary(d, FU_OP_DIV, s, scalar(c, (double)count, xv->dtype), name);
+    /* Summed and divided in f32 for f16/bf16 (their sums overflow and round,
+     * and the count itself may not be representable: 70000 is inf in f16);
+     * f32/f64 compute in place, with no casts and no rename. */
+    fu_tensor xf = to_f32(c, x);
+    fu_dtype cdt = fu_tensor_dtype(d, xf);
+    fu_tensor s = fu_reduce(d, FU_OP_SUM, xf, n->attrs.naxes, n->attrs.axes, n->attrs.keepdim, HN("sum"));
+    fu_tensor cnt = scalar(c, (double)count, cdt);
+    if (cdt == xv->dtype) return fu_binary(d, FU_OP_DIV, s, cnt, name);
+    return finish(c, fu_binary(d, FU_OP_DIV, s, cnt, HN("mean")), xv->dtype, name);
 }
 
 static fu_tensor copy_node(dctx *c, const fu_node *n, const char *name)

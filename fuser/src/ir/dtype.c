@@ -71,8 +71,12 @@ double fu_round_to_dtype(double v, fu_dtype t)
         v = trunc(v);
         return (double)(int32_t)(v > 2147483647.0 ? 2147483647.0 : v < -2147483648.0 ? -2147483648.0 : v);
     case FU_I64:
-        if (isnan(v)) return 0;
-        return trunc(v);
+        /* Clamped like i32, NaN as 0. INT64_MAX is not a double: its nearest,
+         * 2^63, stands for it (fu_f64_to_i64 in ir.h stores it as INT64_MAX).
+         * The in-range test first: it costs what the NaN test did, and the
+         * interpreter rounds every i64 element here. */
+        if (fabs(v) < 0x1p63) return trunc(v);
+        return isnan(v) ? 0 : v > 0 ? 0x1p63 : -0x1p63;
     case FU_BOOL: return v != 0.0 ? 1.0 : 0.0;
     default: return v;
     }

@@ -9,6 +9,9 @@
 #ifndef FUSER_IR_H
 #define FUSER_IR_H
 
+#include <math.h>
+#include <stdint.h>
+
 #include "fuser.h"
 #include "util.h"
 
@@ -58,6 +61,26 @@ void fu_shape_contiguous_strides(int rank, const int64_t *shape, int64_t *stride
 bool fu_shape_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *rout, int64_t *out);
 /* "[8192, 32768]" into buf. */
 const char *fu_shape_str(int rank, const int64_t *shape, char *buf, size_t n);
+
+/* The shortest %g form of v that reads back (strtod) to the same double,
+ * always with a '.', an exponent, inf or nan so that it reads back as a float
+ * (integral values below 1e15 as N.0: -100.0, not -1e+02). Written into buf
+ * (40 bytes are enough) and returned. The printer (print.c) and the program
+ * text writer (program.c) share it: the print/parse round trip depends on it. */
+const char *fu_format_double(double v, char *buf, size_t n);
+
+/* Stores v as an int64 the way fu_round_to_dtype(v, FU_I64) rounds it:
+ * truncated toward zero, saturated at INT64_MIN/INT64_MAX (2^63, the double
+ * nearest INT64_MAX, stands for it), NaN as 0; never an undefined
+ * out-of-range conversion. Inline: the interpreter stores every i64 output
+ * element through it. */
+static inline int64_t fu_f64_to_i64(double v)
+{
+    if (isnan(v)) return 0;
+    if (v >= 0x1p63) return INT64_MAX;
+    if (v <= -0x1p63) return INT64_MIN;
+    return (int64_t)v; /* truncates */
+}
 
 /* Infers the output dtype and shape of an op from its operands and attrs and
  * checks them; on failure fills err naming the op, tensor and problem. Used by

@@ -15,30 +15,10 @@
 
 #include "ir.h"
 
-/* The shortest %g form that reads back to the same double (integral values
- * as N.0), always with a '.', an exponent, inf or nan so that it reads back
- * as a float. */
 static void put_double(fu_strbuf *sb, double v)
 {
     char buf[40];
-    if (isnan(v)) {
-        fu_sb_puts(sb, "nan");
-        return;
-    }
-    if (isinf(v) || v == 0.0) {
-        fu_sb_puts(sb, isinf(v) ? (v > 0 ? "inf" : "-inf") : (signbit(v) ? "-0.0" : "0.0"));
-        return;
-    }
-    if (v == floor(v) && fabs(v) < 1e15) {
-        fu_sb_printf(sb, "%.1f", v); /* -100.0, not -1e+02 */
-        return;
-    }
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v) break;
-    }
-    fu_sb_puts(sb, buf);
-    if (!strpbrk(buf, ".e")) fu_sb_puts(sb, ".0");
+    fu_sb_puts(sb, fu_format_double(v, buf, sizeof buf));
 }
 
 static void put_i64_list(fu_strbuf *sb, const char *key, int n, const int64_t *v)

@@ -601,10 +601,8 @@ static bool is_int_param(const parser *p, const token *t)
 
 /* ============================================================ printing helpers */
 
-/* The shortest %g form that reads back to the same double (integral values
- * as N.0), always with a '.', an exponent, inf or nan so that it reads back
- * as a float. */
-static const char *format_double(double v, char *buf, size_t n)
+/* Declared in ir.h: shared with print.c. */
+const char *fu_format_double(double v, char *buf, size_t n)
 {
     if (isnan(v)) return snprintf(buf, n, "nan"), buf;
     if (isinf(v)) return snprintf(buf, n, v > 0 ? "inf" : "-inf"), buf;
@@ -680,7 +678,7 @@ static void print_value(fu_strbuf *sb, const fu_program *g, const value *v)
     switch (v->kind) {
     case V_EXPR: print_expr(sb, g, v->e); break;
     case V_LIST: print_list(sb, g, v->n, v->items); break;
-    case V_FLOAT: fu_sb_puts(sb, format_double(v->f, buf, sizeof buf)); break;
+    case V_FLOAT: fu_sb_puts(sb, fu_format_double(v->f, buf, sizeof buf)); break;
     case V_BOOL: fu_sb_puts(sb, v->b ? "true" : "false"); break;
     case V_IDENT: fu_sb_puts(sb, v->ident); break;
     case V_DTYPE: fu_sb_puts(sb, dtype_ref_name(g, v->dt)); break;
@@ -1448,7 +1446,7 @@ static void print_operand(fu_strbuf *sb, const fu_program *g, const operand *o)
     char buf[40];
     if (o->tensor >= 0) fu_sb_puts(sb, g->tensors[o->tensor].name);
     else if (o->is_int) fu_sb_printf(sb, "%lld", (long long)o->ival);
-    else fu_sb_puts(sb, format_double(o->fval, buf, sizeof buf));
+    else fu_sb_puts(sb, fu_format_double(o->fval, buf, sizeof buf));
 }
 
 static void print_decl(fu_strbuf *sb, const fu_program *g, const tensor_decl *d)
@@ -1763,7 +1761,7 @@ static bool build_literal(builder *b, const tensor_decl *d, int slot, fu_tensor 
     if (!literal_fits(o->fval, dt))
         return berr(b, o->at, FU_ERR_VERIFY, "literal %s is not representable as %s, the dtype of '%s'",
                     o->is_int ? (snprintf(buf, sizeof buf, "%lld", (long long)o->ival), buf)
-                              : format_double(o->fval, buf, sizeof buf),
+                              : fu_format_double(o->fval, buf, sizeof buf),
                     fu_dtype_name(dt), fu_tensor_name(b->f, rt));
     do snprintf(name, sizeof name, "_c%d", b->nconst++);
     while (names_find(b->g, name, strlen(name)));
