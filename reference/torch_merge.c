@@ -88,25 +88,10 @@ char *hb_torch_items(const char *const *names, int n)
     return out;
 }
 
-static bool same_item(const hb_entry *e, const char *suite, const char *case_name, const char *dtype, const char *size)
-{
-    return strcmp(e->suite, suite) == 0 && strcmp(e->case_name, case_name) == 0 && strcmp(e->dtype, dtype) == 0 &&
-           strcmp(e->size, size) == 0;
-}
-
 double hb_torch_compile_time(const hb_entry *e, int n, const char *suite, const char *case_name, const char *dtype,
                              const char *size)
 {
-    double *t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
-    if (!t) return NAN;
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (!e[i].aggregate && e[i].status == HB_STATUS_OK && e[i].real_time > 0 &&
-            strcmp(e[i].variant, "torch_compile") == 0 && same_item(&e[i], suite, case_name, dtype, size))
-            t[k++] = e[i].real_time;
-    double m = k ? hb_median(t, k) : NAN;
-    free(t);
-    return m;
+    return hb_entries_median_time(e, n, suite, case_name, dtype, size, "torch_compile", NULL);
 }
 
 int hb_torch_speedups(hb_entry *e, int n)

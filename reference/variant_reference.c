@@ -87,20 +87,6 @@ typedef struct ref_state {
 
 /* ------------------------------------------------------------ which kernel */
 
-static int input_named(const fu_fusion *f, const char *name)
-{
-    for (int i = 0; i < fu_fusion_num_inputs(f); i++)
-        if (strcmp(fu_tensor_name(f, fu_fusion_input(f, i)), name) == 0) return i;
-    return -1;
-}
-
-static int output_named(const fu_fusion *f, const char *name)
-{
-    for (int i = 0; i < fu_fusion_num_outputs(f); i++)
-        if (strcmp(fu_tensor_name(f, fu_fusion_output(f, i)), name) == 0) return i;
-    return -1;
-}
-
 static int family_of(const fu_fusion *f, const hb_case *c)
 {
     const char *name = fu_fusion_name(f);
@@ -127,7 +113,7 @@ const char *hb_reference_family(const fu_fusion *f, const hb_case *c)
 static fu_status want(const fu_fusion *f, bool output, const char *name, fu_dtype dt, int rank, int *pos,
                       const int64_t **shape, fu_error *err)
 {
-    int p = output ? output_named(f, name) : input_named(f, name);
+    int p = output ? hb_output_index(f, name) : hb_input_index(f, name);
     if (p < 0)
         return fu_error_set(err, FU_ERR_UNSUPPORTED, "reference: fusion '%s' has no %s '%s'", fu_fusion_name(f),
                             output ? "output" : "input", name);
@@ -156,7 +142,7 @@ static fu_status shapes(ref_state *st, const fu_fusion *f, fu_error *err)
     case REF_FAM_CE_FWD:
     case REF_FAM_CE_BWD:
     case REF_FAM_CE_FWDBWD: {
-        int pl = input_named(f, "logits");
+        int pl = hb_input_index(f, "logits");
         st->dt = pl >= 0 ? fu_tensor_dtype(f, fu_fusion_input(f, pl)) : FU_F32;
         s = want(f, false, "logits", st->dt, 2, &st->in[0], &s0, err);
         if (!s) s = want(f, false, "target", FU_I64, 1, &st->in[1], &s1, err);
@@ -175,7 +161,7 @@ static fu_status shapes(ref_state *st, const fu_fusion *f, fu_error *err)
         return FU_OK;
     }
     case REF_FAM_EMB_FWD: {
-        int pw = input_named(f, "weight");
+        int pw = hb_input_index(f, "weight");
         st->dt = pw >= 0 ? fu_tensor_dtype(f, fu_fusion_input(f, pw)) : FU_F32;
         const int64_t *so;
         s = want(f, false, "weight", st->dt, 2, &st->in[0], &s0, err);
@@ -191,7 +177,7 @@ static fu_status shapes(ref_state *st, const fu_fusion *f, fu_error *err)
     }
     case REF_FAM_EMB_BWD_ATOMIC:
     case REF_FAM_EMB_BWD_DET: {
-        int pg = input_named(f, "grad");
+        int pg = hb_input_index(f, "grad");
         st->dt = pg >= 0 ? fu_tensor_dtype(f, fu_fusion_input(f, pg)) : FU_F32;
         const int64_t *so;
         s = want(f, false, "grad", st->dt, 2, &st->in[0], &s0, err);
@@ -207,7 +193,7 @@ static fu_status shapes(ref_state *st, const fu_fusion *f, fu_error *err)
         break;
     }
     case REF_FAM_QKV: {
-        int px = input_named(f, "x");
+        int px = hb_input_index(f, "x");
         st->dt = px >= 0 ? fu_tensor_dtype(f, fu_fusion_input(f, px)) : FU_F32;
         const char *names[3] = {"q", "k", "v"};
         s = want(f, false, "x", st->dt, 3, &st->in[0], &s0, err);

@@ -379,6 +379,117 @@ static int finish_output(hb_runner *r, const options *o, const char *argv0, cons
     return rc;
 }
 
+/* Google Benchmark initialized with its flags (o->gb), which a process does
+ * once (bench_shim.h); NULL and why when a flag is not one of its own or out
+ * of memory. The caller frees it, then calls hb_gb_shutdown. */
+static hb_gbench *open_gbench(const options *o, const char *argv0, char *why, size_t nwhy)
+{
+    hb_gbench *g = hb_gb_new();
+    if (!g) {
+        snprintf(why, nwhy, "out of memory");
+        return NULL;
+    }
+    if (!hb_gb_init(g, argv0, o->ngb, o->gb, why, nwhy)) {
+        hb_gb_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Everything after the options and Google Benchmark's flags are checked;
+ * *gb is initialized here when it is still NULL and something is timed. */
+static int run(options *o, const char *argv0, hb_gbench **gb)
+{
+    char known[256];
+    known_suites(known, sizeof known);
+    if (!o->suite) return usage_error("name a suite (%s)", known);
+    bool all = strcmp(o->suite, "all") == 0;
+    const hb_suite *one = all ? NULL : hb_find_suite(o->suite);
+    if (!all && !one) return usage_error("unknown suite '%s' (known: %s)", o->suite, known);
+    regex_t re;
+    bool have_re = false;
+    if (o->filter) {
+        int e = regcomp(&re, o->filter, REG_EXTENDED | REG_NOSUB);
+        if (e) {
+            char msg[256];
+            regerror(e, &re, msg, sizeof msg);
+            return usage_error("--filter '%s': %s", o->filter, msg);
+        }
+        have_re = true;
+    }
+    const char *dir = o->suites_dir;
+    if (!dir) dir = getenv("FUSEBENCH_SUITES_DIR");
+    if (!dir || !dir[0]) dir = HB_SUITES_DIR;
+    o->run.suites_dir = dir;
+    o->run.compile_only = o->compile_only;
+
+    int rc = EXIT_OK;
+    fu_runtime *rt = NULL;
+    hb_runner *r = NULL;
+    hb_torch_rows torch;
+    memset(&torch, 0, sizeof torch);
+    fu_error err;
+    memset(&err, 0, sizeof err);
+    if (hb_runner_new(&o->run, &r, &err)) {
+        fprintf(stderr, "run_suite: %s\n", err.message);
+        rc = EXIT_FAILED;
+        goto done;
+    }
+    for (int i = 0; hb_suites[i] && !rc; i++)
+        if (all || hb_suites[i] == one) rc = add_suite(r, o, hb_suites[i], have_re ? &re : NULL, all);
+    if (rc) goto done;
+    if (o->list) {
+        for (int i = 0; i < hb_runner_count(r); i++) printf("%s\n", hb_runner_item_name(r, i));
+        goto done;
+    }
+    if (hb_runner_count(r) == 0) {
+        rc = usage_error("no benchmark matches --filter '%s'", o->filter ? o->filter : "");
+        goto done;
+    }
+    fu_runtime_options ro;
+    memset(&ro, 0, sizeof ro);
+    ro.compile_only = o->compile_only;
+    if (fu_runtime_open(&ro, &rt, &err)) {
+        fprintf(stderr, "run_suite: %s\n", err.message);
+        rc = EXIT_FAILED;
+        goto done;
+    }
+    hb_runner_prepare(r, rt);
+    if (!fu_runtime_has_device(rt) || o->compile_only) {
+        char line[1024];
+        if (o->compile_only)
+            snprintf(line, sizeof line, "--compile-only: planned and compiled %d case%s, timed none",
+                     hb_runner_count(r), hb_runner_count(r) == 1 ? "" : "s");
+        else
+            snprintf(line, sizeof line, "timing needs a GPU (%s): planned and compiled %d case%s, timed none",
+                     fu_runtime_describe(rt), hb_runner_count(r), hb_runner_count(r) == 1 ? "" : "s");
+        if (o->with_torch) run_torch(r, o, &torch);
+        rc = finish_output(r, o, argv0, line, &torch);
+        goto done;
+    }
+    if (!*gb) {
+        char why[512];
+        if (!(*gb = open_gbench(o, argv0, why, sizeof why))) {
+            fprintf(stderr, "run_suite: %s\n", why);
+            rc = EXIT_FAILED;
+            goto done;
+        }
+    }
+    if (hb_runner_measure_gb(r, *gb, argv0, &err)) {
+        fprintf(stderr, "run_suite: %s\n", err.message);
+        rc = err.status == FU_ERR_ARG ? EXIT_USAGE : EXIT_FAILED;
+        goto done;
+    }
+    if (o->with_torch) run_torch(r, o, &torch);
+    rc = finish_output(r, o, argv0, NULL, &torch);
+done:
+    hb_torch_rows_free(&torch);
+    hb_runner_free(r);
+    if (rt) fu_runtime_close(rt);
+    if (have_re) regfree(&re);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -392,101 +503,15 @@ int main(int argc, char **argv)
         free(o.gb);
         return EXIT_OK;
     }
-    if (o.ngb > 0) { /* Google Benchmark's flags: checked now, used when timing */
-        hb_gbench *g = hb_gb_new();
-        char why[512];
-        bool ok = g && hb_gb_init(g, argv[0], o.ngb, o.gb, why, sizeof why);
-        hb_gb_free(g);
-        if (!ok) {
-            free(o.gb);
-            return usage_error("%s", g ? why : "out of memory");
-        }
-    }
-    char known[256];
-    known_suites(known, sizeof known);
-    if (!o.suite) {
-        free(o.gb);
-        return usage_error("name a suite (%s)", known);
-    }
-    bool all = strcmp(o.suite, "all") == 0;
-    const hb_suite *one = all ? NULL : hb_find_suite(o.suite);
-    if (!all && !one) {
-        free(o.gb);
-        return usage_error("unknown suite '%s' (known: %s)", o.suite, known);
-    }
-    regex_t re;
-    bool have_re = false;
-    if (o.filter) {
-        int e = regcomp(&re, o.filter, REG_EXTENDED | REG_NOSUB);
-        if (e) {
-            char msg[256];
-            regerror(e, &re, msg, sizeof msg);
-            free(o.gb);
-            return usage_error("--filter '%s': %s", o.filter, msg);
-        }
-        have_re = true;
-    }
-    const char *dir = o.suites_dir;
-    if (!dir) dir = getenv("FUSEBENCH_SUITES_DIR");
-    if (!dir || !dir[0]) dir = HB_SUITES_DIR;
-    o.run.suites_dir = dir;
-    o.run.compile_only = o.compile_only;
-
-    fu_runtime *rt = NULL;
-    hb_runner *r = NULL;
-    hb_torch_rows torch;
-    memset(&torch, 0, sizeof torch);
-    fu_error err;
-    memset(&err, 0, sizeof err);
-    if (hb_runner_new(&o.run, &r, &err)) {
-        fprintf(stderr, "run_suite: %s\n", err.message);
-        rc = EXIT_FAILED;
-        goto done;
-    }
-    for (int i = 0; hb_suites[i] && !rc; i++)
-        if (all || hb_suites[i] == one) rc = add_suite(r, &o, hb_suites[i], have_re ? &re : NULL, all);
-    if (rc) goto done;
-    if (o.list) {
-        for (int i = 0; i < hb_runner_count(r); i++) printf("%s\n", hb_runner_item_name(r, i));
-        goto done;
-    }
-    if (hb_runner_count(r) == 0) {
-        rc = usage_error("no benchmark matches --filter '%s'", o.filter ? o.filter : "");
-        goto done;
-    }
-    fu_runtime_options ro;
-    memset(&ro, 0, sizeof ro);
-    ro.compile_only = o.compile_only;
-    if (fu_runtime_open(&ro, &rt, &err)) {
-        fprintf(stderr, "run_suite: %s\n", err.message);
-        rc = EXIT_FAILED;
-        goto done;
-    }
-    hb_runner_prepare(r, rt);
-    if (!fu_runtime_has_device(rt) || o.compile_only) {
-        char line[1024];
-        if (o.compile_only)
-            snprintf(line, sizeof line, "--compile-only: planned and compiled %d case%s, timed none",
-                     hb_runner_count(r), hb_runner_count(r) == 1 ? "" : "s");
-        else
-            snprintf(line, sizeof line, "timing needs a GPU (%s): planned and compiled %d case%s, timed none",
-                     fu_runtime_describe(rt), hb_runner_count(r), hb_runner_count(r) == 1 ? "" : "s");
-        if (o.with_torch) run_torch(r, &o, &torch);
-        rc = finish_output(r, &o, argv[0], line, &torch);
-        goto done;
-    }
-    if (hb_runner_measure(r, argv[0], o.ngb, o.gb, &err)) {
-        fprintf(stderr, "run_suite: %s\n", err.message);
-        rc = err.status == FU_ERR_ARG ? EXIT_USAGE : EXIT_FAILED;
-        goto done;
-    }
-    if (o.with_torch) run_torch(r, &o, &torch);
-    rc = finish_output(r, &o, argv[0], NULL, &torch);
-done:
-    hb_torch_rows_free(&torch);
-    hb_runner_free(r);
-    if (rt) fu_runtime_close(rt);
-    if (have_re) regfree(&re);
+    /* Google Benchmark's flags: checked now, used when timing. The one
+     * initialization of Google Benchmark in the process (without flags, it
+     * waits until something is timed); shut down once, at the end. */
+    hb_gbench *gb = NULL;
+    char why[512];
+    if (o.ngb > 0 && !(gb = open_gbench(&o, argv[0], why, sizeof why))) rc = usage_error("%s", why);
+    else rc = run(&o, argv[0], &gb);
+    hb_gb_free(gb);
+    hb_gb_shutdown();
     free(o.gb);
     return rc;
 }

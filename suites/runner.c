@@ -28,6 +28,7 @@
 
 #include "bench_shim.h"
 #include "suite.h"
+#include "torch_merge.h"
 
 #ifdef HB_HAVE_GIT_COMMIT_H
 #include "git_commit.h" /* generated: HB_GIT_COMMIT */
@@ -742,7 +743,7 @@ static void open_instruments(hb_runner *r)
     else snprintf(r->cupti_note, sizeof r->cupti_note, "%s", hb_cupti_describe(r->cupti));
 }
 
-fu_status hb_runner_measure(hb_runner *r, const char *argv0, int ngb_flags, char **gb_flags, fu_error *err)
+fu_status hb_runner_measure_gb(hb_runner *r, hb_gbench *g, const char *argv0, fu_error *err)
 {
     if (!r->rt) return fu_error_set(err, FU_ERR_ARG, "hb_runner_measure before hb_runner_prepare");
     if (!fu_runtime_has_device(r->rt))
@@ -762,13 +763,6 @@ fu_status hb_runner_measure(hb_runner *r, const char *argv0, int ngb_flags, char
         progress(r, "%s; copy bandwidth %.0f GB/s (%zu MiB device-to-device, read + write); %s L2, %s", fu_runtime_describe(r->rt),
                  r->copy_gbps, r->o.copy_bytes >> 20, hb_mode_name(r->o.timing.mode), r->cupti_note);
 
-    hb_gbench *g = hb_gb_new();
-    if (!g) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
-    char why[512];
-    if (!hb_gb_init(g, argv0, ngb_flags, gb_flags, why, sizeof why)) {
-        hb_gb_free(g);
-        return fu_error_set(err, FU_ERR_ARG, "%s", why);
-    }
     for (int i = 0; i < r->nitems; i++) {
         hb_item *it = &r->items[i];
         it->runner = r;
@@ -776,15 +770,25 @@ fu_status hb_runner_measure(hb_runner *r, const char *argv0, int ngb_flags, char
             add_untimed_entry(r, it, HB_STATUS_FAILED, it->error);
             continue;
         }
-        if (!hb_gb_register(g, it->name, it->nreps, body, it)) {
-            hb_gb_free(g);
+        if (!hb_gb_register(g, it->name, it->nreps, body, it))
             return fu_error_set(err, FU_ERR_ARG, "benchmark '%s' is listed twice", it->name);
-        }
     }
     hb_gb_run_all(g, on_run, r);
-    hb_gb_free(g);
     for (int i = 0; i < r->nitems; i++) item_release_device(r, &r->items[i]);
     return FU_OK;
+}
+
+fu_status hb_runner_measure(hb_runner *r, const char *argv0, int ngb_flags, char **gb_flags, fu_error *err)
+{
+    hb_gbench *g = hb_gb_new();
+    if (!g) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    char why[512];
+    fu_status s = hb_gb_init(g, argv0, ngb_flags, gb_flags, why, sizeof why)
+                      ? hb_runner_measure_gb(r, g, argv0, err)
+                      : fu_error_set(err, FU_ERR_ARG, "%s", why);
+    hb_gb_free(g);
+    hb_gb_shutdown();
+    return s;
 }
 
 int hb_runner_failures(const hb_runner *r)
@@ -863,51 +867,38 @@ static const char *fmt_num(char *buf, size_t cap, const char *fmt, double v)
  * dtype and size of item it. */
 static bool extra_matches(const hb_entry *e, const hb_item *it)
 {
-    return strcmp(e->suite, it->suite->name) == 0 && strcmp(e->case_name, it->cs->name) == 0 &&
-           strcmp(e->dtype, fu_dtype_name(it->dtype)) == 0 && strcmp(e->size, it->size_str) == 0;
+    return hb_entry_same_item(e, it->suite->name, it->cs->name, fu_dtype_name(it->dtype), it->size_str);
 }
 
-/* The median time of the ok repetitions (not aggregates) of the extra
- * entries with like's suite/case/dtype/size and this variant, and their
- * median spread; NaN when there are none. */
-static double extra_time(const hb_entry *x, int n, const hb_entry *like, const char *variant, double *spread)
+/* Whether entries a and b have the same suite/case/dtype/size. */
+static bool same_item(const hb_entry *a, const hb_entry *b)
 {
-    double t[64], sp[64];
-    int k = 0;
-    for (int i = 0; i < n && k < 64; i++) {
-        const hb_entry *e = &x[i];
-        if (e->aggregate || e->status != HB_STATUS_OK || !(e->real_time > 0)) continue;
-        if (strcmp(e->suite, like->suite) || strcmp(e->case_name, like->case_name) || strcmp(e->dtype, like->dtype) ||
-            strcmp(e->size, like->size) || strcmp(e->variant, variant))
-            continue;
-        t[k] = e->real_time;
-        sp[k++] = hb_entry_get_counter(e, "spread");
-    }
-    if (spread) *spread = k ? hb_median(sp, k) : NAN;
-    return k ? hb_median(t, k) : NAN;
+    return hb_entry_same_item(a, b->suite, b->case_name, b->dtype, b->size);
+}
+
+/* torch.compile's time for like's suite/case/dtype/size (the "vs compile" column). */
+static double compile_time(const hb_entry *x, int n, const hb_entry *like)
+{
+    return hb_torch_compile_time(x, n, like->suite, like->case_name, like->dtype, like->size);
 }
 
 static void print_extra_rows(const hb_runner *r, const hb_entry *x, int n, bool *printed, const hb_entry *group,
                              int wcase, int wvar, int wsize, FILE *out)
 {
-    double tc = group ? extra_time(x, n, group, "torch_compile", NULL) : NAN;
+    double tc = group ? compile_time(x, n, group) : NAN;
     for (int i = 0; i < n; i++) {
         const hb_entry *e = &x[i];
         if (printed[i] || e->aggregate) continue;
-        if (group && (strcmp(e->suite, group->suite) || strcmp(e->case_name, group->case_name) ||
-                      strcmp(e->dtype, group->dtype) || strcmp(e->size, group->size)))
-            continue;
+        if (group && !same_item(e, group)) continue;
         /* one row per variant: mark its repetitions printed */
         const char *failure = NULL;
         for (int k = i; k < n; k++)
-            if (!x[k].aggregate && strcmp(x[k].variant, e->variant) == 0 && strcmp(x[k].suite, e->suite) == 0 &&
-                strcmp(x[k].case_name, e->case_name) == 0 && strcmp(x[k].dtype, e->dtype) == 0 &&
-                strcmp(x[k].size, e->size) == 0) {
+            if (!x[k].aggregate && strcmp(x[k].variant, e->variant) == 0 && same_item(&x[k], e)) {
                 printed[k] = true;
                 if (x[k].status == HB_STATUS_FAILED && !failure) failure = x[k].error;
             }
-        double sp, t = extra_time(x, n, e, e->variant, &sp);
-        double tcg = group ? tc : extra_time(x, n, e, "torch_compile", NULL);
+        double sp, t = hb_entries_median_time(x, n, e->suite, e->case_name, e->dtype, e->size, e->variant, &sp);
+        double tcg = group ? tc : compile_time(x, n, e);
         double bytes = hb_entry_get_counter(e, "bytes");
         double gbps = isfinite(t) && isfinite(bytes) ? bytes / (t * 1e-6) / 1e9 : NAN;
         double frac = isfinite(r->copy_gbps) ? gbps / r->copy_gbps : NAN;
@@ -921,6 +912,30 @@ static void print_extra_rows(const hb_runner *r, const hb_entry *x, int n, bool 
                 fmt_num(b6, sizeof b6, "%.1f%%", 100 * frac), "-", fmt_num(b7, sizeof b7, "%.2fx", tcg / t), status,
                 !isfinite(t) && failure ? ": " : "", !isfinite(t) && failure ? failure : "");
     }
+}
+
+/* The median of the item's ok repetitions' medians (*t) and of their
+ * spreads (*sp), NaN when there are none (or out of memory). Returns the
+ * number of ok repetitions. */
+static int rep_time(const hb_item *it, double *t, double *sp)
+{
+    *t = *sp = NAN;
+    int n = 0;
+    for (int k = 0; k < it->nreps; k++) n += it->reps[k].done && it->reps[k].status == HB_STATUS_OK;
+    if (!n) return 0;
+    double *med = malloc(2 * (size_t)n * sizeof *med);
+    if (!med) return n;
+    double *spreads = med + n;
+    int m = 0;
+    for (int k = 0; k < it->nreps; k++)
+        if (it->reps[k].done && it->reps[k].status == HB_STATUS_OK) {
+            med[m] = it->reps[k].samples.summary.median;
+            spreads[m++] = it->reps[k].samples.summary.spread;
+        }
+    *t = hb_median(med, n);
+    *sp = hb_median(spreads, n);
+    free(med);
+    return n;
 }
 
 void hb_runner_print_table(const hb_runner *r, FILE *out) { hb_runner_print_table_with(r, NULL, 0, out); }
@@ -978,15 +993,9 @@ void hb_runner_print_table_with(const hb_runner *r, const hb_entry *extra, int n
         snprintf(group.case_name, sizeof group.case_name, "%s", it->cs->name);
         snprintf(group.dtype, sizeof group.dtype, "%s", fu_dtype_name(it->dtype));
         snprintf(group.size, sizeof group.size, "%s", it->size_str);
-        double tc = nextra > 0 ? extra_time(extra, nextra, &group, "torch_compile", NULL) : NAN;
-        double med[64], spreads[64];
-        int n = 0;
-        for (int k = 0; k < it->nreps && n < 64; k++)
-            if (it->reps[k].done && it->reps[k].status == HB_STATUS_OK) {
-                med[n] = it->reps[k].samples.summary.median;
-                spreads[n++] = it->reps[k].samples.summary.spread;
-            }
-        double t = n ? hb_median(med, n) : NAN, sp = n ? hb_median(spreads, n) : NAN;
+        double tc = nextra > 0 ? compile_time(extra, nextra, &group) : NAN;
+        double t, sp;
+        int n = rep_time(it, &t, &sp);
         double gbps = isfinite(t) && t > 0 ? (double)it->bytes / (t * 1e-6) / 1e9 : NAN;
         double frac = isfinite(r->copy_gbps) ? gbps / r->copy_gbps : NAN;
         char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[32];

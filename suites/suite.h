@@ -68,7 +68,7 @@ typedef struct hb_case {
     hb_spot_fn spot_check;        /* NULL: none (a scalar result, say) */
 } hb_case;
 
-/* ---- for spot checks (suites.c) ---- */
+/* ---- for spot checks and variants (suites.c) ---- */
 /* Position of the input / output called name, or -1. */
 int hb_input_index(const fu_fusion *f, const char *name);
 int hb_output_index(const fu_fusion *f, const char *name);
@@ -180,8 +180,15 @@ int hb_runner_prepare(hb_runner *r, fu_runtime *rt);
 /* Planned launches of item i (after hb_runner_prepare). */
 const hb_variant_info *hb_runner_item_info(const hb_runner *r, int i);
 /* Checks and times every prepared item through Google Benchmark (gb_flags:
- * its own flags). Needs a device (after hb_runner_prepare). */
+ * its own flags). Needs a device (after hb_runner_prepare). It initializes
+ * Google Benchmark and shuts it down, which a process does once
+ * (bench_shim.h), so a process calls it at most once. */
 fu_status hb_runner_measure(hb_runner *r, const char *argv0, int ngb_flags, char **gb_flags, fu_error *err);
+/* The same through g, initialized by the caller (hb_gb_init, which checks
+ * the flags early) and freed and shut down by the caller after this returns;
+ * argv0 is the context's "executable". */
+typedef struct hb_gbench hb_gbench;
+fu_status hb_runner_measure_gb(hb_runner *r, hb_gbench *g, const char *argv0, fu_error *err);
 /* The run file's context and entries (after prepare or measure). */
 void hb_runner_context(hb_runner *r, hb_context *out);
 int hb_runner_entries(hb_runner *r, const hb_entry **out);

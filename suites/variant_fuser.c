@@ -33,14 +33,6 @@ static void fuser_free(void *p)
     free(st);
 }
 
-static int position(const fu_fusion *f, bool outputs, const char *name)
-{
-    int n = outputs ? fu_fusion_num_outputs(f) : fu_fusion_num_inputs(f);
-    for (int i = 0; i < n; i++)
-        if (strcmp(fu_tensor_name(f, outputs ? fu_fusion_output(f, i) : fu_fusion_input(f, i)), name) == 0) return i;
-    return -1;
-}
-
 static fu_status fuser_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case *c, void **state,
                                hb_variant_info *info, fu_error *err)
 {
@@ -77,7 +69,7 @@ static fu_status fuser_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case
         bool out = i >= st->nin;
         int k = out ? i - st->nin : i;
         const char *name = fu_tensor_name(pf, out ? fu_fusion_output(pf, k) : fu_fusion_input(pf, k));
-        int pos = position(f, out, name);
+        int pos = out ? hb_output_index(f, name) : hb_input_index(f, name);
         if (pos < 0) {
             fuser_free(st);
             return fu_error_set(err, FU_ERR_RUNTIME, "fusion '%s': the plan's %s '%s' is not one of the fusion's",

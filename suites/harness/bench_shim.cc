@@ -42,6 +42,11 @@ void copy_counter(hb_counter *dst, const std::string &name, double value)
     dst->value = value;
 }
 
+// Google Benchmark's lifetime in this process: Initialize once, Shutdown
+// once (bench_shim.h says why).
+enum class Lifetime { fresh, initialized, shut_down };
+Lifetime lifetime = Lifetime::fresh;
+
 }  // namespace
 
 struct hb_gbench {
@@ -125,12 +130,22 @@ void hb_gb_free(hb_gbench *g)
 {
     if (!g) return;
     benchmark::ClearRegisteredBenchmarks();
-    benchmark::Shutdown();
     delete g;
+}
+
+void hb_gb_shutdown(void)
+{
+    if (lifetime == Lifetime::initialized) benchmark::Shutdown();
+    lifetime = Lifetime::shut_down;
 }
 
 bool hb_gb_init(hb_gbench *g, const char *argv0, int nflags, char **flags, char *why, size_t nwhy)
 {
+    if (lifetime != Lifetime::fresh) {
+        std::snprintf(why, nwhy, "Google Benchmark was %s in this process; it is initialized once",
+                      lifetime == Lifetime::initialized ? "already initialized" : "shut down");
+        return false;
+    }
     g->args.clear();
     g->args.emplace_back(argv0 ? argv0 : "run_suite");
     for (int i = 0; i < nflags; i++) g->args.emplace_back(flags[i]);
@@ -138,6 +153,7 @@ bool hb_gb_init(hb_gbench *g, const char *argv0, int nflags, char **flags, char 
     for (std::string &s : g->args) g->argv.push_back(&s[0]);
     g->argv.push_back(nullptr);
     int argc = static_cast<int>(g->args.size());
+    lifetime = Lifetime::initialized;
     benchmark::Initialize(&argc, g->argv.data());
     if (argc > 1) {  // Initialize leaves what it did not recognize
         std::string left;

@@ -13,9 +13,14 @@
  *     hb_gb_register(g, "qkv_split/qkv/fuser/f32/16x128x3072", 3, body, item);
  *     hb_gb_run_all(g, on_run, collector);
  *     hb_gb_free(g);
+ *     hb_gb_shutdown();                                       // once, when the process is done with it
  *
- * Google Benchmark keeps its registry in its own globals; a process has one
- * hb_gbench at a time.
+ * Google Benchmark keeps its registry and flags in its own globals; a process
+ * has one hb_gbench at a time, and initializes Google Benchmark once and
+ * shuts it down once. Its Shutdown() deletes the custom context
+ * (--benchmark_context) without forgetting it, so a second Initialize would
+ * write into freed memory and a second Shutdown delete it twice: hb_gb_init
+ * refuses a second call in a process, and only hb_gb_shutdown shuts down.
  */
 #ifndef FUSEBENCH_BENCH_SHIM_H
 #define FUSEBENCH_BENCH_SHIM_H
@@ -58,10 +63,20 @@ typedef void (*hb_gb_report)(void *user, const hb_gb_run *run);
 typedef struct hb_gbench hb_gbench;
 
 hb_gbench *hb_gb_new(void);
+/* Clears the registrations and frees g; Google Benchmark stays initialized
+ * (hb_gb_shutdown ends it). g must outlive the runs: Google Benchmark keeps a
+ * pointer to the argv0 it was initialized with. */
 void hb_gb_free(hb_gbench *g);
 /* Initializes Google Benchmark with argv0 and its own flags (--benchmark_*);
- * false and why when a flag is not one of its own. */
+ * false and why when a flag is not one of its own. Once per process: a
+ * second call (or one after hb_gb_shutdown) initializes nothing and returns
+ * false. Google Benchmark counts as initialized even when this returns false
+ * (the flags it knew are set): hb_gb_shutdown is still due. */
 bool hb_gb_init(hb_gbench *g, const char *argv0, int nflags, char **flags, char *why, size_t nwhy);
+/* Shuts Google Benchmark down (frees its custom context), once per process:
+ * later calls, and a call when it was never initialized, do nothing. Call it
+ * after the last hb_gb_run_all. */
+void hb_gb_shutdown(void);
 /* Registers a benchmark: one iteration per repetition, manual time, microseconds. */
 bool hb_gb_register(hb_gbench *g, const char *name, int repetitions, hb_gb_body body, void *user);
 /* Runs what is registered (and passes --benchmark_filter). Returns the number of runs reported. */

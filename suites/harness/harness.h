@@ -208,6 +208,15 @@ void hb_entry_init(hb_entry *e);
 void hb_entry_counter(hb_entry *e, const char *name, double value);
 /* NaN when absent. */
 double hb_entry_get_counter(const hb_entry *e, const char *name);
+/* Whether e is of this suite, case, dtype and size (any variant). */
+bool hb_entry_same_item(const hb_entry *e, const char *suite, const char *case_name, const char *dtype,
+                        const char *size);
+/* The median real_time of the ok repetitions with a time (aggregates are not
+ * used) among e[0..n) of this suite/case/dtype/size and variant, and in
+ * *spread (when not NULL) the median of their "spread" counters. NaN when
+ * there are none (or out of memory). */
+double hb_entries_median_time(const hb_entry *e, int n, const char *suite, const char *case_name, const char *dtype,
+                              const char *size, const char *variant, double *spread);
 
 /* Writes the whole run file. false on an I/O error. */
 bool hb_json_write_run(FILE *out, const hb_context *c, const hb_entry *entries, int n);

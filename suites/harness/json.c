@@ -223,6 +223,41 @@ double hb_entry_get_counter(const hb_entry *e, const char *name)
     return NAN;
 }
 
+bool hb_entry_same_item(const hb_entry *e, const char *suite, const char *case_name, const char *dtype,
+                        const char *size)
+{
+    return strcmp(e->suite, suite) == 0 && strcmp(e->case_name, case_name) == 0 && strcmp(e->dtype, dtype) == 0 &&
+           strcmp(e->size, size) == 0;
+}
+
+double hb_entries_median_time(const hb_entry *e, int n, const char *suite, const char *case_name, const char *dtype,
+                              const char *size, const char *variant, double *spread)
+{
+    if (spread) *spread = NAN;
+    size_t cap = (size_t)(n > 0 ? n : 1);
+    double *t = malloc(cap * sizeof *t), *sp = spread ? malloc(cap * sizeof *sp) : NULL;
+    if (!t || (spread && !sp)) {
+        free(t);
+        free(sp);
+        return NAN;
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const hb_entry *x = &e[i];
+        if (x->aggregate || x->status != HB_STATUS_OK || !(x->real_time > 0) || strcmp(x->variant, variant) != 0 ||
+            !hb_entry_same_item(x, suite, case_name, dtype, size))
+            continue;
+        t[k] = x->real_time;
+        if (sp) sp[k] = hb_entry_get_counter(x, "spread");
+        k++;
+    }
+    double m = k ? hb_median(t, k) : NAN;
+    if (spread && k) *spread = hb_median(sp, k);
+    free(t);
+    free(sp);
+    return m;
+}
+
 static void kv_string(hb_json *j, const char *k, const char *v)
 {
     hb_json_key(j, k);
