@@ -1,7 +1,7 @@
 /*
  * torch_merge.c -- run reference/torch_bench.py, read its run file, merge.
  * See torch_merge.h. The run file is read with the project's own strict
- * reader (suites/tests/json_read.h), not cJSON: the harness takes no JSON
+ * reader (suites/harness/json_read.h), not cJSON: the harness takes no JSON
  * library, and the GPU machines' image has none.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../suites/tests/json_read.h"
+#include "json_read.h"
 #include "torch_merge.h"
 
 #ifndef HB_REFERENCE_DIR

@@ -1,11 +1,12 @@
 /*
- * json_read.h -- a strict little JSON reader for the tests (the harness only
- * writes JSON, and the suites must not depend on a JSON library): parses a
+ * json_read.h -- a strict little JSON reader (the harness only writes JSON,
+ * and the suites must not depend on a JSON library), for the tests and for
+ * reading PyTorch's rows (reference/torch_merge.c): parses a
  * document into a tree and looks keys up. Rejects trailing commas, bare
  * words, control characters in strings, and anything after the document.
  */
-#ifndef FUSEBENCH_TEST_JSON_READ_H
-#define FUSEBENCH_TEST_JSON_READ_H
+#ifndef FUSEBENCH_JSON_READ_H
+#define FUSEBENCH_JSON_READ_H
 
 #include <ctype.h>
 #include <stdbool.h>
