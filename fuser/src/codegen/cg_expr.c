@@ -433,11 +433,14 @@ void cg_offset_base_expr(const cg_ctx *c, const cg_index *off, char *buf, size_t
 
 /* ------------------------------------------------------------ memo */
 
-static void index_key(const cg_index *idx, int rank, char *key, size_t n)
+/* The memo key of an index (its axes' expressions); false when it does not
+ * fit in n: a cut key could match another index and reuse the wrong value. */
+static bool index_key(const cg_index *idx, int rank, char *key, size_t n)
 {
     size_t k = 0;
     key[0] = '\0';
     for (int i = 0; i < rank && k < n; i++) k += (size_t)snprintf(key + k, n - k, "%s|", idx[i].expr);
+    return k < n;
 }
 
 static const char *memo_find(cg_ctx *c, fu_tensor t, const char *key)
@@ -653,7 +656,7 @@ static void float_literal(double v, int digits, const char *suffix, char *buf, s
 static void literal(double v, fu_dtype dt, char *buf, size_t n)
 {
     if (dt == FU_BOOL) snprintf(buf, n, "%s", v != 0 ? "true" : "false");
-    else if (fu_dtype_is_int(dt)) snprintf(buf, n, "%lldll", (long long)v);
+    else if (fu_dtype_is_int(dt)) snprintf(buf, n, "%lldll", (long long)fu_f64_to_i64(v));
     else if (dt == FU_F64) {
         if (isnan(v)) snprintf(buf, n, "FU_DNAN");
         else if (isinf(v)) snprintf(buf, n, "%sFU_DINF", v < 0 ? "-" : "");
@@ -773,8 +776,11 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
     if (c->failed) return "0";
     const fu_fusion *f = c->f;
     const fu_value *v = fu_val(f, t);
-    char key[600];
-    index_key(idx, v->rank, key, sizeof key);
+    char key[sizeof c->memo[0]->key];
+    if (!index_key(idx, v->rank, key, sizeof key)) {
+        cg_fail(c, "codegen: the index of '%s' is too long (%d axes)", v->name, v->rank);
+        return "0";
+    }
     const char *hit = memo_find(c, t, key);
     if (hit) return hit;
     if (c->lookup_register) {
