@@ -118,17 +118,11 @@ void interp_round(double *p, int64_t n, fu_dtype dt)
 
 fu_status interp_op_error(interp *it, const fu_node *n, fu_status s, const char *fmt, ...)
 {
-    char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    fu_node_verror(it->f, n, it->err, s, fmt, ap);
     va_end(ap);
-    const char *out = it->f->values[n->output].name;
-    if (n->line > 0)
-        return fu_error_set(it->err, s, "%s:%d:%d: op '%s' -> '%s': %s",
-                            it->f->file[0] ? it->f->file : "<input>", n->line, n->column, fu_op_name(n->op),
-                            out, msg);
-    return fu_error_set(it->err, s, "op '%s' -> '%s': %s", fu_op_name(n->op), out, msg);
+    return s;
 }
 
 fu_status interp_check_index(interp *it, const fu_node *n, fu_tensor idx, const double *v, int64_t count,
@@ -157,11 +151,19 @@ fu_status interp_check_index(interp *it, const fu_node *n, fu_tensor idx, const 
 
 /* ------------------------------------------------------------ storage */
 
+/* n doubles (at least one), zeroed when asked; NULL when n is negative, too
+ * big for a size_t count of bytes, or the allocation fails. */
+static double *doubles_new(int64_t n, bool zeroed)
+{
+    if (n < 0 || (uint64_t)n >= SIZE_MAX / sizeof(double)) return NULL;
+    size_t count = n ? (size_t)n : 1;
+    return zeroed ? fu_calloc(count, sizeof(double)) : fu_malloc(count * sizeof(double));
+}
+
 static interp_buf *buf_new(interp *it, int64_t n, const char *name)
 {
     interp_buf *b = fu_calloc(1, sizeof *b);
-    double *d = NULL;
-    if (n >= 0 && (uint64_t)n <= SIZE_MAX / sizeof(double)) d = fu_calloc(n ? (size_t)n : 1, sizeof(double));
+    double *d = doubles_new(n, true);
     if (!b || !d) {
         fu_free(b);
         fu_free(d);
@@ -171,6 +173,13 @@ static interp_buf *buf_new(interp *it, int64_t n, const char *name)
     b->data = d;
     b->refs = 1;
     return b;
+}
+
+double *interp_scratch_new(interp *it, int64_t n, const char *what)
+{
+    double *p = doubles_new(n, false);
+    if (!p) fu_error_set(it->err, FU_ERR_NOMEM, "out of memory: %lld doubles of scratch for %s", (long long)n, what);
+    return p;
 }
 
 static void release(interp *it, fu_tensor t)
@@ -227,7 +236,7 @@ double *interp_new_output(interp *it, const fu_node *n)
 
 fu_status interp_alias(interp *it, const fu_node *n, fu_tensor src)
 {
-    if (!interp_vals(it, src)) return it->err ? it->err->status : FU_ERR_NOMEM;
+    if (!interp_vals(it, src)) return interp_nomem(it);
     interp_buf *b = it->slots[src].buf;
     b->refs++;
     it->slots[n->output].buf = b;

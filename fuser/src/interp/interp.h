@@ -35,6 +35,22 @@ static inline int64_t interp_numel(const interp *it, fu_tensor t)
     return fu_shape_numel(it->f->values[t].rank, it->f->values[t].shape);
 }
 
+/* v's shape around one axis: outer = the product of the extents before it,
+ * ext = its extent, inner = the product of those after it. */
+static inline void interp_axis_split(const fu_value *v, int axis, int64_t *outer, int64_t *ext, int64_t *inner)
+{
+    *outer = fu_shape_numel(axis, v->shape);
+    *ext = v->shape[axis];
+    *inner = fu_shape_numel(v->rank - axis - 1, v->shape + axis + 1);
+}
+
+/* The status to return after a failed allocation: the one already in it->err
+ * (an out-of-memory message), FU_ERR_NOMEM if somehow none was set. */
+static inline fu_status interp_nomem(const interp *it)
+{
+    return it->err->status ? it->err->status : FU_ERR_NOMEM;
+}
+
 /* The whole of t as doubles (an input is converted once, on first use).
  * NULL when out of memory (it->err is set). */
 const double *interp_vals(interp *it, fu_tensor t);
@@ -48,13 +64,18 @@ const double *interp_row(interp *it, fu_tensor t, int64_t off, int64_t n, double
  * of memory (it->err is set). */
 double *interp_new_output(interp *it, const fu_node *n);
 
+/* n doubles of uninitialized scratch for the op named `what` (the caller
+ * frees them). NULL when out of memory (it->err is set). */
+double *interp_scratch_new(interp *it, int64_t n, const char *what);
+
 /* Makes the node's output share the values of src (same numel). */
 fu_status interp_alias(interp *it, const fu_node *n, fu_tensor src);
 
 /* Rounds p[0..n) to dtype dt in place. */
 void interp_round(double *p, int64_t n, fu_dtype dt);
 
-/* "op 'name' -> 'out': <message>", with the node's source location if any. */
+/* "op 'name' -> 'out': <message>", with the node's source location if any
+ * (fu_node_error). */
 fu_status interp_op_error(interp *it, const fu_node *n, fu_status s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))

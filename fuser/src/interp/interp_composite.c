@@ -12,15 +12,6 @@
 
 #include "interp.h"
 
-static fu_status nomem(interp *it) { return it->err->status ? it->err->status : FU_ERR_NOMEM; }
-
-static double *scratch_new(interp *it, int64_t n, const char *what)
-{
-    double *p = (uint64_t)n < SIZE_MAX / sizeof(double) ? fu_malloc((size_t)(n ? n : 1) * sizeof(double)) : NULL;
-    if (!p) fu_error_set(it->err, FU_ERR_NOMEM, "out of memory: %lld doubles of scratch for %s", (long long)n, what);
-    return p;
-}
-
 static double row_max(const double *x, int64_t n)
 {
     double m = -INFINITY;
@@ -50,14 +41,14 @@ static fu_status exec_softmax(interp *it, const fu_node *n)
 {
     const fu_value *xv = &it->f->values[n->inputs[0]];
     int axis = n->attrs.axis;
-    int64_t outer = fu_shape_numel(axis, xv->shape), len = xv->shape[axis];
-    int64_t inner = fu_shape_numel(xv->rank - axis - 1, xv->shape + axis + 1);
+    int64_t outer, len, inner;
+    interp_axis_split(xv, axis, &outer, &len, &inner);
     bool log_form = n->op == FU_OP_LOG_SOFTMAX;
     double *o = interp_new_output(it, n);
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     if (inner == 1) { /* the axis is innermost: rows are contiguous */
-        double *scratch = scratch_new(it, len, "softmax");
-        if (!scratch) return nomem(it);
+        double *scratch = interp_scratch_new(it, len, "softmax");
+        if (!scratch) return interp_nomem(it);
         for (int64_t a = 0; a < outer; a++) {
             const double *x = interp_row(it, n->inputs[0], a * len, len, scratch);
             softmax_row(log_form, x, o + a * len, len);
@@ -68,8 +59,8 @@ static fu_status exec_softmax(interp *it, const fu_node *n)
     }
     /* Strided axis: gather each row into scratch, compute, scatter back. */
     const double *x = interp_vals(it, n->inputs[0]);
-    double *scratch = x ? scratch_new(it, 2 * len, "softmax") : NULL;
-    if (!scratch) return nomem(it);
+    double *scratch = x ? interp_scratch_new(it, 2 * len, "softmax") : NULL;
+    if (!scratch) return interp_nomem(it);
     double *row = scratch, *res = scratch + len;
     for (int64_t a = 0; a < outer; a++)
         for (int64_t j = 0; j < inner; j++) {
@@ -99,12 +90,12 @@ static fu_status exec_cross_entropy(interp *it, const fu_node *n)
     int64_t rows = xv->shape[0], C = xv->shape[1];
     double eps = at->label_smoothing;
     const double *tgt = interp_vals(it, n->inputs[1]);
-    if (!tgt) return nomem(it);
+    if (!tgt) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], tgt, rows, C, true, at->ignore_index);
     if (s) return s;
     double *o = interp_new_output(it, n);
-    double *scratch = o ? scratch_new(it, C, "cross_entropy") : NULL;
-    if (!scratch) return nomem(it);
+    double *scratch = o ? interp_scratch_new(it, C, "cross_entropy") : NULL;
+    if (!scratch) return interp_nomem(it);
 
     double total = 0.0, ignore = (double)at->ignore_index;
     int64_t count = 0;
@@ -144,12 +135,12 @@ static fu_status exec_cross_entropy_bwd(interp *it, const fu_node *n)
     double eps = at->label_smoothing, ignore = (double)at->ignore_index;
     const double *tgt = interp_vals(it, n->inputs[1]);
     const double *g = tgt ? interp_vals(it, n->inputs[2]) : NULL;
-    if (!g) return nomem(it);
+    if (!g) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], tgt, rows, C, true, at->ignore_index);
     if (s) return s;
     double *o = interp_new_output(it, n); /* zeroed: ignored rows stay 0 */
-    double *scratch = o ? scratch_new(it, C, "cross_entropy_backward") : NULL;
-    if (!scratch) return nomem(it);
+    double *scratch = o ? interp_scratch_new(it, C, "cross_entropy_backward") : NULL;
+    if (!scratch) return interp_nomem(it);
 
     int64_t count = 0;
     for (int64_t i = 0; i < rows; i++) count += tgt[i] != ignore;
@@ -179,11 +170,11 @@ static fu_status exec_embedding(interp *it, const fu_node *n)
     const fu_value *wv = &it->f->values[n->inputs[0]];
     int64_t V = wv->shape[0], D = wv->shape[1], k = interp_numel(it, n->inputs[1]);
     const double *ids = interp_vals(it, n->inputs[1]);
-    if (!ids) return nomem(it);
+    if (!ids) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], ids, k, V, false, 0);
     if (s) return s;
     double *o = interp_new_output(it, n);
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     for (int64_t i = 0; i < k; i++) {
         double *y = o + i * D;
         const double *w = interp_row(it, n->inputs[0], (int64_t)ids[i] * D, D, y); /* may convert into y */
@@ -198,12 +189,12 @@ static fu_status exec_embedding_bwd(interp *it, const fu_node *n)
     const fu_value *ov = &it->f->values[n->output];
     int64_t W = n->attrs.num_weights, D = ov->shape[1], k = interp_numel(it, n->inputs[1]);
     const double *ids = interp_vals(it, n->inputs[1]);
-    if (!ids) return nomem(it);
+    if (!ids) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], ids, k, W, false, 0);
     if (s) return s;
     double *o = interp_new_output(it, n);
-    double *scratch = o ? scratch_new(it, D, "embedding_backward") : NULL;
-    if (!scratch) return nomem(it);
+    double *scratch = o ? interp_scratch_new(it, D, "embedding_backward") : NULL;
+    if (!scratch) return interp_nomem(it);
     double pad = n->attrs.padding_idx >= 0 ? (double)n->attrs.padding_idx : -1.0;
     for (int64_t i = 0; i < k; i++) {
         if (ids[i] == pad) continue;

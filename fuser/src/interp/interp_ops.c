@@ -87,8 +87,6 @@ static void bcast_strides(int r, const fu_value *v, int64_t *st)
     }
 }
 
-static fu_status nomem(interp *it) { return it->err->status ? it->err->status : FU_ERR_NOMEM; }
-
 /* Copies a strided walk of src (strides sst over shape) into contiguous dst. */
 static void strided_copy(double *dst, const double *src, int rank, const int64_t *shape, const int64_t *sst)
 {
@@ -166,7 +164,7 @@ static fu_status exec_unary(interp *it, const fu_node *n)
 {
     const double *a = interp_vals(it, n->inputs[0]);
     double *o = a ? interp_new_output(it, n) : NULL;
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     int64_t cnt = interp_numel(it, n->output);
     unary_span(n->op, a, o, cnt);
     interp_round(o, cnt, it->f->values[n->output].dtype);
@@ -179,7 +177,7 @@ static fu_status exec_binary(interp *it, const fu_node *n)
     const double *a = interp_vals(it, n->inputs[0]);
     const double *b = a ? interp_vals(it, n->inputs[1]) : NULL;
     double *o = b ? interp_new_output(it, n) : NULL;
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     int64_t st[3][FU_MAX_RANK];
     fu_shape_contiguous_strides(ov->rank, ov->shape, st[0]);
     bcast_strides(ov->rank, &it->f->values[n->inputs[0]], st[1]);
@@ -200,7 +198,7 @@ static fu_status exec_where(interp *it, const fu_node *n)
     const double *a = c ? interp_vals(it, n->inputs[1]) : NULL;
     const double *b = a ? interp_vals(it, n->inputs[2]) : NULL;
     double *o = b ? interp_new_output(it, n) : NULL;
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     int64_t st[4][FU_MAX_RANK];
     fu_shape_contiguous_strides(ov->rank, ov->shape, st[0]);
     for (int k = 0; k < 3; k++) bcast_strides(ov->rank, &it->f->values[n->inputs[k]], st[k + 1]);
@@ -231,7 +229,7 @@ static fu_status exec_cast(interp *it, const fu_node *n)
     if (cast_is_identity(from, to)) return interp_alias(it, n, n->inputs[0]);
     const double *a = interp_vals(it, n->inputs[0]);
     double *o = a ? interp_new_output(it, n) : NULL;
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     int64_t cnt = interp_numel(it, n->output);
     memcpy(o, a, (size_t)cnt * sizeof *o);
     interp_round(o, cnt, to);
@@ -246,7 +244,7 @@ static fu_status exec_broadcast(interp *it, const fu_node *n)
     if (cnt > 0 && cnt == interp_numel(it, n->inputs[0])) return interp_alias(it, n, n->inputs[0]);
     const double *a = interp_vals(it, n->inputs[0]);
     double *o = a ? interp_new_output(it, n) : NULL;
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     int64_t st[FU_MAX_RANK];
     bcast_strides(ov->rank, &it->f->values[n->inputs[0]], st);
     strided_copy(o, a, ov->rank, ov->shape, st);
@@ -261,12 +259,10 @@ static fu_status exec_reduce(interp *it, const fu_node *n)
     const fu_attrs *at = &n->attrs;
     const double *a = interp_vals(it, n->inputs[0]);
     double *o = a ? interp_new_output(it, n) : NULL;
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
 
-    bool reduced[FU_MAX_RANK] = {false};
-    for (int i = 0; i < at->naxes; i++) reduced[at->axes[i]] = true;
-    if (at->naxes == 0)
-        for (int i = 0; i < xv->rank; i++) reduced[i] = true;
+    bool reduced[FU_MAX_RANK];
+    fu_reduced_axes(at, xv->rank, reduced);
 
     /* Walk the input; the output is addressed with its keepdim strides and a
      * stride of 0 on reduced axes, so many inputs land on one output. */
@@ -349,7 +345,7 @@ static fu_status exec_permute(interp *it, const fu_node *n)
     if (!moves) return interp_alias(it, n, n->inputs[0]);
     const double *a = interp_vals(it, n->inputs[0]);
     double *o = a ? interp_new_output(it, n) : NULL;
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     int64_t xs[FU_MAX_RANK], st[FU_MAX_RANK];
     contiguous(xv, xs);
     for (int i = 0; i < ov->rank; i++) st[i] = xs[n->attrs.perm[i]];
@@ -365,7 +361,7 @@ static fu_status exec_slice(interp *it, const fu_node *n)
         return interp_alias(it, n, n->inputs[0]);
     const double *a = interp_vals(it, n->inputs[0]);
     double *o = a ? interp_new_output(it, n) : NULL;
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     int64_t xs[FU_MAX_RANK], st[FU_MAX_RANK], base = 0;
     contiguous(xv, xs);
     for (int i = 0; i < xv->rank; i++) {
@@ -379,7 +375,7 @@ static fu_status exec_slice(interp *it, const fu_node *n)
 static fu_status exec_full(interp *it, const fu_node *n)
 {
     double *o = interp_new_output(it, n);
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     double v = fu_round_to_dtype(n->attrs.value, it->f->values[n->output].dtype);
     int64_t cnt = interp_numel(it, n->output);
     for (int64_t i = 0; i < cnt; i++) o[i] = v;
@@ -390,10 +386,10 @@ static fu_status exec_iota(interp *it, const fu_node *n)
 {
     const fu_value *ov = &it->f->values[n->output];
     double *o = interp_new_output(it, n);
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     int axis = n->attrs.axis;
-    int64_t outer = fu_shape_numel(axis, ov->shape), ext = ov->shape[axis];
-    int64_t inner = fu_shape_numel(ov->rank - axis - 1, ov->shape + axis + 1);
+    int64_t outer, ext, inner;
+    interp_axis_split(ov, axis, &outer, &ext, &inner);
     for (int64_t a = 0; a < outer; a++)
         for (int64_t k = 0; k < ext; k++) {
             double v = fu_round_to_dtype((double)k, ov->dtype); /* f16 cannot count past 2048 */
@@ -410,16 +406,16 @@ static fu_status exec_select(interp *it, const fu_node *n)
 {
     const fu_value *xv = &it->f->values[n->inputs[0]];
     int axis = n->attrs.axis;
-    int64_t outer = fu_shape_numel(axis, xv->shape), ext = xv->shape[axis];
-    int64_t inner = fu_shape_numel(xv->rank - axis - 1, xv->shape + axis + 1);
+    int64_t outer, ext, inner;
+    interp_axis_split(xv, axis, &outer, &ext, &inner);
     int64_t k = interp_numel(it, n->inputs[1]);
     const double *x = interp_vals(it, n->inputs[0]);
     const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
-    if (!idx) return nomem(it);
+    if (!idx) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], idx, k, ext, false, 0);
     if (s) return s;
     double *o = interp_new_output(it, n);
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     for (int64_t a = 0; a < outer; a++)
         for (int64_t i = 0; i < k; i++)
             memcpy(o + (a * k + i) * inner, x + (a * ext + (int64_t)idx[i]) * inner, (size_t)inner * sizeof *o);
@@ -433,12 +429,12 @@ static fu_status exec_take_along(interp *it, const fu_node *n)
     int axis = n->attrs.axis;
     const double *x = interp_vals(it, n->inputs[0]);
     const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
-    if (!idx) return nomem(it);
+    if (!idx) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], idx, interp_numel(it, n->inputs[1]), xv->shape[axis],
                                      false, 0);
     if (s) return s;
     double *o = interp_new_output(it, n);
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     int64_t st[2][FU_MAX_RANK], xs[FU_MAX_RANK];
     contiguous(iv, st[0]); /* index and output share a shape */
     contiguous(xv, xs);
@@ -461,17 +457,17 @@ static fu_status exec_index_add(interp *it, const fu_node *n)
 {
     const fu_value *xv = &it->f->values[n->inputs[0]];
     int axis = n->attrs.axis;
-    int64_t outer = fu_shape_numel(axis, xv->shape), ext = xv->shape[axis];
-    int64_t inner = fu_shape_numel(xv->rank - axis - 1, xv->shape + axis + 1);
+    int64_t outer, ext, inner;
+    interp_axis_split(xv, axis, &outer, &ext, &inner);
     int64_t k = interp_numel(it, n->inputs[1]);
     const double *x = interp_vals(it, n->inputs[0]);
     const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
     const double *src = idx ? interp_vals(it, n->inputs[2]) : NULL;
-    if (!src) return nomem(it);
+    if (!src) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], idx, k, ext, false, 0);
     if (s) return s;
     double *o = interp_new_output(it, n);
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     int64_t cnt = interp_numel(it, n->output);
     memcpy(o, x, (size_t)cnt * sizeof *o);
     for (int64_t a = 0; a < outer; a++)
@@ -492,12 +488,12 @@ static fu_status exec_scatter_add(interp *it, const fu_node *n)
     const double *x = interp_vals(it, n->inputs[0]);
     const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
     const double *src = idx ? interp_vals(it, n->inputs[2]) : NULL;
-    if (!src) return nomem(it);
+    if (!src) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], idx, interp_numel(it, n->inputs[1]), xv->shape[axis],
                                      false, 0);
     if (s) return s;
     double *o = interp_new_output(it, n);
-    if (!o) return nomem(it);
+    if (!o) return interp_nomem(it);
     int64_t cnt = interp_numel(it, n->output);
     memcpy(o, x, (size_t)cnt * sizeof *o);
     int64_t st[3][FU_MAX_RANK], xs[FU_MAX_RANK];

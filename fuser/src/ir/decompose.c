@@ -184,12 +184,11 @@ static fu_tensor expand_mean(dctx *c, const fu_node *n, const char *name)
     fu_fusion *d = c->dst;
     fu_tensor x = c->map[n->inputs[0]];
     const fu_value *xv = fu_val(c->src, n->inputs[0]);
+    bool reduced[FU_MAX_RANK];
+    fu_reduced_axes(&n->attrs, xv->rank, reduced);
     int64_t count = 1;
-    for (int i = 0; i < xv->rank; i++) {
-        bool reduced = n->attrs.naxes == 0;
-        for (int k = 0; k < n->attrs.naxes; k++) reduced |= n->attrs.axes[k] == i;
-        if (reduced) count *= xv->shape[i];
-    }
+    for (int i = 0; i < xv->rank; i++)
+        if (reduced[i]) count *= xv->shape[i];
     /* Summed and divided in f32 for f16/bf16 (their sums overflow and round,
      * and the count itself may not be representable: 70000 is inf in f16);
      * f32/f64 compute in place, with no casts and no rename. */

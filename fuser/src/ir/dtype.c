@@ -1,10 +1,10 @@
-/* dtype.c -- dtype table, rounding to f16/bf16/f32 as PyTorch does, status names. */
+/* dtype.c -- dtype table, rounding to f16/bf16/f32 as PyTorch does, status names, error messages. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "fuser.h"
+#include "ir.h"
 
 typedef struct dtype_info {
     const char *name;
@@ -147,5 +147,23 @@ fu_status fu_error_set(fu_error *err, fu_status s, const char *fmt, ...)
         vsnprintf(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
     }
+    return s;
+}
+
+fu_status fu_error_vset_at(fu_error *err, fu_status s, const char *file, int line, int col, const char *fmt,
+                           va_list ap)
+{
+    if (!err) return s;
+    char msg[sizeof err->message]; /* formatted first: an argument may point into err */
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return fu_error_set(err, s, "%s:%d:%d: %s", file ? file : "<input>", line, col, msg);
+}
+
+fu_status fu_error_set_at(fu_error *err, fu_status s, const char *file, int line, int col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fu_error_vset_at(err, s, file, line, col, fmt, ap);
+    va_end(ap);
     return s;
 }

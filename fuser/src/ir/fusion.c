@@ -101,15 +101,44 @@ void fu_fusion_set_location(fu_fusion *f, const char *file, int line, int column
     f->cur_column = column;
 }
 
+/* ------------------------------------------------------------ errors */
+
+fu_status fu_error_locate(fu_error *dst, const fu_error *e, const fu_fusion *f, int line, int col)
+{
+    if (line > 0) return fu_error_set_at(dst, e->status, f->file[0] ? f->file : NULL, line, col, "%s", e->message);
+    if (dst) *dst = *e;
+    return e->status;
+}
+
+/* err = "op 'OP' -> 'OUT': <message>", the message cut at 767 characters. */
+static fu_status op_verror(fu_error *err, fu_status s, fu_op op, const char *out, const char *fmt, va_list ap)
+{
+    char msg[768];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return fu_error_set(err, s, "op '%s' -> '%s': %s", fu_op_name(op), out, msg);
+}
+
+fu_status fu_node_verror(const fu_fusion *f, const fu_node *n, fu_error *err, fu_status s, const char *fmt,
+                         va_list ap)
+{
+    fu_error e; /* short enough never to be cut: names are under FU_MAX_NAME */
+    op_verror(&e, s, n->op, f->values[n->output].name, fmt, ap);
+    return fu_error_locate(err, &e, f, n->line, n->column);
+}
+
+fu_status fu_node_error(const fu_fusion *f, const fu_node *n, fu_error *err, fu_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fu_node_verror(f, n, err, s, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
 /* Records the first builder error, prefixed with the current source location. */
 static void record_error(fu_fusion *f, const fu_error *e)
 {
-    if (f->first_error.status != FU_OK) return;
-    if (f->cur_line > 0)
-        fu_error_set(&f->first_error, e->status, "%s:%d:%d: %s", f->file[0] ? f->file : "<input>",
-                     f->cur_line, f->cur_column, e->message);
-    else
-        f->first_error = *e;
+    if (f->first_error.status == FU_OK) fu_error_locate(&f->first_error, e, f, f->cur_line, f->cur_column);
 }
 
 static fu_tensor find_name(const fu_fusion *f, const char *name)
@@ -238,15 +267,14 @@ static fu_status fail(const infer_ctx *c, const char *fmt, ...)
 #endif
     ;
 
+/* The op's output has no tensor yet while it is being built: out_name names it. */
 static fu_status fail(const infer_ctx *c, const char *fmt, ...)
 {
-    char msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    op_verror(c->err, FU_ERR_VERIFY, c->node->op, c->out_name, fmt, ap);
     va_end(ap);
-    return fu_error_set(c->err, FU_ERR_VERIFY, "op '%s' -> '%s': %s", fu_op_name(c->node->op),
-                        c->out_name, msg);
+    return FU_ERR_VERIFY;
 }
 
 static const fu_value *operand(const infer_ctx *c, int i) { return &c->f->values[c->node->inputs[i]]; }
@@ -394,17 +422,16 @@ fu_status fu_infer(const fu_fusion *f, const fu_node *node, const char *out_name
         return FU_OK;
 
     case FU_KIND_REDUCE: {
-        bool reduced[FU_MAX_RANK] = {false};
         if (x->dtype == FU_BOOL) return fail(&c, "operand '%s' is bool; a numeric dtype is needed", x->name);
         if (op == FU_OP_MEAN && (s = require_float(&c, 0))) return s;
         if (at->naxes < 0 || at->naxes > x->rank) return fail(&c, "%d axes given for rank %d", at->naxes, x->rank);
         for (int i = 0; i < at->naxes; i++) {
             if ((s = check_axis(&c, at->axes[i], x->rank, "axis"))) return s;
-            if (reduced[at->axes[i]]) return fail(&c, "axis %d is listed twice", at->axes[i]);
-            reduced[at->axes[i]] = true;
+            for (int k = 0; k < i; k++)
+                if (at->axes[k] == at->axes[i]) return fail(&c, "axis %d is listed twice", at->axes[i]);
         }
-        if (at->naxes == 0) /* no axes: reduce everything */
-            for (int i = 0; i < x->rank; i++) reduced[i] = true;
+        bool reduced[FU_MAX_RANK];
+        fu_reduced_axes(at, x->rank, reduced);
         *rank = 0;
         for (int i = 0; i < x->rank; i++) {
             if (!reduced[i]) shape[(*rank)++] = x->shape[i];
@@ -878,15 +905,6 @@ fu_tensor fu_segment_set(fu_fusion *f, fu_tensor x, const char *name)
 
 /* ------------------------------------------------------------ verifier */
 
-static fu_status node_error(const fu_fusion *f, const fu_node *n, fu_error *err, const fu_error *e)
-{
-    if (n->line > 0)
-        return fu_error_set(err, e->status, "%s:%d:%d: %s", f->file[0] ? f->file : "<input>", n->line,
-                            n->column, e->message);
-    if (err) *err = *e;
-    return e->status;
-}
-
 fu_status fu_fusion_verify(const fu_fusion *f, fu_error *err)
 {
     if (f->first_error.status != FU_OK) {
@@ -899,23 +917,18 @@ fu_status fu_fusion_verify(const fu_fusion *f, fu_error *err)
                 return fu_error_set(err, FU_ERR_VERIFY, "tensor '%s' is defined twice", f->values[i].name);
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
-        fu_error e;
         for (int k = 0; k < n->ninputs; k++)
-            if (!fu_tensor_valid(f, n->inputs[k]) || n->inputs[k] >= n->output) {
-                fu_error_set(&e, FU_ERR_VERIFY, "op '%s' -> '%s': operand %d is not defined before use",
-                             fu_op_name(n->op), f->values[n->output].name, k);
-                return node_error(f, n, err, &e);
-            }
+            if (!fu_tensor_valid(f, n->inputs[k]) || n->inputs[k] >= n->output)
+                return fu_node_error(f, n, err, FU_ERR_VERIFY, "operand %d is not defined before use", k);
         fu_dtype dt;
         int rank;
         int64_t shape[FU_MAX_RANK] = {0};
         const fu_value *out = &f->values[n->output];
-        if (fu_infer(f, n, out->name, &dt, &rank, shape, &e) != FU_OK) return node_error(f, n, err, &e);
-        if (dt != out->dtype || rank != out->rank || memcmp(shape, out->shape, (size_t)rank * sizeof *shape)) {
-            fu_error_set(&e, FU_ERR_VERIFY, "op '%s' -> '%s': recorded dtype/shape disagree with its operands",
-                         fu_op_name(n->op), out->name);
-            return node_error(f, n, err, &e);
-        }
+        fu_error e;
+        if (fu_infer(f, n, out->name, &dt, &rank, shape, &e) != FU_OK)
+            return fu_error_locate(err, &e, f, n->line, n->column);
+        if (dt != out->dtype || rank != out->rank || memcmp(shape, out->shape, (size_t)rank * sizeof *shape))
+            return fu_node_error(f, n, err, FU_ERR_VERIFY, "recorded dtype/shape disagree with its operands");
     }
     if (f->noutputs == 0)
         return fu_error_set(err, FU_ERR_VERIFY, "fusion '%s' has no outputs", f->name);

@@ -10,6 +10,7 @@
 #define FUSER_IR_H
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 
 #include "fuser.h"
@@ -87,6 +88,49 @@ static inline int64_t fu_f64_to_i64(double v)
  * the builder and by fu_fusion_verify. */
 fu_status fu_infer(const fu_fusion *f, const fu_node *node, const char *out_name, fu_dtype *dtype,
                    int *rank, int64_t *shape, fu_error *err);
+
+/* Which axes of a rank-`rank` operand the reduction attrs `at` reduce: the
+ * listed axes, or all of them when none are listed. Axes outside [0, rank)
+ * mark nothing (the builder rejects them before asking). */
+static inline void fu_reduced_axes(const fu_attrs *at, int rank, bool reduced[FU_MAX_RANK])
+{
+    for (int i = 0; i < FU_MAX_RANK; i++) reduced[i] = at->naxes == 0 && i < rank;
+    for (int i = 0; i < at->naxes && i < FU_MAX_RANK; i++)
+        if (at->axes[i] >= 0 && at->axes[i] < rank) reduced[at->axes[i]] = true;
+}
+
+/* ------------------------------------------------------------ located errors
+ *
+ * Every message of the parser, builder, verifier and interpreter that points
+ * into a source file starts with "FILE:LINE:COL: "; these write that prefix. */
+
+/* Sets err (if not NULL) to "FILE:LINE:COL: " and the printf-style message;
+ * returns s. FILE is "<input>" when file is NULL (an empty name is printed as
+ * it is). The result is cut to fit err->message like fu_error_set's. */
+fu_status fu_error_set_at(fu_error *err, fu_status s, const char *file, int line, int col, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+fu_status fu_error_vset_at(fu_error *err, fu_status s, const char *file, int line, int col, const char *fmt,
+                           va_list ap);
+
+/* Copies e into dst (if not NULL), prefixed with "FILE:LINE:COL: " when
+ * line > 0, FILE being f's source file or "<input>" when it has none (built
+ * from C, or parsed without a file name); returns e->status. */
+fu_status fu_error_locate(fu_error *dst, const fu_error *e, const fu_fusion *f, int line, int col);
+
+/* "op 'OP' -> 'OUT': <message>" about node n of f (OUT its output's name),
+ * located at the node's source position when it has one. The message part is
+ * cut at 767 characters. The verifier and the interpreter report op errors
+ * through it. */
+fu_status fu_node_error(const fu_fusion *f, const fu_node *n, fu_error *err, fu_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+fu_status fu_node_verror(const fu_fusion *f, const fu_node *n, fu_error *err, fu_status s, const char *fmt,
+                         va_list ap);
 
 /* True when op writes only where it is told to (segment_set: value no-op). */
 const fu_node *fu_producer(const fu_fusion *f, fu_tensor t);

@@ -21,81 +21,113 @@ static void put_double(fu_strbuf *sb, double v)
     fu_sb_puts(sb, fu_format_double(v, buf, sizeof buf));
 }
 
-static void put_i64_list(fu_strbuf *sb, const char *key, int n, const int64_t *v)
+/* An op's attribute list being written: ", " goes before every key but the
+ * first when the op has no tensor operands (`full(shape=[], ...)`). */
+typedef struct attr_out {
+    fu_strbuf *sb;
+    bool first;
+} attr_out;
+
+/* Starts the next attribute: "key=" (", key=" after another item). */
+static void put_key(attr_out *o, const char *key)
 {
-    fu_sb_printf(sb, ", %s=[", key);
-    for (int i = 0; i < n; i++) fu_sb_printf(sb, "%s%lld", i ? ", " : "", (long long)v[i]);
-    fu_sb_puts(sb, "]");
+    fu_sb_printf(o->sb, "%s%s=", o->first ? "" : ", ", key);
+    o->first = false;
 }
 
-static void put_int_list(fu_strbuf *sb, const char *key, int n, const int *v)
+static void put_i64_list(attr_out *o, const char *key, int n, const int64_t *v)
 {
-    fu_sb_printf(sb, ", %s=[", key);
-    for (int i = 0; i < n; i++) fu_sb_printf(sb, "%s%d", i ? ", " : "", v[i]);
-    fu_sb_puts(sb, "]");
+    put_key(o, key);
+    fu_sb_puts(o->sb, "[");
+    for (int i = 0; i < n; i++) fu_sb_printf(o->sb, "%s%lld", i ? ", " : "", (long long)v[i]);
+    fu_sb_puts(o->sb, "]");
 }
 
-static void put_padding(fu_strbuf *sb, int64_t padding_idx)
+static void put_int_list(attr_out *o, const char *key, int n, const int *v)
 {
-    if (padding_idx < 0) fu_sb_puts(sb, ", padding_idx=none");
-    else fu_sb_printf(sb, ", padding_idx=%lld", (long long)padding_idx);
+    put_key(o, key);
+    fu_sb_puts(o->sb, "[");
+    for (int i = 0; i < n; i++) fu_sb_printf(o->sb, "%s%d", i ? ", " : "", v[i]);
+    fu_sb_puts(o->sb, "]");
 }
 
-static void put_composite_attrs(fu_strbuf *sb, const fu_node *n)
+static void put_int(attr_out *o, const char *key, long long v)
+{
+    put_key(o, key);
+    fu_sb_printf(o->sb, "%lld", v);
+}
+
+static void put_word(attr_out *o, const char *key, const char *word)
+{
+    put_key(o, key);
+    fu_sb_puts(o->sb, word);
+}
+
+static void put_padding(attr_out *o, int64_t padding_idx)
+{
+    if (padding_idx < 0) put_word(o, "padding_idx", "none");
+    else put_int(o, "padding_idx", (long long)padding_idx);
+}
+
+static void put_composite_attrs(attr_out *o, const fu_node *n)
 {
     const fu_attrs *a = &n->attrs;
     switch (n->op) {
     case FU_OP_SOFTMAX:
-    case FU_OP_LOG_SOFTMAX: fu_sb_printf(sb, ", axis=%d", a->axis); break;
+    case FU_OP_LOG_SOFTMAX: put_int(o, "axis", a->axis); break;
     case FU_OP_CROSS_ENTROPY:
     case FU_OP_CROSS_ENTROPY_BWD:
-        fu_sb_printf(sb, ", reduction=%s, ignore_index=%lld, label_smoothing=", fu_reduction_name(a->reduction),
-                     (long long)a->ignore_index);
-        put_double(sb, a->label_smoothing);
+        put_word(o, "reduction", fu_reduction_name(a->reduction));
+        put_int(o, "ignore_index", (long long)a->ignore_index);
+        put_key(o, "label_smoothing");
+        put_double(o->sb, a->label_smoothing);
         break;
-    case FU_OP_EMBEDDING: put_padding(sb, a->padding_idx); break;
+    case FU_OP_EMBEDDING: put_padding(o, a->padding_idx); break;
     case FU_OP_EMBEDDING_BWD:
-        fu_sb_printf(sb, ", num_weights=%lld", (long long)a->num_weights);
-        put_padding(sb, a->padding_idx);
+        put_int(o, "num_weights", (long long)a->num_weights);
+        put_padding(o, a->padding_idx);
         break;
     default: break;
     }
 }
 
-/* The attributes of one op as ", key=value" pairs, in the parser's order. */
+/* The attributes of one op as key=value pairs, in the parser's order, each
+ * after ", " unless it opens the argument list. */
 static void put_attrs(fu_strbuf *sb, const fu_fusion *f, const fu_node *n)
 {
+    attr_out o = {sb, n->ninputs == 0};
     const fu_attrs *a = &n->attrs;
     int xr = n->ninputs > 0 ? fu_val(f, n->inputs[0])->rank : 0;
     switch (fu_op_kind_of(n->op)) {
-    case FU_KIND_CAST: fu_sb_printf(sb, ", dtype=%s", fu_dtype_name(a->dtype)); break;
+    case FU_KIND_CAST: put_word(&o, "dtype", fu_dtype_name(a->dtype)); break;
     case FU_KIND_BROADCAST:
-    case FU_KIND_RESHAPE: put_i64_list(sb, "shape", a->rank, a->shape); break;
+    case FU_KIND_RESHAPE: put_i64_list(&o, "shape", a->rank, a->shape); break;
     case FU_KIND_REDUCE:
-        put_int_list(sb, "axes", a->naxes, a->axes);
-        fu_sb_printf(sb, ", keepdim=%s", a->keepdim ? "true" : "false");
+        put_int_list(&o, "axes", a->naxes, a->axes);
+        put_word(&o, "keepdim", a->keepdim ? "true" : "false");
         break;
-    case FU_KIND_PERMUTE: put_int_list(sb, "dims", xr, a->perm); break;
+    case FU_KIND_PERMUTE: put_int_list(&o, "dims", xr, a->perm); break;
     case FU_KIND_SLICE:
-        put_i64_list(sb, "start", xr, a->start);
-        put_i64_list(sb, "stop", xr, a->stop);
-        put_i64_list(sb, "step", xr, a->step);
+        put_i64_list(&o, "start", xr, a->start);
+        put_i64_list(&o, "stop", xr, a->stop);
+        put_i64_list(&o, "step", xr, a->step);
         break;
     case FU_KIND_FULL:
-        put_i64_list(sb, "shape", a->rank, a->shape);
-        fu_sb_puts(sb, ", value=");
+        put_i64_list(&o, "shape", a->rank, a->shape);
+        put_key(&o, "value");
         if (!fu_dtype_is_float(a->dtype) && a->value == floor(a->value) && fabs(a->value) < 9e15)
             fu_sb_printf(sb, "%lld", (long long)a->value); /* integer constants read as integers; -0 is 0 */
         else put_double(sb, a->value);
-        fu_sb_printf(sb, ", dtype=%s", fu_dtype_name(a->dtype));
+        put_word(&o, "dtype", fu_dtype_name(a->dtype));
         break;
     case FU_KIND_IOTA:
-        put_i64_list(sb, "shape", a->rank, a->shape);
-        fu_sb_printf(sb, ", axis=%d, dtype=%s", a->axis, fu_dtype_name(a->dtype));
+        put_i64_list(&o, "shape", a->rank, a->shape);
+        put_int(&o, "axis", a->axis);
+        put_word(&o, "dtype", fu_dtype_name(a->dtype));
         break;
     case FU_KIND_GATHER:
-    case FU_KIND_SCATTER: fu_sb_printf(sb, ", axis=%d", a->axis); break;
-    case FU_KIND_COMPOSITE: put_composite_attrs(sb, n); break;
+    case FU_KIND_SCATTER: put_int(&o, "axis", a->axis); break;
+    case FU_KIND_COMPOSITE: put_composite_attrs(&o, n); break;
     default: break;
     }
 }
@@ -124,13 +156,7 @@ char *fu_fusion_print(const fu_fusion *f)
         fu_sb_printf(&sb, "%s = %s(", fu_val(f, n->output)->name, fu_op_name(n->op));
         for (int k = 0; k < n->ninputs; k++)
             fu_sb_printf(&sb, "%s%s", k ? ", " : "", fu_tensor_valid(f, n->inputs[k]) ? fu_val(f, n->inputs[k])->name : "?");
-        /* ops without tensor operands start their attribute list without a comma */
-        size_t mark = sb.len;
         put_attrs(&sb, f, n);
-        if (n->ninputs == 0 && !sb.failed && sb.len >= mark + 2) {
-            memmove(sb.data + mark, sb.data + mark + 2, sb.len - mark - 1);
-            sb.len -= 2;
-        }
         fu_sb_puts(&sb, ")\n");
     }
     for (int i = 0; i < f->noutputs; i++) fu_sb_printf(&sb, "%s%s", i ? ", " : "output ", fu_val(f, f->outputs[i])->name);

@@ -457,16 +457,24 @@ static bool perr(parser *p, loc at, fu_status s, const char *fmt, ...)
 #endif
     ;
 
+/* err = "FILE:LINE:COL: <message>" for the parser and the builder. The message
+ * is cut at 899 characters before the location is put in front (a long
+ * identifier in it can make it longer). */
+static void loc_verror(fu_error *err, fu_status s, const char *file, loc at, const char *fmt, va_list ap)
+{
+    char msg[900];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fu_error_set_at(err, s, file, at.line, at.col, "%s", msg);
+}
+
 static bool perr(parser *p, loc at, fu_status s, const char *fmt, ...)
 {
     if (p->failed) return false;
     p->failed = true;
-    char msg[900];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    loc_verror(p->err, s, p->g->file, at, fmt, ap);
     va_end(ap);
-    fu_error_set(p->err, s, "%s:%d:%d: %s", p->g->file, at.line, at.col, msg);
     return false;
 }
 
@@ -1508,12 +1516,10 @@ static bool berr(builder *b, loc at, fu_status s, const char *fmt, ...)
 
 static bool berr(builder *b, loc at, fu_status s, const char *fmt, ...)
 {
-    char msg[900];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    loc_verror(b->err, s, b->g->file, at, fmt, ap);
     va_end(ap);
-    fu_error_set(b->err, s, "%s:%d:%d: %s", b->g->file, at.line, at.col, msg);
     return false;
 }
 
