@@ -196,6 +196,12 @@ static int output_pass(const struct red_ctx *r, fu_tensor t);
 
 static uint32_t deps_of(const red_ctx *r, fu_tensor t) { return r->deps[t]; }
 
+/* E of an online sum(exp(E - max(E))) ri: what its max and its terms read. */
+static fu_tensor online_source(const red_ctx *r, const red_info *ri)
+{
+    return fu_producer(r->f, fu_producer(r->f, ri->in)->inputs[0])->inputs[0];
+}
+
 static bool analyse(red_ctx *r, char *why, size_t nwhy)
 {
     const fu_fusion *f = r->f;
@@ -364,7 +370,7 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
     for (int i = 0; i < r->nred; i++) {
         red_info *ri = &r->reds[i];
         if (ri->kind != RK_ROW && ri->kind != RK_ROWGRID) continue;
-        uint32_t d = deps_of(r, ri->online_max >= 0 ? fu_producer(f, fu_producer(f, ri->in)->inputs[0])->inputs[0] : ri->in);
+        uint32_t d = deps_of(r, ri->online_max >= 0 ? online_source(r, ri) : ri->in);
         int p = 1;
         for (int j = 0; j < i; j++)
             if ((d & (1u << j)) && r->reds[j].pass + 1 > p) p = r->reds[j].pass + 1;
@@ -495,10 +501,6 @@ static bool reads_at_row(const red_ctx *r, fu_tensor from, fu_tensor t)
     return reads_at_row_walk(r, from, t, 0);
 }
 
-static fu_tensor online_source(const red_ctx *r, const red_info *ri)
-{
-    return fu_producer(r->f, fu_producer(r->f, ri->in)->inputs[0])->inputs[0];
-}
 
 /* Full-size outputs written in this pass. */
 static int pass_outputs(const red_ctx *r, int pass, fu_tensor *out, int cap)
@@ -909,12 +911,9 @@ static void hoist_all_row_values(red_ctx *r)
         if (r->reds[i].kind != RK_GRID_PRO) hoist_row_values(r, r->reds[i].in, ready);
 }
 
-static bool choose_config(red_ctx *r, char *why, size_t nwhy)
+static void choose_config(red_ctx *r)
 {
     const fu_fusion *f = r->f;
-    const fu_group *g = r->g;
-    (void)why;
-    (void)nwhy;
     /* vector width from the widest full-size tensor in memory */
     size_t widest = 0;
     for (int i = 0; i < r->w->nparams; i++) {
@@ -948,8 +947,6 @@ static bool choose_config(red_ctx *r, char *why, size_t nwhy)
             r->cache_t[r->ncache++] = p->tensor;
         }
     }
-    (void)g;
-    return true;
 }
 
 bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
@@ -984,7 +981,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         c->user = r;
         c->lookup_register = lookup_register;
         c->lookup_cache = lookup_cache;
-        ok = choose_config(r, why, nwhy);
+        choose_config(r);
     }
     /* classify the outputs */
     int nrow_out = 0, nscalar_out = 0;

@@ -242,7 +242,10 @@ static fu_status one_op_per_kernel(seg_ctx *s, const bool *members)
     return s->err->status;
 }
 
-static fu_status schedule_levels(seg_ctx *s, const bool *members, bool (*cut)(const fu_node *), bool recurse)
+/* Schedules the members level by level (levels_by cut); each level is tried
+ * as one group (recursively) when always_recurse or the cut split the members
+ * at all, else one op per kernel. */
+static fu_status schedule_levels(seg_ctx *s, const bool *members, bool (*cut)(const fu_node *), bool always_recurse)
 {
     const fu_fusion *f = s->plan->fusion;
     int *level = fu_calloc((size_t)f->nnodes + 1, sizeof *level);
@@ -250,6 +253,7 @@ static fu_status schedule_levels(seg_ctx *s, const bool *members, bool (*cut)(co
     fu_status st = FU_OK;
     if (!level || !sub) st = fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
     int max = st ? -1 : levels_by(f, members, cut, level);
+    bool recurse = always_recurse || max > 0;
     for (int l = 0; l <= max && st == FU_OK; l++) {
         bool any = false;
         for (int i = 0; i < f->nnodes; i++) {
@@ -274,12 +278,7 @@ static fu_status schedule_members(seg_ctx *s, const bool *members)
     const char *debug = getenv("FUSER_DEBUG");
     if (debug && atoi(debug) >= 1) fprintf(stderr, "fuser: splitting '%s': %s\n", s->plan->fusion->name, why);
     /* Split at reductions and scatters; if a part still fails, one op each. */
-    const fu_fusion *f = s->plan->fusion;
-    int *level = fu_calloc((size_t)f->nnodes + 1, sizeof *level);
-    if (!level) return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
-    int max = levels_by(f, members, is_anchor, level);
-    fu_free(level);
-    return schedule_levels(s, members, is_anchor, max > 0 ? true : false) == FU_OK ? FU_OK : s->err->status;
+    return schedule_levels(s, members, is_anchor, false) == FU_OK ? FU_OK : s->err->status;
 }
 
 static fu_status plan_fusion(seg_ctx *s)
