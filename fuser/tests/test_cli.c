@@ -12,32 +12,21 @@
 #define _XOPEN_SOURCE 700
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <spawn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "fuser.h"
-
-extern char **environ;
+#include "test_util.h"
 
 static const char *fuser_bin;
 static char suite[1024];
 static const char *suites_dir;
 static char dir[256];
 static char cache_dir[256]; /* FUSER_CACHE_DIR of the children */
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
 
 /* ------------------------------------------------------------ helpers */
 
@@ -69,17 +58,6 @@ static bool exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-static char *slurp(const char *path)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    char *buf = calloc(1, 1 << 20);
-    size_t n = fread(buf, 1, (1 << 20) - 1, fp);
-    buf[n] = '\0';
-    fclose(fp);
-    return buf;
-}
-
 static void spit(const char *path, const char *text)
 {
     FILE *fp = fopen(path, "wb");
@@ -89,48 +67,11 @@ static void spit(const char *path, const char *text)
     fclose(fp);
 }
 
-typedef struct result {
-    int status; /* exit status; 1000 + signal when killed */
-    char *out, *err;
-} result;
-
-static void result_free(result *r)
-{
-    free(r->out);
-    free(r->err);
-    memset(r, 0, sizeof *r);
-}
-
 /* Runs FUSER_BIN with the NULL-terminated args, capturing stdout and stderr. */
-static result run_args(const char *const *args)
+static tu_output run_args(const char *const *args)
 {
-    result r = {-1, NULL, NULL};
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = fuser_bin;
-    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    char out_path[512], err_path[512];
-    snprintf(out_path, sizeof out_path, "%s.stdout", dir);
-    snprintf(err_path, sizeof err_path, "%s.stderr", dir);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    pid_t pid;
-    int rc = posix_spawn(&pid, fuser_bin, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    CHECK(rc == 0);
-    if (rc != 0) return r;
-    int st;
-    CHECK(waitpid(pid, &st, 0) == pid);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-    unlink(out_path);
-    unlink(err_path);
-    if (!r.out) r.out = calloc(1, 1);
-    if (!r.err) r.err = calloc(1, 1);
+    tu_output r = tu_run_capture(fuser_bin, args);
+    CHECK(r.status != TU_NOT_RUN);
     return r;
 }
 
@@ -151,7 +92,7 @@ static int count_temporaries(void)
 
 /* An error: exit 2, one message on stderr starting with "fuser: " that
  * contains needle (if any), nothing on stdout, no output file, no temporaries. */
-static void expect_failure(result r, const char *needle, const char *output_path, int line)
+static void expect_failure(tu_output r, const char *needle, const char *output_path, int line)
 {
     int before = check_failures;
     CHECK(r.status == 2);
@@ -163,11 +104,11 @@ static void expect_failure(result r, const char *needle, const char *output_path
     CHECK(count_temporaries() == 0);
     if (check_failures != before)
         fprintf(stderr, "  (case at line %d) exit %d, stderr: %s  stdout: %s\n", line, r.status, r.err, r.out);
-    result_free(&r);
+    tu_output_free(&r);
 }
 #define EXPECT_FAILURE(r, needle, out) expect_failure((r), (needle), (out), __LINE__)
 
-static void expect_success(result *r, int line)
+static void expect_success(tu_output *r, int line)
 {
     CHECK(r->status == 0);
     if (r->status != 0) fprintf(stderr, "  (case at line %d) exit %d, stderr: %s\n", line, r->status, r->err);
@@ -247,7 +188,7 @@ static void write_tensor(const char *path, fu_dtype dtype, int rank, const int64
 
 static void test_check_print(const suite_info *s)
 {
-    result r = RUN("check", suite);
+    tu_output r = RUN("check", suite);
     EXPECT_SUCCESS(r);
     char want[256];
     fu_fusion *def = NULL;
@@ -261,12 +202,12 @@ static void test_check_print(const suite_info *s)
         fu_fusion_free(def);
     }
     CHECK(r.err[0] == '\0');
-    result_free(&r);
+    tu_output_free(&r);
 
     r = RUN("check", suite, "--set", "N=4", "--set=V=7");
     EXPECT_SUCCESS(r);
     CHECK_CONTAINS(r.out, "ok: fusion 'cross_entropy_fwd'");
-    result_free(&r);
+    tu_output_free(&r);
 
     /* print: the canonical program text; with --set, the built fusion */
     r = RUN("print", suite);
@@ -274,7 +215,7 @@ static void test_check_print(const suite_info *s)
     char *text = fu_program_print(s->prog);
     CHECK(text && strncmp(r.out, text, strlen(text)) == 0);
     free(text);
-    result_free(&r);
+    tu_output_free(&r);
 
     const char *a[16];
     int n = base_args(s, "print", a);
@@ -284,7 +225,7 @@ static void test_check_print(const suite_info *s)
     text = fu_fusion_print(s->f);
     CHECK(text && strncmp(r.out, text, strlen(text)) == 0);
     free(text);
-    result_free(&r);
+    tu_output_free(&r);
 }
 
 static void test_run_random(const suite_info *s)
@@ -295,7 +236,7 @@ static void test_run_random(const suite_info *s)
     a[n++] = "--output";
     a[n++] = binding(s->loss, out);
     a[n] = NULL;
-    result r = run_args(a);
+    tu_output r = run_args(a);
     EXPECT_SUCCESS(r);
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s: %s[] sum=", s->loss, s->has_dt ? "f32" : "");
@@ -317,7 +258,7 @@ static void test_run_random(const suite_info *s)
         CHECK_CONTAINS(r.out, first);
         fu_host_tensor_free(&t);
     }
-    result_free(&r);
+    tu_output_free(&r);
     unlink(out);
 
     /* the same seed gives the same summary, another seed another */
@@ -325,17 +266,17 @@ static void test_run_random(const suite_info *s)
     a[n++] = "--seed";
     a[n++] = "12345";
     a[n] = NULL;
-    result r1 = run_args(a), r2 = run_args(a);
+    tu_output r1 = run_args(a), r2 = run_args(a);
     a[n - 1] = "12346";
-    result r3 = run_args(a);
+    tu_output r3 = run_args(a);
     EXPECT_SUCCESS(r1);
     EXPECT_SUCCESS(r2);
     EXPECT_SUCCESS(r3);
     CHECK(strcmp(r1.out, r2.out) == 0);
     CHECK(strcmp(r1.out, r3.out) != 0);
-    result_free(&r1);
-    result_free(&r2);
-    result_free(&r3);
+    tu_output_free(&r1);
+    tu_output_free(&r2);
+    tu_output_free(&r3);
 }
 
 /* x[4][7], targets: a direct C cross entropy predicts the loss. */
@@ -375,7 +316,7 @@ static void test_run_given(const suite_info *s)
     a[n++] = "--output";
     a[n++] = binding(s->loss, out);
     a[n] = NULL;
-    result r = run_args(a);
+    tu_output r = run_args(a);
     EXPECT_SUCCESS(r);
     fu_host_tensor t;
     fu_error err;
@@ -390,7 +331,7 @@ static void test_run_given(const suite_info *s)
     const char *sum = strstr(r.out, "sum=");
     CHECK(sum != NULL);
     if (sum) CHECK_NEAR(strtod(sum + 4, NULL), reference_loss(T), s->has_dt ? 1e-6 : 1e-2);
-    result_free(&r);
+    tu_output_free(&r);
     unlink(out);
 
     /* i32 targets convert to the declared int type; the seed does not matter */
@@ -404,7 +345,7 @@ static void test_run_given(const suite_info *s)
     sum = strstr(r.out, "sum=");
     CHECK(sum != NULL);
     if (sum) CHECK_NEAR(strtod(sum + 4, NULL), reference_loss(T), s->has_dt ? 1e-6 : 1e-2);
-    result_free(&r);
+    tu_output_free(&r);
 }
 
 /* Runs `fuser run` with the base args plus extra ones and expects a failure. */
@@ -474,7 +415,7 @@ static void test_bad_inputs(const suite_info *s)
     const char *keep = path_in("keep.npy");
     spit(keep, "old contents");
     RUN_FAILING(s, NULL, NULL, "--input", binding(s->target, oob), "--output", binding(s->loss, keep));
-    char *kept = slurp(keep);
+    char *kept = tu_read_file(keep, NULL);
     CHECK(kept && strcmp(kept, "old contents") == 0);
     free(kept);
 
@@ -545,12 +486,12 @@ static void test_partial_write(void)
     free(text);
 
     const char *o1 = path_in("first.npy"), *o2 = path_in("second.npy");
-    result r = RUN("run", file, "--output", binding("first_out", o1), "--output", binding("second_out", o2));
+    tu_output r = RUN("run", file, "--output", binding("first_out", o1), "--output", binding("second_out", o2));
     EXPECT_SUCCESS(r);
     CHECK(exists(o1) && exists(o2));
     CHECK_CONTAINS(r.out, "first_out: f32[3] ");
     CHECK_CONTAINS(r.out, "second_out: f32[3] ");
-    result_free(&r);
+    tu_output_free(&r);
     unlink(o1);
     unlink(o2);
 
@@ -566,24 +507,24 @@ static void test_help(void)
     for (int i = 0; i < 5; i++) {
         const char *flags[] = {"--help", "-h"};
         for (int k = 0; k < 2; k++) {
-            result r = RUN(cmds[i], flags[k]);
+            tu_output r = RUN(cmds[i], flags[k]);
             CHECK(r.status == 0);
             char want[64];
             snprintf(want, sizeof want, "usage: fuser %s FILE", cmds[i]);
             CHECK_CONTAINS(r.out, want);
             CHECK_CONTAINS(r.out, "--set NAME=VALUE");
             CHECK(r.err[0] == '\0');
-            result_free(&r);
+            tu_output_free(&r);
         }
     }
-    result r = RUN("run", "--help");
+    tu_output r = RUN("run", "--help");
     const char *opts[] = {"--input NAME=PATH", "--output NAME=PATH", "--seed N", "--device cpu|gpu", "--help"};
     for (int i = 0; i < 5; i++) CHECK_CONTAINS(r.out, opts[i]);
-    result_free(&r);
+    tu_output_free(&r);
     r = RUN("run", suite, "--set", "N=4", "--help"); /* help wins over running */
     CHECK(r.status == 0);
     CHECK_CONTAINS(r.out, "usage: fuser run");
-    result_free(&r);
+    tu_output_free(&r);
     const char *top[][2] = {{"--help", NULL}, {"-h", NULL}, {"help", NULL}, {"help", "run"}};
     for (int i = 0; i < 4; i++) {
         r = top[i][1] ? RUN(top[i][0], top[i][1]) : RUN(top[i][0]);
@@ -591,25 +532,25 @@ static void test_help(void)
         CHECK_CONTAINS(r.out, top[i][1] ? "usage: fuser run" : "usage: fuser COMMAND");
         if (!top[i][1])
             for (int k = 0; k < 5; k++) CHECK_CONTAINS(r.out, cmds[k]);
-        result_free(&r);
+        tu_output_free(&r);
     }
     r = RUN("run", "--help");
     CHECK_CONTAINS(r.out, "--check");
     CHECK_CONTAINS(r.out, "--scatter");
-    result_free(&r);
+    tu_output_free(&r);
     r = RUN("plan", "--help");
     const char *plan_opts[] = {"--json", "--scatter", "compile_ms", "cache_hit", "registers", "local_bytes", "ready_ms",
                                "nvrtc_calls"};
     for (int i = 0; i < 8; i++) CHECK_CONTAINS(r.out, plan_opts[i]);
-    result_free(&r);
+    tu_output_free(&r);
     r = RUN("codegen", "-h");
     CHECK_CONTAINS(r.out, "// ==== kernel");
     CHECK_CONTAINS(r.out, "--scatter");
-    result_free(&r);
+    tu_output_free(&r);
     r = RUN("help", "plan");
     CHECK(r.status == 0);
     CHECK_CONTAINS(r.out, "usage: fuser plan");
-    result_free(&r);
+    tu_output_free(&r);
 }
 
 /* ------------------------------------------------------------ plan, codegen, run --device gpu */
@@ -661,7 +602,7 @@ static bool test_plan(const suite_info *s)
     a[n++] = "--json";
     a[n] = NULL;
     /* first plan in a fresh cache: one kernel, compiled by NVRTC */
-    result r = run_args(a);
+    tu_output r = run_args(a);
     EXPECT_SUCCESS(r);
     CHECK(json_balanced(r.out));
     CHECK_CONTAINS(r.out, "\"fusion\": \"cross_entropy_fwd\"");
@@ -684,7 +625,7 @@ static bool test_plan(const suite_info *s)
         CHECK(json_int(r.out, "sm_count") == 132);
     }
     CHECK(r.err[0] == '\0');
-    result_free(&r);
+    tu_output_free(&r);
 
     /* the second plan of the same fusion: all from the cache */
     r = run_args(a);
@@ -694,7 +635,7 @@ static bool test_plan(const suite_info *s)
     CHECK(json_int(r.out, "cache_hits") == 1);
     CHECK_CONTAINS(r.out, "\"cache_hit\": true");
     CHECK_CONTAINS(r.out, "\"compile_ms\": 0.000");
-    result_free(&r);
+    tu_output_free(&r);
 
     /* text: the plan, the device, per kernel the compile, ready to launch */
     n = base_args(s, "plan", a);
@@ -709,7 +650,7 @@ static bool test_plan(const suite_info *s)
     CHECK_CONTAINS(r.out, "\nready to launch in ");
     CHECK_CONTAINS(r.out, "0 NVRTC calls, 1 cache hit\n");
     if (gpu) CHECK_CONTAINS(r.out, " registers, ");
-    result_free(&r);
+    tu_output_free(&r);
 
     /* the embedding backward: deterministic by default, a memset first in atomic mode */
     char emb[1100];
@@ -719,14 +660,14 @@ static bool test_plan(const suite_info *s)
     CHECK(json_balanced(r.out));
     CHECK_CONTAINS(r.out, "\"segments\": 1,");
     CHECK_CONTAINS(r.out, "\"memset_before\": false");
-    result_free(&r);
+    tu_output_free(&r);
     r = RUN("plan", emb, "--set", "V=50", "--set", "T=64", "--set", "D=24", "--json", "--scatter", "atomic");
     EXPECT_SUCCESS(r);
     CHECK(json_balanced(r.out));
     CHECK_CONTAINS(r.out, "\"segments\": 1,");
     CHECK_CONTAINS(r.out, "\"memset_before\": true");
     CHECK_CONTAINS(r.out, "\"scatter\": \"atomic\"");
-    result_free(&r);
+    tu_output_free(&r);
     return gpu;
 }
 
@@ -735,7 +676,7 @@ static void test_codegen(const suite_info *s)
     const char *a[24];
     int n = base_args(s, "codegen", a);
     a[n] = NULL;
-    result r = run_args(a);
+    tu_output r = run_args(a);
     EXPECT_SUCCESS(r);
     CHECK(strncmp(r.out, "// ==== kernel 0: ", 18) == 0);
     CHECK_CONTAINS(r.out, "extern \"C\" __global__");
@@ -746,7 +687,7 @@ static void test_codegen(const suite_info *s)
     sscanf(r.out, "// ==== kernel 0: %127s", name);
     CHECK(name[0] != '\0');
     if (name[0]) CHECK_CONTAINS(r.out, name);
-    result_free(&r);
+    tu_output_free(&r);
 
     /* two kernels: a segment_set cuts the chain */
     const char *file = path_in("cut.fusion");
@@ -755,13 +696,13 @@ static void test_codegen(const suite_info *s)
     EXPECT_SUCCESS(r);
     CHECK_CONTAINS(r.out, "// ==== kernel 0: ");
     CHECK_CONTAINS(r.out, "\n// ==== kernel 1: ");
-    result_free(&r);
+    tu_output_free(&r);
     r = RUN("plan", file, "--json");
     EXPECT_SUCCESS(r);
     CHECK(json_balanced(r.out));
     CHECK_CONTAINS(r.out, "\"segments\": 2,");
     CHECK(json_int(r.out, "nvrtc_calls") == 2);
-    result_free(&r);
+    tu_output_free(&r);
 }
 
 static void test_run_gpu(const suite_info *s, bool gpu)
@@ -778,10 +719,10 @@ static void test_run_gpu(const suite_info *s, bool gpu)
         a[n++] = "--device";
         a[n++] = "gpu";
         a[n] = NULL;
-        result r = run_args(a);
+        tu_output r = run_args(a);
         CHECK(r.status == 2);
         CHECK(strncmp(r.err, "fuser: --device gpu: no GPU", 27) == 0);
-        result_free(&r);
+        tu_output_free(&r);
         return;
     }
     /* with a GPU: the loss of given inputs, and --check against the interpreter */
@@ -794,7 +735,7 @@ static void test_run_gpu(const suite_info *s, bool gpu)
     a[n++] = "--input";
     a[n++] = binding(s->target, tp);
     a[n] = NULL;
-    result r = run_args(a);
+    tu_output r = run_args(a);
     EXPECT_SUCCESS(r);
     char want[128];
     snprintf(want, sizeof want, "\n%s: max_rel_error=", s->loss);
@@ -809,7 +750,7 @@ static void test_run_gpu(const suite_info *s, bool gpu)
         CHECK_NEAR(fu_host_tensor_get(&t, 0), reference_loss(T), 1e-5);
         fu_host_tensor_free(&t);
     }
-    result_free(&r);
+    tu_output_free(&r);
     unlink(out);
 
     /* an out-of-range class index on the GPU: an error naming the op; nothing written */
@@ -826,7 +767,7 @@ static void test_run_gpu(const suite_info *s, bool gpu)
     CHECK_CONTAINS(r.out, "dweight: max_rel_error=");
     e = strstr(r.out, "dweight: max_rel_error=");
     if (e) CHECK(strtod(e + 23, NULL) <= 1e-5);
-    result_free(&r);
+    tu_output_free(&r);
 }
 
 static void remove_dir(void)
@@ -850,12 +791,7 @@ int main(void)
     }
     suites_dir = suites;
     snprintf(suite, sizeof suite, "%s/cross_entropy/cross_entropy_fwd.fusion", suites);
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/test_cli.XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tu_make_temp_dir(dir, sizeof dir, "test_cli")) return 1;
     /* Children that open the CUDA driver under AddressSanitizer need its
      * shadow gap unprotected (see runtime.cmake); a fresh compile cache makes
      * the NVRTC call counts of `fuser plan` predictable. */
@@ -864,11 +800,7 @@ int main(void)
     snprintf(asan_opts, sizeof asan_opts, "%s%sprotect_shadow_gap=0", asan && *asan ? asan : "",
              asan && *asan ? ":" : "");
     setenv("ASAN_OPTIONS", asan_opts, 1);
-    snprintf(cache_dir, sizeof cache_dir, "%s/test_cli_cache.XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(cache_dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tu_make_temp_dir(cache_dir, sizeof cache_dir, "test_cli_cache")) return 1;
     setenv("FUSER_CACHE_DIR", cache_dir, 1);
     test_help();
     suite_info s;
@@ -886,7 +818,7 @@ int main(void)
     free_suite(&s);
     test_partial_write();
     remove_dir();
-    nftw(cache_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tu_remove_tree(cache_dir);
     free_pool();
     return check_finish("test_cli");
 }

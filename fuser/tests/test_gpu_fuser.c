@@ -11,8 +11,8 @@
  *   the deterministic embedding backward is bit-identical over 3 runs;
  *   an out-of-range index gives FU_ERR_INDEX naming the op, and no outputs.
  *
- * Without a GPU: prints "skipped: no GPU (...)" and exits 77. One line per
- * case: name, kernels, max error, PASS/FAIL.
+ * Without a GPU: prints "test_gpu_fuser: skipped: no GPU (...)" and exits 77.
+ * One line per case: name, kernels, max error, PASS/FAIL.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -25,6 +25,7 @@
 #include "check.h"
 #include "exec.h"
 #include "fuser_cases.h"
+#include "gpu_test.h"
 #include "runtime.h"
 
 static double now_s(void)
@@ -236,16 +237,8 @@ int main(void)
         return 1;
     }
     fu_runtime *rt = NULL;
-    fu_error err = {0};
-    if (fu_runtime_open(NULL, &rt, &err) != FU_OK) {
-        fprintf(stderr, "fu_runtime_open: %s\n", err.message);
-        return 1;
-    }
-    if (!fu_runtime_has_device(rt)) {
-        printf("skipped: no GPU (%s)\n", fu_runtime_describe(rt));
-        fu_runtime_close(rt);
-        return 77;
-    }
+    int skip = gpu_test_open("test_gpu_fuser", NULL, &rt);
+    if (skip) return skip;
     printf("%s\n", fu_runtime_describe(rt));
     double t0 = now_s();
 

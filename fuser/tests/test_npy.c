@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "fuser.h"
+#include "test_util.h"
 
 static char dir[256];
 static char pathbuf[512];
@@ -28,16 +29,6 @@ static void write_bytes(const char *path, const void *data, size_t n)
     if (!fp) return;
     CHECK(fwrite(data, 1, n, fp) == n);
     fclose(fp);
-}
-
-static unsigned char *read_bytes(const char *path, size_t *n)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    unsigned char *buf = malloc(1 << 16);
-    *n = fread(buf, 1, 1 << 16, fp);
-    fclose(fp);
-    return buf;
 }
 
 /* Builds a .npy file: magic, version, header length (2 or 4 bytes), header
@@ -113,7 +104,7 @@ static void round_trip(fu_dtype dtype, int rank, const int64_t *shape)
 
     /* The file is a version 1.0 file with a 64-byte aligned header. */
     size_t len;
-    unsigned char *raw = read_bytes(p, &len);
+    unsigned char *raw = (unsigned char *)tu_read_file(p, &len);
     CHECK(raw != NULL);
     if (raw) {
         CHECK(memcmp(raw, "\x93NUMPY\x01\x00", 8) == 0);
@@ -163,7 +154,7 @@ static void test_header_text(void)
         CHECK(fu_host_tensor_alloc(&t, cases[c].dtype, cases[c].rank, cases[c].shape, &err) == FU_OK);
         CHECK(fu_npy_write(p, &t, &err) == FU_OK);
         size_t len;
-        unsigned char *raw = read_bytes(p, &len);
+        unsigned char *raw = (unsigned char *)tu_read_file(p, &len);
         CHECK(raw && len > 10 + strlen(cases[c].text));
         if (raw) CHECK(memcmp(raw + 10, cases[c].text, strlen(cases[c].text)) == 0);
         free(raw);
@@ -480,12 +471,7 @@ static void cleanup(void)
 
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/test_npy.XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tu_make_temp_dir(dir, sizeof dir, "test_npy")) return 1;
     test_round_trips();
     test_header_text();
     test_versions();

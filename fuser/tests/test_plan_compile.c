@@ -11,7 +11,6 @@
  */
 #define _XOPEN_SOURCE 700
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +20,7 @@
 #include "exec.h"
 #include "fuser_cases.h"
 #include "runtime.h"
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
+#include "test_util.h"
 
 static fu_runtime_stats stats_of(const fu_runtime *rt)
 {
@@ -231,13 +225,8 @@ int main(void)
         fprintf(stderr, "test_plan_compile: FUSER_SUITES_DIR must be set\n");
         return 1;
     }
-    const char *tmp = getenv("TMPDIR");
     char cache[512];
-    snprintf(cache, sizeof cache, "%s/test_plan_compile.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(cache)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tu_make_temp_dir(cache, sizeof cache, "test_plan_compile")) return 1;
     fu_runtime_options ro = {0};
     ro.compile_only = true;
     ro.cache_dir = cache;
@@ -297,6 +286,6 @@ int main(void)
     if (check_failures) /* keep <cache>/failed/ (sources and logs of failed compiles) */
         printf("cache directory kept: %s\n", cache);
     else
-        nftw(cache, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        tu_remove_tree(cache);
     return check_finish("test_plan_compile");
 }

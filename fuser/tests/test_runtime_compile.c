@@ -8,9 +8,9 @@
 
 #include "check.h"
 #include "runtime.h"
+#include "test_util.h"
 #include "util.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,14 +39,6 @@ static const char *HALVES =
     "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
     "    if (i < n) b[i] = __float2bfloat16(__half2float(h[i]) * 2.0f);\n"
     "}\n";
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void remove_tree(const char *dir) { nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 static bool file_exists(const char *path)
 {
@@ -347,16 +339,11 @@ static void test_arch_and_env(const char *dir)
 
 int main(void)
 {
-    const char *tmp = getenv("TMPDIR");
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/fuser-rt-compile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tu_make_temp_dir(dir, sizeof dir, "fuser-rt-compile")) return 1;
     test_cache(dir);
     test_unwritable_cache(dir);
     test_arch_and_env(dir);
-    remove_tree(dir);
+    tu_remove_tree(dir);
     return check_finish("test_runtime_compile");
 }

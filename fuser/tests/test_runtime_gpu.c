@@ -7,10 +7,11 @@
 #define _XOPEN_SOURCE 700
 
 #include "check.h"
+#include "gpu_test.h"
 #include "runtime.h"
+#include "test_util.h"
 #include "util.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,19 +38,6 @@ static const char *SOURCE =
     "    __syncthreads();\n"
     "    for (int j = threadIdx.x; j < n; j += blockDim.x) out[j] = s[n - 1 - j];\n"
     "}\n";
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-#define OK(call)                                                         \
-    do {                                                                 \
-        fu_status ok_s_ = (call);                                        \
-        CHECK(ok_s_ == FU_OK);                                           \
-        if (ok_s_ != FU_OK) fprintf(stderr, "  -> %s\n", err.message);   \
-    } while (0)
 
 static void run(fu_runtime *rt)
 {
@@ -226,30 +214,18 @@ static void run(fu_runtime *rt)
 
 int main(void)
 {
-    const char *tmp = getenv("TMPDIR");
     char dir[512];
-    snprintf(dir, sizeof dir, "%s/fuser-rt-gpu-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tu_make_temp_dir(dir, sizeof dir, "fuser-rt-gpu")) return 1;
     fu_runtime_options opts = {0};
     opts.cache_dir = dir;
     fu_runtime *rt = NULL;
-    fu_error err = {0};
-    if (fu_runtime_open(&opts, &rt, &err) != FU_OK) {
-        fprintf(stderr, "fu_runtime_open: %s\n", err.message);
-        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        return 1;
-    }
-    if (!fu_runtime_has_device(rt)) {
-        printf("skipped: no GPU (%s)\n", fu_runtime_describe(rt));
-        fu_runtime_close(rt);
-        nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        return 77;
+    int skip = gpu_test_open("test_runtime_gpu", &opts, &rt);
+    if (skip) {
+        tu_remove_tree(dir);
+        return skip;
     }
     run(rt);
     fu_runtime_close(rt);
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    tu_remove_tree(dir);
     return check_finish("test_runtime_gpu");
 }

@@ -17,18 +17,14 @@
  *     speedup_vs_torch_compile on them.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "json_read.h"
+#include "test_util.h"
 #include "variant_reference.h"
-
-extern char **environ;
 
 static const char *suites_dir;
 
@@ -174,42 +170,6 @@ static void test_refusals(fu_runtime *rt)
     fu_program_free(p);
 }
 
-/* Runs run_suite with args (NULL-terminated), stdout to out_path (or
- * /dev/null), stderr to err_path. Its exit status, -1 when it did not exit. */
-static int run_suite(const char *bin, const char *const *args, const char *out_path, const char *err_path)
-{
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = bin;
-    for (int i = 0; args[i] && n < 31; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    int code = -1, st;
-    if (posix_spawn(&pid, bin, &fa, NULL, (char *const *)argv, environ) == 0 && waitpid(pid, &st, 0) == pid &&
-        WIFEXITED(st))
-        code = WEXITSTATUS(st);
-    posix_spawn_file_actions_destroy(&fa);
-    return code;
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)(n > 0 ? n : 0) + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
-    if (s) s[n > 0 ? n : 0] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* run_suite --with-torch with the stand-in script: its rows in the run file,
  * with speed-ups over its torch.compile (100 us): eager (200 us) 0.5. */
 static void test_run_suite_merge(void)
@@ -227,9 +187,9 @@ static void test_run_suite_merge(void)
     unsetenv("PYTHONPATH");
     const char *args[] = {"qkv_split", "--sizes", "2x5x192", "--dtype", "f32,bf16", "--filter", "reference",
                           "--repetitions", "1", "--time-limit", "0.1", "--with-torch", "--out", json, NULL};
-    int code = run_suite(bin, args, NULL, err_path);
+    int code = tu_run_to_files(bin, args, NULL, err_path);
     unsetenv("FUSEBENCH_TORCH_SCRIPT");
-    char *err = slurp(err_path), *text = slurp(json);
+    char *err = tu_read_file(err_path, NULL), *text = tu_read_file(json, NULL);
     if (code != 0) fprintf(stderr, "run_suite --with-torch (stand-in): exit %d: %s\n", code, err ? err : "");
     CHECK(code == 0);
     CHECK_CONTAINS(err, "--with-torch: 4 PyTorch entries merged");
@@ -282,7 +242,7 @@ static void test_run_suite_without_torch(void)
     unsetenv("FUSEBENCH_TORCH_SCRIPT");
     const char *args[] = {"qkv_split", "--sizes", "2x5x192", "--dtype", "f32", "--filter", "reference",
                           "--repetitions", "1", "--time-limit", "0.1", "--with-torch", NULL};
-    int code = run_suite(bin, args, NULL, out_path);
+    int code = tu_run_to_files(bin, args, NULL, out_path);
     unsetenv("PYTHONPATH");
     FILE *f = fopen(out_path, "r");
     char line[2048];

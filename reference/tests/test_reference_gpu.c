@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "gpu_test.h"
 #include "variant_reference.h"
 
 static const char *suites_dir;
@@ -132,13 +133,6 @@ static bool io_compare(io *x, const char *label)
     return all;
 }
 
-static int input_named(const fu_fusion *f, const char *name)
-{
-    for (int i = 0; i < fu_fusion_num_inputs(f); i++)
-        if (strcmp(fu_tensor_name(f, fu_fusion_input(f, i)), name) == 0) return i;
-    return -1;
-}
-
 /* One case at one size and dtype: the interpreter check (with ignored rows
  * for cross entropy), determinism, and an out-of-range index. */
 static void test_case(const hb_suite *s, const hb_case *c, const char *size, fu_dtype dt)
@@ -164,7 +158,7 @@ static void test_case(const hb_suite *s, const hb_case *c, const char *size, fu_
         return;
     }
     const bool ce = strcmp(s->name, "cross_entropy") == 0;
-    int idx = input_named(f, ce ? "target" : "ids");
+    int idx = hb_input_index(f, ce ? "target" : "ids");
     fu_host_tensor *index = idx >= 0 ? &x.in[idx] : NULL;
     int64_t nidx = index ? fu_host_tensor_numel(index) : 0;
     if (ce && nidx > 3) { /* ignored rows: the first, one inside, the last */
@@ -196,9 +190,10 @@ static void test_case(const hb_suite *s, const hb_case *c, const char *size, fu_
 
     /* an index out of range: reported, then a clean call is right again */
     if (ok && index) {
-        int64_t bound = ce ? fu_tensor_shape(f, fu_fusion_input(f, input_named(f, "logits")))[1]
-                           : (strcmp(c->name, "fwd") == 0 ? fu_tensor_shape(f, fu_fusion_input(f, input_named(f, "weight")))[0]
-                                                          : fu_tensor_shape(f, fu_fusion_output(f, 0))[0]);
+        int64_t bound =
+            ce ? fu_tensor_shape(f, fu_fusion_input(f, hb_input_index(f, "logits")))[1]
+               : (strcmp(c->name, "fwd") == 0 ? fu_tensor_shape(f, fu_fusion_input(f, hb_input_index(f, "weight")))[0]
+                                              : fu_tensor_shape(f, fu_fusion_output(f, 0))[0]);
         int64_t at = nidx > 2 ? 2 : 0;
         double saved = fu_host_tensor_get(index, at);
         fu_host_tensor_set(index, at, (double)(bound + 7));
@@ -240,16 +235,8 @@ int main(void)
 {
     suites_dir = getenv("FUSEBENCH_SUITES_DIR");
     if (!suites_dir) suites_dir = "suites";
-    fu_error err;
-    if (fu_runtime_open(NULL, &rt, &err)) {
-        fprintf(stderr, "test_reference_gpu: %s\n", err.message);
-        return 1;
-    }
-    if (!fu_runtime_has_device(rt)) {
-        printf("test_reference_gpu: skipped: needs a GPU (%s)\n", fu_runtime_describe(rt));
-        fu_runtime_close(rt);
-        return 77;
-    }
+    int skip = gpu_test_open("test_reference_gpu", NULL, &rt);
+    if (skip) return skip;
     printf("%s\n", fu_runtime_describe(rt));
     /* sizes per suite: vectors of 16 bytes and less, clusters, tiles, long buckets */
     static const struct {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "test_util.h"
 #include "torch_merge.h"
 
 static hb_entry mk(const char *suite, const char *cs, const char *variant, const char *dtype, const char *size,
@@ -274,16 +275,13 @@ int main(void)
 {
     const char *tests_dir = getenv("REFERENCE_TESTS_DIR");
     if (!tests_dir) tests_dir = "reference/tests";
-    char dir[] = "/tmp/test_reference_unit_XXXXXX";
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    char dir[512];
+    if (!tu_make_temp_dir(dir, sizeof dir, "test_reference_unit")) return 1;
     test_items();
     test_speedups();
     test_rebase();
     test_read(dir);
     test_run_absent(tests_dir);
-    rmdir(dir);
+    tu_remove_tree(dir);
     return check_finish("test_reference_unit");
 }

@@ -9,7 +9,7 @@
  *      counters, aggregates); a wrong result (a variant that overwrites an
  *      output) fails its case, which is never timed; a case checked on a row
  *      slice then run at full size is timed.
- * Without a GPU: prints "skipped: no GPU (...)" and exits 77.
+ * Without a GPU: prints "test_harness_gpu: skipped: no GPU (...)" and exits 77.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -18,14 +18,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "gpu_test.h"
 #include "suite.h"
-
-#define OK(call)                                                         \
-    do {                                                                 \
-        fu_status ok_s_ = (call);                                        \
-        CHECK(ok_s_ == FU_OK);                                           \
-        if (ok_s_ != FU_OK) fprintf(stderr, "  -> %s\n", err.message);   \
-    } while (0)
 
 typedef struct io_ctx {
     const hb_variant *v;
@@ -353,17 +347,10 @@ int main(void)
         return 1;
     }
     fu_runtime *rt;
+    int skip = gpu_test_open("test_harness_gpu", NULL, &rt);
+    if (skip) return skip;
     fu_error err;
     memset(&err, 0, sizeof err);
-    if (fu_runtime_open(NULL, &rt, &err)) {
-        fprintf(stderr, "fu_runtime_open: %s\n", err.message);
-        return 1;
-    }
-    if (!fu_runtime_has_device(rt)) {
-        printf("skipped: no GPU (%s)\n", fu_runtime_describe(rt));
-        fu_runtime_close(rt);
-        return 77;
-    }
     printf("%s\n", fu_runtime_describe(rt));
     char why[512];
     hb_cupti *cu = hb_cupti_open(why, sizeof why);

@@ -14,99 +14,42 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "json_read.h"
 #include "runtime.h"
-
-extern char **environ;
+#include "test_util.h"
 
 static const char *bin;
 static char dir[256];
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
-typedef struct result {
-    int code;
-    char *out, *err;
-} result;
-
-static void result_free(result *r)
-{
-    free(r->out);
-    free(r->err);
-}
-
 /* Runs run_suite with args (NULL-terminated), capturing stdout and stderr. */
-static result run(const char *const *args)
-{
-    result r = {-1, NULL, NULL};
-    char out_path[512], err_path[512];
-    snprintf(out_path, sizeof out_path, "%s/stdout", dir);
-    snprintf(err_path, sizeof err_path, "%s/stderr", dir);
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = bin;
-    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
-    argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    if (posix_spawn(&pid, bin, &fa, NULL, (char *const *)argv, environ) == 0) {
-        int st;
-        if (waitpid(pid, &st, 0) == pid && WIFEXITED(st)) r.code = WEXITSTATUS(st);
-    }
-    posix_spawn_file_actions_destroy(&fa);
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-    if (!r.out) r.out = calloc(1, 1);
-    if (!r.err) r.err = calloc(1, 1);
-    return r;
-}
+static tu_output run(const char *const *args) { return tu_run_capture(bin, args); }
 
 #ifndef TEST_COMPILE
 /* A usage error: exit 2, "run_suite: " and the needle on stderr, nothing on stdout. */
 static void expect_usage(const char *needle, const char *const *args)
 {
-    result r = run(args);
-    if (r.code != 2) fprintf(stderr, "expected exit 2 for '%s', got %d: %s\n", args[0] ? args[0] : "", r.code, r.err);
-    CHECK(r.code == 2);
+    tu_output r = run(args);
+    if (r.status != 2) fprintf(stderr, "expected exit 2 for '%s', got %d: %s\n", args[0] ? args[0] : "", r.status, r.err);
+    CHECK(r.status == 2);
     CHECK_CONTAINS(r.err, "run_suite: ");
     CHECK_CONTAINS(r.err, needle);
     CHECK(r.out[0] == '\0');
-    result_free(&r);
+    tu_output_free(&r);
 }
 
 static void test_usage(void)
 {
-    result r = run((const char *const[]){"--help", NULL});
-    CHECK(r.code == 0);
+    tu_output r = run((const char *const[]){"--help", NULL});
+    CHECK(r.status == 0);
     CHECK_CONTAINS(r.out, "usage: run_suite SUITE|all");
     CHECK_CONTAINS(r.out, "--sizes");
     CHECK_CONTAINS(r.out, "cross_entropy");
     CHECK_CONTAINS(r.out, "timing needs a GPU");
-    result_free(&r);
+    tu_output_free(&r);
 
     expect_usage("name a suite", (const char *const[]){NULL});
     expect_usage("unknown suite 'softmax' (known: embedding, cross_entropy, qkv_split, all)",
@@ -133,27 +76,27 @@ static void test_usage(void)
                  (const char *const[]){"qkv_split", "--benchmark_nonsense=1", "--list", NULL});
 
     r = run((const char *const[]){"qkv_split", "--list", "--benchmark_filter=.", NULL});
-    CHECK(r.code == 0); /* a flag of Google Benchmark's own passes */
-    result_free(&r);
+    CHECK(r.status == 0); /* a flag of Google Benchmark's own passes */
+    tu_output_free(&r);
     r = run((const char *const[]){"cross_entropy", "--list", NULL});
-    CHECK(r.code == 0);
+    CHECK(r.status == 0);
     CHECK(strcmp(r.out, "cross_entropy/fwd/fuser/f32/8192x32768\ncross_entropy/fwd/reference/f32/8192x32768\n"
                         "cross_entropy/fwd/fuser/bf16/8192x32768\ncross_entropy/fwd/reference/bf16/8192x32768\n"
                         "cross_entropy/bwd/fuser/f32/8192x32768\ncross_entropy/bwd/reference/f32/8192x32768\n"
                         "cross_entropy/bwd/fuser/bf16/8192x32768\ncross_entropy/bwd/reference/bf16/8192x32768\n"
                         "cross_entropy/fwdbwd/fuser/f32/8192x32768\ncross_entropy/fwdbwd/reference/f32/8192x32768\n"
                         "cross_entropy/fwdbwd/fuser/bf16/8192x32768\ncross_entropy/fwdbwd/reference/bf16/8192x32768\n") == 0);
-    result_free(&r);
+    tu_output_free(&r);
     r = run((const char *const[]){"all", "--list", "--dtype", "bf16", "--filter", "fwd/fuser", NULL});
-    CHECK(r.code == 0);
+    CHECK(r.status == 0);
     CHECK_CONTAINS(r.out, "embedding/fwd/fuser/bf16/50304x768x8192\nembedding/fwd/fuser/bf16/128256x4096x65536\n");
     CHECK_CONTAINS(r.out, "qkv_split/fwd/fuser/bf16/32x2048x6144\n");
     CHECK(strstr(r.out, "bwd_atomic") == NULL && strstr(r.out, "/f32/") == NULL);
-    result_free(&r);
+    tu_output_free(&r);
     r = run((const char *const[]){"cross_entropy", "--list", "--sizes", "sweep", "--dtype", "f32", "--filter", "^cross_entropy/fwd/", NULL});
-    CHECK(r.code == 0);
+    CHECK(r.status == 0);
     CHECK_CONTAINS(r.out, "cross_entropy/fwd/fuser/f32/8192x128256\n");
-    result_free(&r);
+    tu_output_free(&r);
 }
 #else
 static void test_compile(void)
@@ -169,16 +112,16 @@ static void test_compile(void)
      * (reference/tests checks the reference variant's) */
     const char *args[] = {"qkv_split", "--sizes", "2x64x384", "--dtype", "f32,bf16", "--filter", "/fuser/", "--out", json,
                           gpu ? "--compile-only" : NULL, NULL};
-    result r = run(args);
-    if (r.code != 0) fprintf(stderr, "stdout:\n%s\nstderr:\n%s\n", r.out, r.err);
-    CHECK(r.code == 0);
+    tu_output r = run(args);
+    if (r.status != 0) fprintf(stderr, "stdout:\n%s\nstderr:\n%s\n", r.out, r.err);
+    CHECK(r.status == 0);
     CHECK_CONTAINS(r.out, "segments");
     CHECK_CONTAINS(r.out, "qkv_split/fwd");
     CHECK_CONTAINS(r.out, gpu ? "--compile-only: planned and compiled 2 cases, timed none"
                               : "timing needs a GPU (no GPU");
     CHECK_CONTAINS(r.err, "[1/2] qkv_split/fwd/fuser/f32/2x64x384: 1 kernel");
-    result_free(&r);
-    char *text = slurp(json);
+    tu_output_free(&r);
+    char *text = tu_read_file(json, NULL);
     CHECK(text != NULL);
     char perr[256];
     jv *v = text ? jv_parse(text, perr, sizeof perr) : NULL;
@@ -206,7 +149,7 @@ static void test_compile(void)
     const char *args2[] = {"cross_entropy", "--sizes", "64x1024", "--dtype", "f32", "--format", "json", "--filter", "/fuser/",
                            gpu ? "--compile-only" : NULL, NULL};
     r = run(args2);
-    CHECK(r.code == 0);
+    CHECK(r.status == 0);
     v = jv_parse(r.out, perr, sizeof perr);
     CHECK(v != NULL);
     if (v) {
@@ -215,7 +158,7 @@ static void test_compile(void)
     }
     jv_free(v);
     CHECK_CONTAINS(r.err, "cross_entropy/fwdbwd/fuser/f32/64x1024");
-    result_free(&r);
+    tu_output_free(&r);
 }
 #endif
 
@@ -226,11 +169,7 @@ int main(void)
         fprintf(stderr, "RUN_SUITE_BIN is not set (ctest sets it)\n");
         return 1;
     }
-    snprintf(dir, sizeof dir, "/tmp/fusebench_cli_XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tu_make_temp_dir(dir, sizeof dir, "fusebench_cli")) return 1;
 #ifndef TEST_COMPILE
     test_usage();
     const char *name = "test_run_suite_cli";
@@ -238,12 +177,6 @@ int main(void)
     test_compile();
     const char *name = "test_run_suite_compile";
 #endif
-    char p[600];
-    const char *files[] = {"stdout", "stderr", "run.json"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-        remove(p);
-    }
-    rmdir(dir);
+    tu_remove_tree(dir);
     return check_finish(name);
 }

@@ -18,6 +18,7 @@
 
 #include "check.h"
 #include "synth.h"
+#include "test_util.h"
 
 typedef struct cli_env {
     const char *compare, *json2tsv, *merge;
@@ -27,19 +28,6 @@ typedef struct cli_env {
 static void path_in(const cli_env *env, const char *name, char *out, size_t size)
 {
     snprintf(out, size, "%s/%s", env->dir, name);
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *s = calloc((size_t)n + 1, 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = '\0';
-    fclose(f);
-    return s;
 }
 
 static void write_text(const cli_env *env, const char *name, const char *text)
@@ -69,8 +57,8 @@ static int run_cmd(const cli_env *env, const char *cmd, const char *args, char *
     path_in(env, "err.txt", pe, sizeof pe);
     snprintf(line, sizeof line, "cd '%s' && '%s' %s >'%s' 2>'%s'", env->dir, cmd, args, po, pe);
     int st = system(line);
-    *out = slurp(po);
-    *err = slurp(pe);
+    *out = tu_read_file(po, NULL);
+    *err = tu_read_file(pe, NULL);
     if (!*out) *out = calloc(1, 1);
     if (!*err) *err = calloc(1, 1);
     return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -161,12 +149,12 @@ static void test_compare(const cli_env *env)
            "compare: FAILED");
     char p[512];
     path_in(env, "g.md", p, sizeof p);
-    char *md = slurp(p);
+    char *md = tu_read_file(p, NULL);
     CHECK_CONTAINS(md, "| case | baseline median (us) | run median (us) | change | p-value | verdict | reason |");
     CHECK_CONTAINS(md, "| embedding/fwd/fuser/bf16/8192x768 |");
     free(md);
     path_in(env, "g.json", p, sizeof p);
-    char *js = slurp(p);
+    char *js = tu_read_file(p, NULL);
     cJSON *j = js ? cJSON_Parse(js) : NULL;
     CHECK(j != NULL);
     CHECK(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "regressed")));
@@ -174,7 +162,7 @@ static void test_compare(const cli_env *env)
     cJSON_Delete(j);
     free(js);
     path_in(env, "g.tsv", p, sizeof p);
-    char *tsv = slurp(p);
+    char *tsv = tu_read_file(p, NULL);
     CHECK_CONTAINS(tsv, "name\tverdict\ttiming\treason\t");
     CHECK_CONTAINS(tsv, "\tSLOWER\tSLOWER\ttime\t");
     free(tsv);
@@ -234,7 +222,7 @@ static void test_merge(const cli_env *env)
     expect(env, m, "-o merged.json s_embedding.json s_qkv.json", 0, NULL);
     char p[512];
     path_in(env, "merged.json", p, sizeof p);
-    char *js = slurp(p);
+    char *js = tu_read_file(p, NULL);
     cJSON *j = js ? cJSON_Parse(js) : NULL;
     CHECK(j != NULL);
     const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(j, "context");
@@ -265,20 +253,13 @@ int main(int argc, char **argv)
         return 2;
     }
     cli_env env = {argv[1], argv[2], argv[3], ""};
-    const char *tmp = getenv("TMPDIR");
-    snprintf(env.dir, sizeof env.dir, "%s/gate_cli_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(env.dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tu_make_temp_dir(env.dir, sizeof env.dir, "gate_cli")) return 1;
     test_compare(&env);
     test_json2tsv(&env);
     test_merge(&env);
     int rc = check_finish("test_gate_cli");
     if (rc == 0) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", env.dir);
-        if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", env.dir);
+        if (tu_remove_tree(env.dir) != 0) fprintf(stderr, "could not remove %s\n", env.dir);
     } else {
         fprintf(stderr, "files kept in %s\n", env.dir);
     }

@@ -17,6 +17,7 @@
 #include "report.h"
 #include "run.h"
 #include "synth.h"
+#include "test_util.h"
 
 static int parse_json(gate_run *run, cJSON *json, const char *name)
 {
@@ -487,15 +488,6 @@ static void test_bad_input(void)
     free(t);
 }
 
-static char *read_stream(FILE *f)
-{
-    long n = ftell(f);
-    rewind(f);
-    char *s = calloc((size_t)n + 1, 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n) s[0] = '\0';
-    return s;
-}
-
 static void test_reports(void)
 {
     gate_options opt;
@@ -514,7 +506,7 @@ static void test_reports(void)
 
     FILE *f = tmpfile();
     CHECK(gate_write_markdown(f, &rep, &run, &base, &opt) == 0);
-    char *md = read_stream(f);
+    char *md = tu_read_stream(f, NULL);
     fclose(f);
     CHECK_CONTAINS(md, "## Regression gate: FAILED");
     CHECK_CONTAINS(md, "| case | baseline median (us) | run median (us) | change | p-value | verdict | reason |");
@@ -528,7 +520,7 @@ static void test_reports(void)
 
     f = tmpfile();
     CHECK(gate_write_json(f, &rep, &run, &base, &opt) == 0);
-    char *js = read_stream(f);
+    char *js = tu_read_stream(f, NULL);
     fclose(f);
     cJSON *j = cJSON_Parse(js);
     CHECK(j != NULL);
@@ -550,10 +542,10 @@ static void test_reports(void)
 
     f = tmpfile();
     CHECK(gate_write_tsv(f, &rep) == 0);
-    char *tsv = read_stream(f);
+    char *tsv = tu_read_stream(f, NULL);
     fclose(f);
     int lines = 0;
-    for (char *p = tsv; *p; p++) lines += *p == '\n';
+    for (char *p = tsv; p && *p; p++) lines += *p == '\n';
     CHECK(lines == (int)rep.n + 1);
     CHECK_CONTAINS(tsv, "qkv_split/fwd/fuser/bf16/12x1024x768\tREGRESSION\tSLOWER\tlaunches\t");
     free(tsv);
