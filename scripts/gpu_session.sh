@@ -9,11 +9,25 @@
 # GPU_SESSION_TESTS=0 skips the tests and checks (suites only); GPU_SESSION_ASAN=0 skips the
 # ASan build; GPU_SESSION_SASS=1 adds the compiler's report on the seed kernels
 # (scripts/sass_report.sh); GPU_SESSION_SECOND="<run_suite args>" runs a second
-# selection into run2.json (e.g. another size). FUSEBENCH_GIT_COMMIT=<hash> records the
+# selection into run2.json (e.g. another size). GPU_SESSION_WARM=ITEMS (suite/case/dtype/size,
+# comma-separated, as reference/torch_bench.py --items) runs torch.compile on those items
+# while the Release build runs (at most 90 s; its numbers are thrown away), so that
+# --with-torch compiles them from the Inductor and Triton caches; the session waits for it
+# before any GPU test or run. Where the image lacks Google Benchmark, the debs in
+# GPU_SESSION_DEBS (default .debs/: `apt-get download libbenchmark1debian libbenchmark-dev`;
+# carry that ignored folder to the GPU machine) are unpacked into /tmp/sysroot, their absolute
+# paths rewritten to it. FUSEBENCH_GIT_COMMIT=<hash> records the
 # commit in the run file (the GPU machine gets the tree without .git). Logs go to $OUT (the
 # device tool's output folder, which returns at most 8 files) or /tmp/out: build.log (with
-# nvidia-smi), checks.log (ctest, the PyTorch cross entropy check, the plans), sass.txt,
-# run.json, run_suite.txt, run2.json, run2.txt, run_suite.err. A short table is printed last.
+# nvidia-smi and the warm-up), checks.log (ctest, the PyTorch cross entropy check, the plans),
+# sass.txt, run.json, run_suite.txt, run2.json, run2.txt, run_suite.err. A short table is
+# printed last.
+#
+# The one-call checks of a GPU machine, as switches of this script:
+#   harness:  GPU_SESSION_ASAN=0 scripts/gpu_session.sh qkv_split --sizes 16x128x3072 --dtype f32
+#             (every suite too: GPU_SESSION_SECOND="qkv_split --mode hot --repetitions 2
+#             --time-limit 0.5" scripts/gpu_session.sh all --repetitions 2 --time-limit 0.5)
+#   reference/ against PyTorch: reference/README.md has the command.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -24,13 +38,41 @@ jobs=$(nproc)
 declare -a rows
 row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$out/build.log" 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit \
+  --format=csv >"$out/build.log" 2>&1
 row "gpu" "$(tail -n 1 "$out/build.log")"
+
+# torch.compile warm-up, while building (GPU_SESSION_WARM).
+warm=
+if [ -n "${GPU_SESSION_WARM:-}" ]; then
+  (PYTHONUNBUFFERED=1 timeout 90 python3 reference/torch_bench.py --items "$GPU_SESSION_WARM" --variants torch_compile \
+     --repetitions 1 --time-limit 0.01 --min-samples 2 --warmup 1 --out /tmp/warm.json >/tmp/warm.log 2>&1) &
+  warm=$!
+fi
+
+# Google Benchmark from carried debs where the image lacks it.
+debs=${GPU_SESSION_DEBS:-.debs}
+if [ ! -f /usr/include/benchmark/benchmark.h ] && [ ! -f /usr/local/include/benchmark/benchmark.h ] &&
+   ls "$debs"/libbenchmark*.deb >/dev/null 2>&1; then
+  for f in "$debs"/libbenchmark*.deb; do dpkg -x "$f" /tmp/sysroot; done
+  lib=/tmp/sysroot/usr/lib/x86_64-linux-gnu
+  find "$lib/cmake" "$lib/pkgconfig" -type f \( -name '*.cmake' -o -name '*.pc' \) \
+    -exec sed -i 's#\([" =]\)/usr/#\1/tmp/sysroot/usr/#g' {} + 2>/dev/null
+  export CMAKE_PREFIX_PATH=/tmp/sysroot/usr CPATH=/tmp/sysroot/usr/include LIBRARY_PATH=$lib LD_LIBRARY_PATH=$lib
+  row "Google Benchmark" "missing: $debs/*.deb unpacked into /tmp/sysroot"
+fi
+[ -f /usr/include/cjson/cJSON.h ] || row "cJSON" "missing: the gate is not built"
 
 if cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release >>"$out/build.log" 2>&1 && cmake --build /tmp/b -j "$jobs" >>"$out/build.log" 2>&1; then
   row "build (Release)" "ok"
 else
   row "build (Release)" "FAILED (build.log)"; tail -n 40 "$out/build.log"
+fi
+if [ -n "$warm" ]; then
+  wait "$warm"
+  rc=$?
+  { echo "==== torch.compile warm-up (exit $rc) ===="; cat /tmp/warm.log; } >>"$out/build.log"
+  row "torch.compile warm-up" "exit $rc: $(grep -c 'rep 1/1' /tmp/warm.log) compiled"
 fi
 if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
   ctest --test-dir /tmp/b -L 'gpu|compile' --output-on-failure >"$out/checks.log" 2>&1

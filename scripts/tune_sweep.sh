@@ -29,7 +29,9 @@ for i in "${!names[@]}"; do
   FUSER_CACHE_DIR=/tmp/tune-cache-$name "$b/suites/run_suite" all --filter "$filter" --out "$out/$name.json" "$@" \
     >"$out/$name.txt" 2>"$out/$name.err" || echo "$name: run_suite exit $? ($out/$name.err)"
 done
-# one row per case and variant: each tuning's median time in us (from the tables)
+# one row per case and variant: each tuning's median time in us (from the tables: run_suite's time
+# is the median of the repetitions' medians; fusebench-json2tsv's median_us pools every sample,
+# another number whenever --repetitions > 1, run_suite's default)
 printf '%-44s' "case variant dtype size"; for n in "${names[@]}"; do printf ' %10s' "$n"; done; echo
 first=${names[0]}
 awk '$1 ~ /\// && $7 ~ /^[0-9.]+$/ {print $1, $2, $3, $4}' "$out/$first.txt" | while read -r c v d s; do
