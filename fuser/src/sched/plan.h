@@ -98,8 +98,7 @@ bool fu_kw_begin(fu_kernel_writer *w, const fu_group *g, fu_kernel_plan *kp, con
 void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned threads, unsigned min_blocks, bool workspace);
 bool fu_kw_finish(fu_kernel_writer *w, fu_kernel_plan *kp, char *why, size_t nwhy);
 void fu_kw_abort(fu_kernel_writer *w);
-/* Tensor t (in the group) is needed by the group's outputs: marks every node
- * reachable backwards from outputs without leaving the group. */
+/* Whether an op of that kind is in the group. */
 bool fu_group_has_op_kind(const fu_group *g, fu_op_kind kind);
 bool fu_fits_int32(const fu_fusion *f);
 const cg_param *fu_kw_output(const fu_kernel_writer *w, fu_tensor t);
