@@ -49,17 +49,6 @@
 #ifndef STREAMED_ROW_ITERS
 #define STREAMED_ROW_ITERS 16
 #endif
-/* Rows kept in registers between passes: the next row's cached inputs are
- * copied into shared memory (cp.async) while the block writes this row, so the
- * loads stay in flight across the row's reductions and stores (0: load each
- * row when it starts). Each thread copies and later reads only its own slots,
- * so no barrier orders them. At most PREFETCH_MAX_BYTES per block (sm_90 gives
- * a block up to 227 KiB). */
-#ifndef ROW_PREFETCH
-#define ROW_PREFETCH 1
-#endif
-#define PREFETCH_MAX_BYTES (160 * 1024)
-#define SM_SHARED_BYTES (228 * 1024) /* shared memory of an sm_90 multiprocessor */
 
 typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI } rkind;
 typedef enum batch_max_kind { BM_NONE, BM_REGISTER, BM_PACKED_BF16 } batch_max_kind;
@@ -96,10 +85,6 @@ typedef struct red_ctx {
     fu_tensor cache_t[MAX_CACHE];
     char cache_base[MAX_CACHE][CG_EXPR];
     char cache_var[64]; /* what lookup_cache hands back (the memo copies it) */
-    bool prefetch;                /* the next row's cached inputs go to shared memory ahead */
-    int pf_vector_bytes[MAX_CACHE]; /* per cached input: bytes of one thread's slot */
-    int64_t pf_offset[MAX_CACHE]; /* where its slots start in fu_pf */
-    int64_t pf_bytes;             /* all slots of the block */
     int nstage;          /* inputs of the current pass loaded a batch ahead */
     fu_tensor stage_t[MAX_CACHE];
     char stage_base[MAX_CACHE][CG_EXPR];
@@ -595,45 +580,21 @@ static void emit_inner_vars(red_ctx *r)
     }
 }
 
-/* The offset of input t at the row position (lane 0) into *off and its
- * expression without the lane term into base; true if one vector access of
- * r->vec elements reads it. */
-static bool row_offset(red_ctx *r, fu_tensor t, const cg_index *idx, cg_index *off, char *base)
-{
-    cg_ctx *c = &r->w->cg;
-    const fu_value *v = fu_val(r->f, t);
-    c->lane = 0;
-    cg_offset(c, v->rank, v->shape, v->strides, idx, off);
-    cg_offset_base_expr(c, off, base, CG_EXPR);
-    return r->vec > 1 && cg_offset_vectorizable(c, off, r->vec);
-}
-
-/* This thread's shared-memory slot `it` of cached input k (prefetch). */
-static void prefetch_slot(const red_ctx *r, int k, char *buf, size_t n)
-{
-    snprintf(buf, n, "fu_pf + %lld + ((int)it * %d + threadIdx.x) * %d", (long long)r->pf_offset[k], r->threads,
-             r->pf_vector_bytes[k]);
-}
-
 /* Loads input t at the row position of batch slot b into `dst` (raw storage:
- * "fu_s0 + b * 4"), or into the cross-pass cache k, from memory or from the
- * slot its prefetch filled. */
+ * "fu_s0 + b * 4"), or converted into the cross-pass cache. */
 static void emit_row_load(red_ctx *r, fu_tensor t, const cg_index *idx, const char *raw_dst, int cache_k)
 {
     cg_ctx *c = &r->w->cg;
     const fu_value *v = fu_val(r->f, t);
     const cg_param *p = cg_find_param(c, t);
     cg_index off;
+    c->lane = 0;
+    cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
     char base[CG_EXPR];
-    bool vector = row_offset(r, t, idx, &off, base);
+    cg_offset_base_expr(c, &off, base, sizeof base);
     int bytes = (int)fu_dtype_size(v->dtype) * r->vec;
     const char *wide = cg_vector_type(bytes);
-    if (!raw_dst && r->prefetch) {
-        char slot[96];
-        prefetch_slot(r, cache_k, slot, sizeof slot);
-        cg_line(c, "*(%s *)(fu_c%d + it * %d) = *(const %s *)(%s);", wide, cache_k, r->vec, wide, slot);
-        return;
-    }
+    bool vector = r->vec > 1 && cg_offset_vectorizable(c, &off, r->vec);
     if (raw_dst) {
         if (vector) cg_line(c, "*(%s *)(%s) = __ldg((const %s *)(%s + %s));", wide, raw_dst, wide, p->name, base);
         else
@@ -689,43 +650,6 @@ static void close_batch_slot(red_ctx *r)
     cg_drop_scope(c);
     cg_line(c, "}");
     cg_close(c); /* b */
-}
-
-/* Starts the copy of the cached inputs of row `row` into this thread's slots
- * (if that row exists); pass 1 of that row waits for them and reads them. */
-static void emit_prefetch(red_ctx *r, const char *row)
-{
-    cg_ctx *c = &r->w->cg;
-    const char *it = c->index64 ? "long long" : "int";
-    cg_line(c, "{ // the cached inputs of row %s: copied into shared memory ahead, not waited for", row);
-    c->indent++;
-    c->scope++;
-    cg_line(c, "const %s fu_next = %s;", it, row);
-    cg_line(c, "if (fu_next < %lld) {", (long long)r->rows);
-    c->indent++;
-    c->scope++;
-    emit_outer_vars(r, "fu_next");
-    cg_line(c, "const int it0 = 0;");
-    int saved_batch = r->batch;
-    r->batch = r->iters;
-    cg_index idx[FU_MAX_RANK];
-    full_index(r, idx);
-    c->vec = r->vec;
-    c->lane_var = r->vec > 1 ? r->rank - 1 : -1;
-    open_batch_slot(r);
-    for (int k = 0; k < r->ncache; k++) {
-        cg_index off;
-        char base[CG_EXPR], slot[96];
-        row_offset(r, r->cache_t[k], idx, &off, base);
-        prefetch_slot(r, k, slot, sizeof slot);
-        cg_line(c, "fu_cp_async<%d>(%s, %s + %s);", r->pf_vector_bytes[k], slot, cg_find_param(c, r->cache_t[k])->name, base);
-    }
-    close_batch_slot(r);
-    c->vec = 1;
-    c->lane_var = -1;
-    r->batch = saved_batch;
-    cg_close(c);
-    cg_close(c);
 }
 
 /* How phase M reads an online source: not at all (the source is computed
@@ -840,7 +764,6 @@ static void emit_pass(red_ctx *r, int pass)
     bool loads = r->nstage > 0 || (pass == 1 && r->ncache > 0);
     r->in_pass = false;
     if (loads) {
-        if (pass == 1 && r->prefetch) cg_line(c, "fu_cp_async_wait_all(); // this row's prefetched slots");
         open_batch_slot(r);
         for (int k = 0; k < r->nstage; k++) {
             char dst[32];
@@ -927,9 +850,6 @@ static void emit_pass(red_ctx *r, int pass)
         }
         ri->avail = ri->kind == RK_ROW;
     }
-    /* The block reduction's barrier has completed this thread's reads of its
-     * slots: the next row's copies may overwrite them. */
-    if (pass == 1 && r->prefetch) emit_prefetch(r, "row + gridDim.x");
 }
 
 static void emit_grid_prologue(red_ctx *r, red_info *ri)
@@ -991,39 +911,6 @@ static void hoist_all_row_values(red_ctx *r)
         if (r->reds[i].kind != RK_GRID_PRO) hoist_row_values(r, r->reds[i].in, ready);
 }
 
-/* Prefetch the cached inputs of the next row where each slot is one access of
- * 4, 8 or 16 bytes (what cp.async copies) and the slots fit. */
-static void choose_prefetch(red_ctx *r)
-{
-    cg_ctx *c = &r->w->cg;
-    if (!ROW_PREFETCH || r->ncache == 0) return;
-    int saved_vec = c->vec, saved_lane_var = c->lane_var;
-    c->vec = r->vec;
-    c->lane_var = r->vec > 1 ? r->rank - 1 : -1;
-    cg_index idx[FU_MAX_RANK];
-    full_index(r, idx);
-    bool ok = true;
-    int64_t total = 0;
-    for (int k = 0; k < r->ncache && ok; k++) {
-        cg_index off;
-        char base[CG_EXPR];
-        int esize = (int)fu_dtype_size(fu_val(r->f, r->cache_t[k])->dtype);
-        bool vector = row_offset(r, r->cache_t[k], idx, &off, base);
-        int bytes = vector ? esize * r->vec : r->vec == 1 ? esize : 0;
-        ok = bytes == 4 || bytes == 8 || bytes == 16;
-        r->pf_vector_bytes[k] = bytes;
-        r->pf_offset[k] = total;
-        total += (int64_t)r->iters * r->threads * bytes;
-        total = (total + 15) / 16 * 16;
-    }
-    c->vec = saved_vec;
-    c->lane_var = saved_lane_var;
-    c->lane = 0;
-    if (!ok || total > PREFETCH_MAX_BYTES) return;
-    r->prefetch = true;
-    r->pf_bytes = total;
-}
-
 static void choose_config(red_ctx *r)
 {
     const fu_fusion *f = r->f;
@@ -1060,7 +947,6 @@ static void choose_config(red_ctx *r)
             r->cache_t[r->ncache++] = p->tensor;
         }
     }
-    choose_prefetch(r);
 }
 
 bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
@@ -1140,14 +1026,6 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     int ngrid = 0;
     for (int i = 0; i < r->nred; i++) ngrid += r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID;
     int blocks_per_sm = g->opts->max_threads_per_sm / r->threads;
-    if (r->prefetch) {
-        /* The blocks sure to be resident: the launch bounds' minimum (1024 threads
-         * per SM) and the slots that fit (+ 1 KiB reserved per block + fu_smem).
-         * A grid of more would run a second, partial wave of rows. */
-        int64_t by_smem = SM_SHARED_BYTES / (r->pf_bytes + 1024 + 64 * 8);
-        blocks_per_sm = r->threads < 1024 ? 1024 / r->threads : 1;
-        if (blocks_per_sm > by_smem) blocks_per_sm = (int)by_smem;
-    }
     if (blocks_per_sm < 1) blocks_per_sm = 1;
     int64_t grid = (int64_t)g->opts->sm_count * blocks_per_sm;
     if (grid > r->rows) grid = r->rows;
@@ -1155,25 +1033,17 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     kp->sched = FU_SCHED_REDUCTION;
     kp->grid = (unsigned)grid;
     kp->block = (unsigned)r->threads;
-    kp->shared_bytes = r->prefetch ? (size_t)r->pf_bytes : 0;
     kp->workspace_bytes = ngrid ? (size_t)ngrid * (size_t)grid * sizeof(double) + 64 : 0;
     int nonline = 0;
     for (int i = 0; i < r->nred; i++) nonline += r->reds[i].online_max >= 0;
     snprintf(kp->config, sizeof kp->config,
-             "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d prefetch_bytes=%lld "
-             "grid_reductions=%d",
-             (long long)r->rows, (long long)r->K, r->vec, r->threads, r->iters, r->passes, nonline, r->ncache,
-             (long long)(r->prefetch ? r->pf_bytes : 0), ngrid);
+             "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d grid_reductions=%d",
+             (long long)r->rows, (long long)r->K, r->vec, r->threads, r->iters, r->passes, nonline, r->ncache, ngrid);
 
     /* at least 1024 threads per SM: caps registers at 64 */
     fu_kw_signature(w, kp, (unsigned)r->threads, r->threads < 1024 ? (unsigned)(1024 / r->threads) : 1u, ngrid > 0);
     cg_open(c);
     cg_line(c, "__shared__ double fu_smem[64];");
-    if (r->prefetch) {
-        cg_line(c, "extern __shared__ __align__(16) unsigned char fu_pf[]; // %lld bytes: the next row's cached inputs, "
-                   "each thread's own slots", (long long)r->pf_bytes);
-        emit_prefetch(r, "blockIdx.x"); /* in flight during the prologue */
-    }
     const char *it = c->index64 ? "long long" : "int";
     for (int i = 0; i < r->nred; i++)
         if (r->reds[i].kind == RK_GRID_PRO) emit_grid_prologue(r, &r->reds[i]);
