@@ -137,10 +137,16 @@ static void check_codegen_choices(const char *suites)
         CHECK(count_of(fwd, "if (kb < ") == 0);
     }
     free(fwd);
-    /* ... but the fused kernel keeps its guards (without them ptxas spilled) */
+    /* the fused kernel keeps the row in shared memory between its passes, in
+     * each thread's own slots: pass 1 stages 128 bytes and stores them there,
+     * pass 2 is a rolled loop over 2 slots at a time (v9) */
     char *fb = one_kernel_source(suites, "cross_entropy/cross_entropy_fwdbwd.fusion", NULL, 0, FU_BF16);
     if (fb) {
-        CHECK(count_of(fb, "if (kb < ") == 4);
+        CHECK_CONTAINS(fb, "extern __shared__ __align__(16) unsigned char fu_rows[]; // 65536 bytes");
+        CHECK(count_of(fb, "*(uint4 *)(fu_rows + 0 + ((int)it * 512 + threadIdx.x) * 16) = *(const uint4 *)(fu_s0 + b * 8);") == 1);
+        CHECK(count_of(fb, "= *(const uint4 *)(fu_rows + 0 + ((int)it * 512 + threadIdx.x) * 16);") == 1);
+        CHECK(count_of(fb, "for (int it0 = 0; it0 < 8; it0 += 2) {") == 1);
+        CHECK(count_of(fb, "if (kb < ") == 0);
         CHECK(count_of(fb, "fu_max_bf16x2(") == 4);
     }
     free(fb);

@@ -49,6 +49,18 @@
 #ifndef STREAMED_ROW_ITERS
 #define STREAMED_ROW_ITERS 16
 #endif
+/* Where a row read again by a later pass is kept: 0 in registers (every pass
+ * unrolled over the whole row, so the arrays are indexed by constants), 1 in
+ * shared memory (each thread's own slots: rolled passes, a fraction of the
+ * code for NVRTC). Later passes read ROW_SMEM_BATCH vectors at a time. */
+#ifndef ROW_CACHE_SMEM
+#define ROW_CACHE_SMEM 1
+#endif
+#ifndef ROW_SMEM_BATCH
+#define ROW_SMEM_BATCH 2
+#endif
+#define ROW_SMEM_MAX_BYTES (200 * 1024) /* of the 227 KiB an sm_90 block may have */
+#define SM_SHARED_BYTES (228 * 1024)    /* shared memory of an sm_90 multiprocessor */
 
 typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI } rkind;
 typedef enum batch_max_kind { BM_NONE, BM_REGISTER, BM_PACKED_BF16 } batch_max_kind;
@@ -85,6 +97,12 @@ typedef struct red_ctx {
     fu_tensor cache_t[MAX_CACHE];
     char cache_base[MAX_CACHE][CG_EXPR];
     char cache_var[64]; /* what lookup_cache hands back (the memo copies it) */
+    int nsmem;                    /* inputs kept in shared memory between passes */
+    fu_tensor smem_t[MAX_CACHE];
+    int smem_slot_bytes[MAX_CACHE]; /* one thread's vector of it */
+    int64_t smem_offset[MAX_CACHE]; /* where its slots start in fu_rows */
+    int64_t smem_bytes;           /* all slots of the block */
+    int pass;                     /* the pass being emitted */
     int nstage;          /* inputs of the current pass loaded a batch ahead */
     fu_tensor stage_t[MAX_CACHE];
     char stage_base[MAX_CACHE][CG_EXPR];
@@ -96,6 +114,14 @@ static int red_of(const red_ctx *r, fu_tensor t)
 {
     for (int i = 0; i < r->nred; i++)
         if (r->reds[i].out == t) return i;
+    return -1;
+}
+
+/* Index of t among the inputs kept in shared memory between passes, or -1. */
+static int smem_index(const red_ctx *r, fu_tensor t)
+{
+    for (int k = 0; k < r->nsmem; k++)
+        if (r->smem_t[k] == t) return k;
     return -1;
 }
 
@@ -544,7 +570,7 @@ static void choose_staged(red_ctx *r, int pass)
         bool cached = false;
         for (int k = 0; k < r->ncache; k++) cached |= r->cache_t[k] == p->tensor;
         if (cached) continue;
-        bool read = false;
+        bool read = pass == 1 && smem_index(r, p->tensor) >= 0; /* pass 1 fills the slots */
         for (int q = 0; q < r->nred && !read; q++) {
             const red_info *ri = &r->reds[q];
             if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
@@ -580,6 +606,13 @@ static void emit_inner_vars(red_ctx *r)
     }
 }
 
+/* This thread's shared-memory slot `it` of the input kept there (index k). */
+static void smem_slot(const red_ctx *r, int k, char *buf, size_t n)
+{
+    snprintf(buf, n, "fu_rows + %lld + ((int)it * %d + threadIdx.x) * %d", (long long)r->smem_offset[k], r->threads,
+             r->smem_slot_bytes[k]);
+}
+
 /* Loads input t at the row position of batch slot b into `dst` (raw storage:
  * "fu_s0 + b * 4"), or converted into the cross-pass cache. */
 static void emit_row_load(red_ctx *r, fu_tensor t, const cg_index *idx, const char *raw_dst, int cache_k)
@@ -595,6 +628,14 @@ static void emit_row_load(red_ctx *r, fu_tensor t, const cg_index *idx, const ch
     int bytes = (int)fu_dtype_size(v->dtype) * r->vec;
     const char *wide = cg_vector_type(bytes);
     bool vector = r->vec > 1 && cg_offset_vectorizable(c, &off, r->vec);
+    int sk = smem_index(r, t);
+    if (raw_dst && sk >= 0 && r->pass > 1) { /* kept by pass 1 in this thread's slots */
+        char slot[96];
+        smem_slot(r, sk, slot, sizeof slot);
+        cg_line(c, "*(%s *)(%s) = *(const %s *)(%s);", wide, raw_dst, wide, slot);
+        c->lane = 0;
+        return;
+    }
     if (raw_dst) {
         if (vector) cg_line(c, "*(%s *)(%s) = __ldg((const %s *)(%s + %s));", wide, raw_dst, wide, p->name, base);
         else
@@ -741,10 +782,16 @@ static void emit_pass(red_ctx *r, int pass)
         if (ri->online_max >= 0) cg_line(c, "%s %s = 0.0f; // online: sum of exp(x - %s)", ct, ri->var, r->reds[ri->online_max].var);
         else cg_line(c, "%s %s = %s;", ct, ri->var, identity(ri->op, fu_val(f, ri->out)->dtype));
     }
+    r->pass = pass;
     choose_staged(r, pass);
-    /* With a cross-pass cache the whole pass is one batch (its arrays must be
-     * indexed by constants after unrolling); else batches of stage_iters. */
-    int stage_iters = r->passes == 1 ? STAGE_BYTES / (r->vec * r->elem_bytes) : STAGE_ELEMS_MULTIPASS / r->vec;
+    /* With a register cache the whole pass is one batch (its arrays must be
+     * indexed by constants after unrolling); else batches of stage_iters:
+     * STAGE_BYTES from memory in flight where the row is read once, or by the
+     * pass that fills the shared-memory slots; ROW_SMEM_BATCH vectors from
+     * those slots; else STAGE_ELEMS_MULTIPASS elements. */
+    int stage_iters = r->passes == 1 || (r->nsmem && pass == 1) ? STAGE_BYTES / (r->vec * r->elem_bytes)
+                      : r->nsmem                                ? ROW_SMEM_BATCH
+                                                                : STAGE_ELEMS_MULTIPASS / r->vec;
     if (stage_iters < 1) stage_iters = 1;
     int batch = r->ncache ? r->iters : (r->iters < stage_iters ? r->iters : stage_iters);
     if (batch < 1) batch = 1;
@@ -832,9 +879,22 @@ static void emit_pass(red_ctx *r, int pass)
         }
     }
     r->in_pass = false;
+    close_batch_slot(r);
+    /* pass 1 keeps the row in this thread's slots for the later passes */
+    if (pass == 1 && r->nsmem) {
+        open_batch_slot(r);
+        for (int k = 0; k < r->nstage; k++) {
+            int sk = smem_index(r, r->stage_t[k]);
+            if (sk < 0) continue;
+            char slot[96];
+            smem_slot(r, sk, slot, sizeof slot);
+            const char *wide = cg_vector_type(r->smem_slot_bytes[sk]);
+            cg_line(c, "*(%s *)(%s) = *(const %s *)(fu_s%d + b * %d);", wide, slot, wide, k, r->vec);
+        }
+        close_batch_slot(r);
+    }
     c->vec = 1; /* per-row code after the pass is scalar */
     c->lane_var = -1;
-    close_batch_slot(r);
     cg_close(c); /* it0 */
     /* the pass's reductions across the block */
     for (int i = 0; i < r->nred; i++) {
@@ -911,6 +971,25 @@ static void hoist_all_row_values(red_ctx *r)
         if (r->reds[i].kind != RK_GRID_PRO) hoist_row_values(r, r->reds[i].in, ready);
 }
 
+/* With ROW_CACHE_SMEM the inputs chosen for the register cache are kept in
+ * shared memory instead, if their slots fit. */
+static void choose_smem_cache(red_ctx *r)
+{
+    if (!ROW_CACHE_SMEM || r->ncache == 0) return;
+    int64_t total = 0;
+    for (int k = 0; k < r->ncache; k++) {
+        r->smem_slot_bytes[k] = (int)fu_dtype_size(fu_val(r->f, r->cache_t[k])->dtype) * r->vec;
+        r->smem_offset[k] = total;
+        total += (int64_t)r->iters * r->threads * r->smem_slot_bytes[k];
+        total = (total + 15) / 16 * 16;
+    }
+    if (total > ROW_SMEM_MAX_BYTES) return;
+    for (int k = 0; k < r->ncache; k++) r->smem_t[k] = r->cache_t[k];
+    r->nsmem = r->ncache;
+    r->ncache = 0;
+    r->smem_bytes = total;
+}
+
 static void choose_config(red_ctx *r)
 {
     const fu_fusion *f = r->f;
@@ -947,6 +1026,7 @@ static void choose_config(red_ctx *r)
             r->cache_t[r->ncache++] = p->tensor;
         }
     }
+    choose_smem_cache(r);
 }
 
 bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
@@ -1026,24 +1106,39 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     int ngrid = 0;
     for (int i = 0; i < r->nred; i++) ngrid += r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID;
     int blocks_per_sm = g->opts->max_threads_per_sm / r->threads;
+    /* at least 1024 threads per SM (registers capped at 64); with rows in
+     * shared memory, no more blocks than that and than the slots that fit
+     * (+ 1 KiB reserved and fu_smem each): one wave, all resident (a cap of
+     * 40 registers for 3 blocks of 512 spilled the bf16 fused kernel) */
+    int min_blocks = r->threads < 1024 ? 1024 / r->threads : 1;
+    if (r->nsmem) {
+        int64_t fit = SM_SHARED_BYTES / (r->smem_bytes + 1024 + 64 * 8);
+        blocks_per_sm = min_blocks;
+        if (blocks_per_sm > fit) blocks_per_sm = (int)fit;
+    }
     if (blocks_per_sm < 1) blocks_per_sm = 1;
+    if (min_blocks < 1) min_blocks = 1;
     int64_t grid = (int64_t)g->opts->sm_count * blocks_per_sm;
     if (grid > r->rows) grid = r->rows;
     if (grid < 1) grid = 1;
     kp->sched = FU_SCHED_REDUCTION;
     kp->grid = (unsigned)grid;
     kp->block = (unsigned)r->threads;
+    kp->shared_bytes = (size_t)r->smem_bytes;
     kp->workspace_bytes = ngrid ? (size_t)ngrid * (size_t)grid * sizeof(double) + 64 : 0;
     int nonline = 0;
     for (int i = 0; i < r->nred; i++) nonline += r->reds[i].online_max >= 0;
     snprintf(kp->config, sizeof kp->config,
-             "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d grid_reductions=%d",
-             (long long)r->rows, (long long)r->K, r->vec, r->threads, r->iters, r->passes, nonline, r->ncache, ngrid);
+             "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d (%s) grid_reductions=%d",
+             (long long)r->rows, (long long)r->K, r->vec, r->threads, r->iters, r->passes, nonline, r->ncache + r->nsmem,
+             r->nsmem ? "shared memory" : "registers", ngrid);
 
-    /* at least 1024 threads per SM: caps registers at 64 */
-    fu_kw_signature(w, kp, (unsigned)r->threads, r->threads < 1024 ? (unsigned)(1024 / r->threads) : 1u, ngrid > 0);
+    fu_kw_signature(w, kp, (unsigned)r->threads, (unsigned)min_blocks, ngrid > 0);
     cg_open(c);
     cg_line(c, "__shared__ double fu_smem[64];");
+    if (r->nsmem)
+        cg_line(c, "extern __shared__ __align__(16) unsigned char fu_rows[]; // %lld bytes: the row, each thread's own slots",
+                (long long)r->smem_bytes);
     const char *it = c->index64 ? "long long" : "int";
     for (int i = 0; i < r->nred; i++)
         if (r->reds[i].kind == RK_GRID_PRO) emit_grid_prologue(r, &r->reds[i]);
