@@ -10,9 +10,10 @@
  *     the full-size outputs that depend only on what is ready;
  *   - sum(exp(E - max(E))) is recognized and computed in the same pass as
  *     max(E) with an online rescaling (one read for log-sum-exp);
- *   - when a later pass re-reads an input, the row is kept in registers from
- *     the first pass instead, if it fits (one read of the logits for a fused
- *     cross entropy forward+backward).
+ *   - when a later pass re-reads an input, the row is kept from the first pass
+ *     instead, if it fits: in shared memory (each thread's own slots, so the
+ *     passes stay rolled loops) or in registers (ROW_CACHE_SMEM=0): one read of
+ *     the logits for a fused cross entropy forward+backward.
  * After the passes, per-row values (a loss per row) are written by one thread.
  * Reductions over all rows ("grid" reductions: a mean loss) are accumulated
  * per block, written as per-block partials, and combined in a fixed order by
@@ -29,7 +30,7 @@
 
 #define MAX_REDS 32
 #define MAX_CACHE 4
-#define CACHE_BYTES 128 /* bytes of a row each thread may keep in registers between passes */
+#define CACHE_BYTES 128 /* bytes of a row each thread may keep between passes */
 /* Loads a thread issues together (bytes in flight). One pass: 128 bytes of
  * the widest row input, whatever the dtype (32 elements left a bf16 row with
  * half the bytes in flight of an f32 one: 156 -> 146 us for the bf16 cross
@@ -41,8 +42,8 @@
 #define STAGE_BYTES 128
 #endif
 #define STAGE_ELEMS_MULTIPASS 32
-/* Vectors of a row per thread: where the row stays in registers between
- * passes, and where it does not (one pass, or passes reading memory again). */
+/* Vectors of a row per thread: where the row is kept between passes, and
+ * where it does not (one pass, or passes reading memory again). */
 #ifndef CACHED_ROW_ITERS
 #define CACHED_ROW_ITERS 8
 #endif
@@ -1005,8 +1006,8 @@ static void choose_config(red_ctx *r)
     r->elem_bytes = widest ? (int)widest : 4;
     if (ninner != 1 || !r->inner[r->rank - 1]) r->vec = 1;
     while (r->vec > 1 && r->D[r->rank - 1] % r->vec) r->vec /= 2;
-    /* A row's vectors over the threads: 8 iterations each where the row must
-     * stay in registers between passes (1024 threads hold 32 KiB-float rows),
+    /* A row's vectors over the threads: 8 iterations each where the row is
+     * kept between passes (1024 threads hold 32 KiB-float rows),
      * else 16, at most 512 threads, so more rows are in flight per SM. */
     int64_t vecs = (r->K + r->vec - 1) / r->vec;
     int per_thread = r->passes >= 2 ? CACHED_ROW_ITERS : STREAMED_ROW_ITERS, max_threads = r->passes >= 2 ? 1024 : 512;
