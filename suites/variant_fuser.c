@@ -42,12 +42,7 @@ static fu_status fuser_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case
     if (!st) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     st->rt = rt;
     fu_plan_options o;
-    fu_plan_options_default(&o);
-    if (fu_runtime_has_device(rt)) {
-        const fu_device_props *p = fu_runtime_device(rt);
-        if (p->sm_count > 0) o.sm_count = p->sm_count;
-        if (p->max_threads_per_sm > 0) o.max_threads_per_sm = p->max_threads_per_sm;
-    }
+    fu_plan_options_for_device(rt, &o);
     o.scatter = c ? c->scatter : FU_SCATTER_DETERMINISTIC;
     fu_status s = fu_plan_build(f, &o, &st->plan, err);
     if (s) {

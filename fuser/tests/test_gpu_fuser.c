@@ -120,9 +120,7 @@ static void run_case(fu_runtime *rt, const tc_case *c)
     int before = check_failures;
     double t0 = now_s(), worst = 0;
     fu_plan_options po;
-    fu_plan_options_default(&po);
-    po.sm_count = fu_runtime_device(rt)->sm_count;
-    po.max_threads_per_sm = fu_runtime_device(rt)->max_threads_per_sm;
+    fu_plan_options_for_device(rt, &po);
     po.scatter = c->scatter;
     int nkernels = -1;
     fu_error err = {0};

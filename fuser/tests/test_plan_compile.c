@@ -110,6 +110,104 @@ static size_t count_of(const char *s, const char *needle)
     return n;
 }
 
+/* The one kernel of a suite fusion planned for a device with these shared
+ * memory limits (bytes per block with opt-in, per SM). */
+static fu_plan *plan_with_shared(const char *suites, const char *rel, fu_dtype dt, int per_block, int per_sm)
+{
+    tc_list l = {0};
+    tc_case *c = tc_add_suite(&l, suites, rel, "shared", NULL, 0, dt, NULL);
+    fu_plan_options o;
+    fu_plan_options_default(&o);
+    o.max_shared_per_block = per_block;
+    o.max_shared_per_sm = per_sm;
+    fu_plan *p = NULL;
+    fu_error err = {0};
+    if (c && fu_plan_build(c->f, &o, &p, &err) != FU_OK) fprintf(stderr, "%s: %s\n", rel, err.message);
+    CHECK(p != NULL && p->nkernels == 1);
+    tc_list_free(&l);
+    return p;
+}
+
+/* A row kept between passes goes to shared memory where the device gives a
+ * block enough (an H200: 227 KiB), else it stays in registers; the grid is
+ * the blocks whose slots fit on an SM. */
+static void check_shared_memory_limits(const char *suites)
+{
+    const char *fb = "cross_entropy/cross_entropy_fwdbwd.fusion";
+    fu_plan *p = plan_with_shared(suites, fb, FU_F32, 227 * 1024, 228 * 1024); /* the defaults */
+    if (p && p->nkernels == 1) {
+        CHECK(p->kernels[0].shared_bytes == 131072 && p->kernels[0].grid == 132 && p->kernels[0].block == 1024);
+        CHECK_CONTAINS(p->kernels[0].config, "cached_inputs=1 (shared memory)");
+    }
+    fu_plan_free(p);
+    p = plan_with_shared(suites, fb, FU_F32, 99 * 1024, 100 * 1024); /* sm_86/sm_89 */
+    if (p && p->nkernels == 1) {
+        CHECK(p->kernels[0].shared_bytes == 0);
+        CHECK_CONTAINS(p->kernels[0].config, "cached_inputs=1 (registers)");
+        CHECK_CONTAINS(p->kernels[0].source, "fu_c0[32]");
+    }
+    fu_plan_free(p);
+    p = plan_with_shared(suites, fb, FU_BF16, 99 * 1024, 100 * 1024); /* 64 KiB fits, once per SM */
+    if (p && p->nkernels == 1) {
+        CHECK(p->kernels[0].shared_bytes == 65536 && p->kernels[0].grid == 132 && p->kernels[0].block == 512);
+        CHECK_CONTAINS(p->kernels[0].source, "__launch_bounds__(512) fu_");
+    }
+    fu_plan_free(p);
+    p = plan_with_shared(suites, fb, FU_BF16, 227 * 1024, 228 * 1024); /* two per SM, as registers allow */
+    if (p && p->nkernels == 1) {
+        CHECK(p->kernels[0].shared_bytes == 65536 && p->kernels[0].grid == 264);
+        CHECK_CONTAINS(p->kernels[0].source, "__launch_bounds__(512, 2)");
+    }
+    fu_plan_free(p);
+}
+
+/* The source of the one kernel of a fusion given as text (default options). */
+static char *text_kernel_source(const char *text)
+{
+    fu_program *prog = NULL;
+    fu_fusion *f = NULL;
+    fu_plan *p = NULL;
+    fu_error err = {0};
+    fu_plan_options o;
+    fu_plan_options_default(&o);
+    char *src = NULL;
+    if (fu_program_parse(text, "text", &prog, &err) == FU_OK && fu_program_build(prog, NULL, 0, &f, &err) == FU_OK &&
+        fu_plan_build(f, &o, &p, &err) == FU_OK && p->nkernels == 1)
+        src = strdup(p->kernels[0].source);
+    else
+        fprintf(stderr, "text fusion: %s\n", err.message);
+    CHECK(src != NULL);
+    fu_plan_free(p);
+    fu_fusion_free(f);
+    fu_program_free(prog);
+    return src;
+}
+
+/* Rows kept in shared memory: every kept input is loaded and stored to its
+ * slots in pass 1, even when more inputs than staging slots come first, and
+ * a bool row has 1-byte slots (a 2-byte access at an odd address faulted). */
+static void check_shared_memory_rows(void)
+{
+    char *five = text_kernel_source("fusion five\nparam N = 16\nparam K = 36864\n"
+                                    "input a: f32[N, K]\ninput b: f32[N, K]\ninput c: f32[N, K]\ninput d: f32[N, K]\n"
+                                    "input e: bf16[N, K]\nab = add(a, b)\ncd = add(c, d)\nabcd = add(ab, cd)\n"
+                                    "s = sum(abcd, axes=[1], keepdim=true)\nef = cast(e, dtype=f32)\ny = mul(ef, s)\n"
+                                    "output y\n");
+    if (five) {
+        CHECK_CONTAINS(five, "*(uint2 *)(fu_s0 + b * 4) = __ldg((const uint2 *)(in4 + ");
+        CHECK_CONTAINS(five, "*(uint2 *)(fu_rows + 0 + ((int)it * 1024 + threadIdx.x) * 8) = *(const uint2 *)(fu_s0 + b * 4);");
+    }
+    free(five);
+    char *masked = text_kernel_source("fusion masked\nparam N = 64\nparam K = 1001\n"
+                                      "input x: f32[N, K]\ninput m: bool[N, K]\n"
+                                      "xm = where(m, x, -inf)\ny = softmax(xm, axis=-1)\noutput y\n");
+    if (masked) {
+        CHECK_CONTAINS(masked, "*(unsigned char *)(fu_rows + 4096 + ((int)it * 128 + threadIdx.x) * 1) = ");
+        CHECK(count_of(masked, "unsigned short *)(fu_rows") == 0);
+    }
+    free(masked);
+}
+
 /* What the code generator is expected to emit for the seed workloads: the
  * instruction-count choices docs/perf.md (v5, v6, v7) measured on the H200. */
 static void check_codegen_choices(const char *suites)
@@ -283,6 +381,8 @@ int main(void)
 
     for (int i = 0; i < l.n; i++) plan_and_compile(rt, &l.v[i]);
     check_codegen_choices(suites);
+    check_shared_memory_limits(suites);
+    check_shared_memory_rows();
 
     fu_runtime_stats st = stats_of(rt);
     printf("%d plans; nvrtc_calls=%lld cache_hits=%lld compile_ms=%.0f\n", l.n, (long long)st.nvrtc_calls,

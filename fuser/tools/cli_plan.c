@@ -31,12 +31,7 @@ fu_status cli_open_runtime(fu_runtime **rt, fu_error *err)
 
 void cli_plan_options(const cli_options *o, const fu_runtime *rt, fu_plan_options *po)
 {
-    fu_plan_options_default(po);
-    if (rt && fu_runtime_has_device(rt)) {
-        const fu_device_props *d = fu_runtime_device(rt);
-        if (d->sm_count > 0) po->sm_count = d->sm_count;
-        if (d->max_threads_per_sm > 0) po->max_threads_per_sm = d->max_threads_per_sm;
-    }
+    fu_plan_options_for_device(rt, po);
     po->scatter = o->scatter;
 }
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "exec.h"
 #include "gpu_test.h"
 #include "suite.h"
 
@@ -110,9 +111,7 @@ static void test_seed(fu_runtime *rt, hb_cupti *cu, hb_timer *timer, const char 
     CHECK(prof.last.span_us >= prof.last.kernel_us * 0.999);
     /* each record is the planned kernel: its name, grid and block */
     fu_plan_options po;
-    fu_plan_options_default(&po);
-    po.sm_count = fu_runtime_device(rt)->sm_count;
-    po.max_threads_per_sm = fu_runtime_device(rt)->max_threads_per_sm;
+    fu_plan_options_for_device(rt, &po);
     po.scatter = sd->scatter;
     fu_plan *plan = NULL;
     OK(fu_plan_build(f, &po, &plan, &err));

@@ -176,7 +176,8 @@ const char *cg_storage_type(fu_dtype t)
 
 const char *cg_vector_type(int bytes)
 {
-    return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : "unsigned short";
+    return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : bytes == 2 ? "unsigned short"
+                                                                                       : "unsigned char";
 }
 
 void cg_store_expr(const cg_ctx *c, char *buf, size_t n, fu_dtype t, const char *var)

@@ -186,6 +186,18 @@ fu_status fu_exec_check(fu_executable *x, fu_error *err)
                         (long long)(int64_t)flag[2], (long long)extent);
 }
 
+void fu_plan_options_for_device(const fu_runtime *rt, fu_plan_options *o)
+{
+    fu_plan_options_default(o);
+    if (!rt || !fu_runtime_has_device(rt)) return;
+    const fu_device_props *d = fu_runtime_device(rt);
+    if (d->sm_count > 0) o->sm_count = d->sm_count;
+    if (d->max_threads_per_sm > 0) o->max_threads_per_sm = d->max_threads_per_sm;
+    if (d->max_shared_per_block_optin > 0) o->max_shared_per_block = d->max_shared_per_block_optin;
+    if (d->max_shared_per_sm > 0) o->max_shared_per_sm = d->max_shared_per_sm;
+    if (d->reserved_shared_per_block >= 0) o->reserved_shared_per_block = d->reserved_shared_per_block;
+}
+
 fu_status fu_exec_run_host(fu_runtime *rt, const fu_fusion *f, const fu_plan_options *opts,
                            const fu_host_tensor *inputs, fu_host_tensor *outputs, fu_error *err)
 {

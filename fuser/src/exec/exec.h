@@ -36,6 +36,10 @@ fu_status fu_exec_check(fu_executable *x, fu_error *err);
 /* Launches counted by fu_exec_launch: kernels, memsets and copies. */
 void fu_exec_launch_counts(const fu_executable *x, int *kernels, int *memsets, int *copies);
 
+/* The plan options for the runtime's device: the defaults (an H200) where
+ * there is none or it does not say; the scatter mode stays the default's. */
+void fu_plan_options_for_device(const fu_runtime *rt, fu_plan_options *o);
+
 /* Host convenience: plan, prepare, upload, launch, check, download. outputs
  * are allocated here as in fu_interp_run; on error nothing stays allocated. */
 fu_status fu_exec_run_host(fu_runtime *rt, const fu_fusion *f, const fu_plan_options *opts,

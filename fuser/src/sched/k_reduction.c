@@ -60,8 +60,7 @@
 #ifndef ROW_SMEM_BATCH
 #define ROW_SMEM_BATCH 2
 #endif
-#define ROW_SMEM_MAX_BYTES (200 * 1024) /* of the 227 KiB an sm_90 block may have */
-#define SM_SHARED_BYTES (228 * 1024)    /* shared memory of an sm_90 multiprocessor */
+#define STATIC_SHARED_BYTES 1024 /* fu_smem and fu_last, rounded up */
 
 typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI } rkind;
 typedef enum batch_max_kind { BM_NONE, BM_REGISTER, BM_PACKED_BF16 } batch_max_kind;
@@ -557,31 +556,45 @@ static void canonical_base(red_ctx *r, fu_tensor t, char *buf)
     c->lane_var = saved_lane_var;
 }
 
+/* Does the pass read full-size input t at the row position (its row
+ * reductions or the full-size outputs it writes)? */
+static bool pass_reads(const red_ctx *r, int pass, fu_tensor t)
+{
+    for (int q = 0; q < r->nred; q++) {
+        const red_info *ri = &r->reds[q];
+        if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
+        if (reads_at_row(r, ri->online_max >= 0 ? online_source(r, ri) : ri->in, t)) return true;
+    }
+    fu_tensor outs[16];
+    int nout = pass_outputs(r, pass, outs, 16);
+    for (int o = 0; o < nout; o++)
+        if (reads_at_row(r, outs[o], t)) return true;
+    return false;
+}
+
+static void add_staged(red_ctx *r, fu_tensor t)
+{
+    canonical_base(r, t, r->stage_base[r->nstage]);
+    r->stage_t[r->nstage++] = t;
+}
+
 /* The inputs a pass reads at the row position and that are not in the
- * cross-pass cache: loaded a batch ahead of the arithmetic (staged). */
+ * register cache: loaded a batch ahead of the arithmetic (staged). Pass 1
+ * stages the inputs kept in shared memory first, read or not, since it fills
+ * their slots (at most MAX_CACHE of them, so they always fit). */
 static void choose_staged(red_ctx *r, int pass)
 {
     const fu_fusion *f = r->f;
-    fu_tensor outs[16];
-    int nout = pass_outputs(r, pass, outs, 16);
     r->nstage = 0;
+    if (pass == 1)
+        for (int k = 0; k < r->nsmem; k++) add_staged(r, r->smem_t[k]);
     for (int i = 0; i < r->w->nparams && r->nstage < MAX_CACHE; i++) {
         const cg_param *p = &r->w->params[i];
         if (p->is_output || !is_full_shape(r, fu_val(f, p->tensor))) continue;
         bool cached = false;
         for (int k = 0; k < r->ncache; k++) cached |= r->cache_t[k] == p->tensor;
-        if (cached) continue;
-        bool read = pass == 1 && smem_index(r, p->tensor) >= 0; /* pass 1 fills the slots */
-        for (int q = 0; q < r->nred && !read; q++) {
-            const red_info *ri = &r->reds[q];
-            if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
-            read = reads_at_row(r, ri->online_max >= 0 ? online_source(r, ri) : ri->in, p->tensor);
-        }
-        for (int o = 0; o < nout && !read; o++) read = reads_at_row(r, outs[o], p->tensor);
-        if (read) {
-            canonical_base(r, p->tensor, r->stage_base[r->nstage]);
-            r->stage_t[r->nstage++] = p->tensor;
-        }
+        if (cached || (pass == 1 && smem_index(r, p->tensor) >= 0)) continue;
+        if (pass_reads(r, pass, p->tensor)) add_staged(r, p->tensor);
     }
 }
 
@@ -615,7 +628,8 @@ static void smem_slot(const red_ctx *r, int k, char *buf, size_t n)
 }
 
 /* Loads input t at the row position of batch slot b into `dst` (raw storage:
- * "fu_s0 + b * 4"), or converted into the cross-pass cache. */
+ * "fu_s0 + b * 4"; after pass 1 from this thread's shared-memory slot where t
+ * is kept there), or into register cache k. */
 static void emit_row_load(red_ctx *r, fu_tensor t, const cg_index *idx, const char *raw_dst, int cache_k)
 {
     cg_ctx *c = &r->w->cg;
@@ -788,10 +802,13 @@ static void emit_pass(red_ctx *r, int pass)
     /* With a register cache the whole pass is one batch (its arrays must be
      * indexed by constants after unrolling); else batches of stage_iters:
      * STAGE_BYTES from memory in flight where the row is read once, or by the
-     * pass that fills the shared-memory slots; ROW_SMEM_BATCH vectors from
-     * those slots; else STAGE_ELEMS_MULTIPASS elements. */
+     * pass that fills the shared-memory slots; ROW_SMEM_BATCH vectors where
+     * every staged input comes from those slots; else STAGE_ELEMS_MULTIPASS
+     * elements. */
+    bool from_slots = pass > 1 && r->nstage > 0;
+    for (int k = 0; k < r->nstage; k++) from_slots &= smem_index(r, r->stage_t[k]) >= 0;
     int stage_iters = r->passes == 1 || (r->nsmem && pass == 1) ? STAGE_BYTES / (r->vec * r->elem_bytes)
-                      : r->nsmem                                ? ROW_SMEM_BATCH
+                      : from_slots                              ? ROW_SMEM_BATCH
                                                                 : STAGE_ELEMS_MULTIPASS / r->vec;
     if (stage_iters < 1) stage_iters = 1;
     int batch = r->ncache ? r->iters : (r->iters < stage_iters ? r->iters : stage_iters);
@@ -973,7 +990,8 @@ static void hoist_all_row_values(red_ctx *r)
 }
 
 /* With ROW_CACHE_SMEM the inputs chosen for the register cache are kept in
- * shared memory instead, if their slots fit. */
+ * shared memory instead, if their slots fit in what the device gives a block
+ * (else they stay in registers). */
 static void choose_smem_cache(red_ctx *r)
 {
     if (!ROW_CACHE_SMEM || r->ncache == 0) return;
@@ -984,7 +1002,7 @@ static void choose_smem_cache(red_ctx *r)
         total += (int64_t)r->iters * r->threads * r->smem_slot_bytes[k];
         total = (total + 15) / 16 * 16;
     }
-    if (total > ROW_SMEM_MAX_BYTES) return;
+    if (total + STATIC_SHARED_BYTES > r->g->opts->max_shared_per_block) return;
     for (int k = 0; k < r->ncache; k++) r->smem_t[k] = r->cache_t[k];
     r->nsmem = r->ncache;
     r->ncache = 0;
@@ -1015,7 +1033,7 @@ static void choose_config(red_ctx *r)
     while (threads < max_threads && (int64_t)threads * per_thread < vecs) threads *= 2;
     r->threads = threads;
     r->iters = (int)((vecs + threads - 1) / threads);
-    /* cache the full-size inputs read again in a later pass, if they fit */
+    /* cache the full-size inputs a later pass reads, if they fit */
     if (r->passes >= 2) {
         int64_t budget = CACHE_BYTES;
         for (int i = 0; i < r->w->nparams && r->ncache < MAX_CACHE; i++) {
@@ -1023,6 +1041,9 @@ static void choose_config(red_ctx *r)
             const fu_value *v = fu_val(f, p->tensor);
             int64_t bytes = (int64_t)r->iters * r->vec * (int64_t)fu_dtype_size(v->dtype);
             if (p->is_output || !is_full_shape(r, v) || bytes > budget) continue;
+            bool read_later = false;
+            for (int q = 2; q <= r->passes && !read_later; q++) read_later = pass_reads(r, q, p->tensor);
+            if (!read_later) continue;
             budget -= bytes;
             r->cache_t[r->ncache++] = p->tensor;
         }
@@ -1108,14 +1129,17 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     for (int i = 0; i < r->nred; i++) ngrid += r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID;
     int blocks_per_sm = g->opts->max_threads_per_sm / r->threads;
     /* at least 1024 threads per SM (registers capped at 64); with rows in
-     * shared memory, no more blocks than that and than the slots that fit
-     * (+ 1 KiB reserved and fu_smem each): one wave, all resident (a cap of
-     * 40 registers for 3 blocks of 512 spilled the bf16 fused kernel) */
+     * shared memory, no more blocks than that and than the slots that fit on
+     * an SM (with the driver's reserve and the static shared memory of each):
+     * one wave, all resident (a cap of 40 registers for 3 blocks of 512
+     * spilled the bf16 fused kernel) */
     int min_blocks = r->threads < 1024 ? 1024 / r->threads : 1;
     if (r->nsmem) {
-        int64_t fit = SM_SHARED_BYTES / (r->smem_bytes + 1024 + 64 * 8);
+        int64_t fit = g->opts->max_shared_per_sm /
+                      (r->smem_bytes + g->opts->reserved_shared_per_block + STATIC_SHARED_BYTES);
         blocks_per_sm = min_blocks;
         if (blocks_per_sm > fit) blocks_per_sm = (int)fit;
+        min_blocks = blocks_per_sm;
     }
     if (blocks_per_sm < 1) blocks_per_sm = 1;
     if (min_blocks < 1) min_blocks = 1;
@@ -1130,9 +1154,9 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     int nonline = 0;
     for (int i = 0; i < r->nred; i++) nonline += r->reds[i].online_max >= 0;
     snprintf(kp->config, sizeof kp->config,
-             "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d (%s) grid_reductions=%d",
+             "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d%s grid_reductions=%d",
              (long long)r->rows, (long long)r->K, r->vec, r->threads, r->iters, r->passes, nonline, r->ncache + r->nsmem,
-             r->nsmem ? "shared memory" : "registers", ngrid);
+             r->nsmem ? " (shared memory)" : r->ncache ? " (registers)" : "", ngrid);
 
     fu_kw_signature(w, kp, (unsigned)r->threads, (unsigned)min_blocks, ngrid > 0);
     cg_open(c);

@@ -23,8 +23,11 @@ typedef enum fu_scatter_mode {
 } fu_scatter_mode;
 
 typedef struct fu_plan_options {
-    int sm_count;            /* multiprocessors (132 on an H200) */
-    int max_threads_per_sm;  /* 2048 on Hopper */
+    int sm_count;                  /* multiprocessors (132 on an H200) */
+    int max_threads_per_sm;        /* 2048 on Hopper */
+    int max_shared_per_block;      /* bytes a block may have, with opt-in (227 KiB on sm_90) */
+    int max_shared_per_sm;         /* 228 KiB on sm_90 */
+    int reserved_shared_per_block; /* taken by the driver from each block's share (1 KiB) */
     fu_scatter_mode scatter;
 } fu_plan_options;
 

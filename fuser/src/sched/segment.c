@@ -28,6 +28,9 @@ void fu_plan_options_default(fu_plan_options *o)
 {
     o->sm_count = 132;
     o->max_threads_per_sm = 2048;
+    o->max_shared_per_block = 227 * 1024;
+    o->max_shared_per_sm = 228 * 1024;
+    o->reserved_shared_per_block = 1024;
     o->scatter = FU_SCATTER_DETERMINISTIC;
 }
 
