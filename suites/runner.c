@@ -294,17 +294,6 @@ int hb_runner_count(const hb_runner *r) { return r->nitems; }
 const char *hb_runner_item_name(const hb_runner *r, int i) { return r->items[i].name; }
 const hb_variant_info *hb_runner_item_info(const hb_runner *r, int i) { return &r->items[i].info; }
 
-static fu_status build_fusion(hb_runner *r, hb_item *it, const hb_size *size, fu_fusion **out, fu_error *err)
-{
-    hb_params p;
-    memset(&p, 0, sizeof p);
-    char why[256];
-    if (!it->suite->params(size, it->dtype, &p, why, sizeof why)) return fu_error_set(err, FU_ERR_ARG, "%s", why);
-    (void)r;
-    fu_status s = fu_program_build(it->prog, p.v, p.n, out, err);
-    if (!s) s = fu_fusion_verify(*out, err);
-    return s;
-}
 
 static double now_ms(void)
 {
@@ -322,7 +311,7 @@ static void prepare_item(hb_runner *r, hb_item *it)
     snprintf(path, sizeof path, "%s/%s", r->o.suites_dir, it->cs->fusion_file);
     fu_status s = fu_program_parse_file(path, &it->prog, &err);
     if (s) it->prog = NULL;
-    if (!s) s = build_fusion(r, it, &it->size, &it->fusion, &err);
+    if (!s) s = hb_build_fusion(it->prog, it->suite, &it->size, it->dtype, &it->fusion, &err);
     if (!s) s = it->variant->prepare(r->rt, it->fusion, it->cs, &it->vstate, &it->info, &err);
     it->prepare_ms = now_ms() - t0;
     it->prepared = true;
@@ -532,7 +521,7 @@ static void setup_item(hb_runner *r, hb_item *it)
         fu_fusion *cf = NULL;
         void *cstate = NULL;
         hb_variant_info cinfo;
-        s = build_fusion(r, it, &cs, &cf, &err);
+        s = hb_build_fusion(it->prog, it->suite, &cs, it->dtype, &cf, &err);
         if (!s) s = it->variant->prepare(r->rt, cf, it->cs, &cstate, &cinfo, &err);
         if (!s) s = check_against_interpreter(r, it, cf, cstate, false, &ok, NULL, NULL, &err);
         if (cstate) it->variant->free(cstate);

@@ -105,6 +105,14 @@ extern const hb_suite hb_suite_qkv_split;
 extern const hb_suite *const hb_suites[];
 const hb_suite *hb_find_suite(const char *name);
 
+/* A case's fusion at one size and dtype: the suite's parameters bound into
+ * the parsed fusion file, built and verified. On error *out is NULL. */
+fu_status hb_build_fusion(const fu_program *prog, const hb_suite *s, const hb_size *size, fu_dtype dt,
+                          fu_fusion **out, fu_error *err);
+/* The same from the case's file in suites_dir (parsed here). */
+fu_status hb_build_case(const char *suites_dir, const hb_suite *s, const hb_case *c, const hb_size *size,
+                        fu_dtype dt, fu_fusion **out, fu_error *err);
+
 /* ------------------------------------------------------------ variants */
 
 /* What a variant planned for one fusion (before anything runs). */

@@ -24,6 +24,36 @@ const hb_suite *hb_find_suite(const char *name)
     return NULL;
 }
 
+fu_status hb_build_fusion(const fu_program *prog, const hb_suite *s, const hb_size *size, fu_dtype dt,
+                          fu_fusion **out, fu_error *err)
+{
+    *out = NULL;
+    hb_params p;
+    memset(&p, 0, sizeof p);
+    char why[256];
+    if (!s->params(size, dt, &p, why, sizeof why)) return fu_error_set(err, FU_ERR_ARG, "%s", why);
+    fu_status st = fu_program_build(prog, p.v, p.n, out, err);
+    if (!st) st = fu_fusion_verify(*out, err);
+    if (st && *out) {
+        fu_fusion_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+fu_status hb_build_case(const char *suites_dir, const hb_suite *s, const hb_case *c, const hb_size *size,
+                        fu_dtype dt, fu_fusion **out, fu_error *err)
+{
+    *out = NULL;
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", suites_dir, c->fusion_file);
+    fu_program *prog = NULL;
+    fu_status st = fu_program_parse_file(path, &prog, err);
+    if (!st) st = hb_build_fusion(prog, s, size, dt, out, err);
+    fu_program_free(prog);
+    return st;
+}
+
 void hb_size_str(const hb_size *s, char *out, size_t cap)
 {
     size_t k = 0;

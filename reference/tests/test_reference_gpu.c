@@ -34,22 +34,18 @@ typedef struct io {
 
 static fu_fusion *build(const hb_suite *s, const hb_case *c, const char *size, fu_dtype dt)
 {
-    char path[1024], why[256];
-    snprintf(path, sizeof path, "%s/%s", suites_dir, c->fusion_file);
+    char why[256] = "";
     fu_error err;
-    fu_program *p = NULL;
-    fu_fusion *f = NULL;
+    memset(&err, 0, sizeof err);
     hb_size *sz = NULL;
     int nsz = 0;
-    hb_params prm;
-    memset(&prm, 0, sizeof prm);
-    bool ok = fu_program_parse_file(path, &p, &err) == FU_OK &&
-              hb_parse_sizes(size, s->ndims, &sz, &nsz, why, sizeof why) && nsz == 1 &&
-              s->params(&sz[0], dt, &prm, why, sizeof why) && fu_program_build(p, prm.v, prm.n, &f, &err) == FU_OK;
+    fu_fusion *f = NULL;
+    bool ok = hb_parse_sizes(size, s->ndims, &sz, &nsz, why, sizeof why) && nsz == 1 &&
+              hb_build_case(suites_dir, s, c, &sz[0], dt, &f, &err) == FU_OK;
+    if (!ok) fprintf(stderr, "%s/%s %s %s: %s%s\n", s->name, c->name, fu_dtype_name(dt), size, why, err.message);
     CHECK(ok);
     free(sz);
-    fu_program_free(p);
-    return ok ? f : NULL;
+    return f;
 }
 
 static void io_free(io *x)

@@ -166,18 +166,14 @@ static void test_bytes(const char *suites_dir)
             for (int d = 0; d < 2; d++) {
                 fu_dtype dt = d ? FU_BF16 : FU_F32;
                 const hb_case *c = &s->cases[ci];
-                char path[2048];
-                snprintf(path, sizeof path, "%s/%s", suites_dir, c->fusion_file);
-                fu_program *p = NULL;
-                fu_fusion *f = NULL;
-                fu_error err;
                 hb_params prm;
                 memset(&prm, 0, sizeof prm);
                 CHECK(s->params(&sz[0], dt, &prm, why, sizeof why));
-                if (fu_program_parse_file(path, &p, &err) || fu_program_build(p, prm.v, prm.n, &f, &err)) {
-                    fprintf(stderr, "%s: %s\n", path, err.message);
+                fu_fusion *f = NULL;
+                fu_error err;
+                if (hb_build_case(suites_dir, s, c, &sz[0], dt, &f, &err)) {
+                    fprintf(stderr, "%s/%s: %s\n", s->name, c->name, err.message);
                     CHECK(!"fusion file builds");
-                    if (p) fu_program_free(p);
                     continue;
                 }
                 int64_t e = (int64_t)fu_dtype_size(dt);
@@ -189,7 +185,6 @@ static void test_bytes(const char *suites_dir)
                             fu_dtype_name(dt), (long long)formula, (long long)io);
                 CHECK(llabs(formula - io) <= 16); /* at most two scalars apart */
                 fu_fusion_free(f);
-                fu_program_free(p);
             }
         free(sz);
     }
@@ -663,18 +658,15 @@ static void test_spot_checks(const char *dir)
                 const hb_case *c = &s->cases[ci];
                 if (!c->spot_check) continue;
                 fu_dtype dt = d ? FU_BF16 : FU_F32;
-                char path[2048], why[512];
-                snprintf(path, sizeof path, "%s/%s", dir, c->fusion_file);
-                fu_program *p = NULL;
-                fu_fusion *f = NULL;
-                fu_error err;
+                char why[512];
                 hb_params prm;
                 memset(&prm, 0, sizeof prm);
                 CHECK(s->params(&small[si].size, dt, &prm, why, sizeof why));
-                if (fu_program_parse_file(path, &p, &err) || fu_program_build(p, prm.v, prm.n, &f, &err)) {
-                    fprintf(stderr, "%s: %s\n", path, err.message);
+                fu_fusion *f = NULL;
+                fu_error err;
+                if (hb_build_case(dir, s, c, &small[si].size, dt, &f, &err)) {
+                    fprintf(stderr, "%s/%s: %s\n", s->name, c->name, err.message);
                     CHECK(!"fusion builds");
-                    if (p) fu_program_free(p);
                     continue;
                 }
                 int nin = fu_fusion_num_inputs(f), nout = fu_fusion_num_outputs(f);
@@ -699,7 +691,6 @@ static void test_spot_checks(const char *dir)
                 for (int i = 0; i < nin; i++) fu_host_tensor_free(&in[i]);
                 for (int i = 0; i < nout; i++) fu_host_tensor_free(&out[i]);
                 fu_fusion_free(f);
-                fu_program_free(p);
             }
     }
     CHECK(checked == 12); /* ce bwd, fwdbwd; emb fwd, bwd x2; qkv -- in f32 and bf16 */
