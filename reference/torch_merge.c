@@ -16,6 +16,7 @@
 
 #include "json_read.h"
 #include "torch_merge.h"
+#include "util.h"
 
 #ifndef HB_REFERENCE_DIR
 #define HB_REFERENCE_DIR "reference"
@@ -141,36 +142,16 @@ static double get_num(const jv *o, const char *key, double dflt)
 static const char *const counter_keys[] = {"kernels", "launches", "segments", "bytes", "GB/s", "peak_fraction",
                                            "kernel_time_us", "max_rel_error", "spread", "throttled_samples", NULL};
 
+/* The whole file, or NULL and why (malloc'd: free()). */
 static char *read_file(const char *path, char *why, size_t nwhy)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, nwhy, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
+    errno = 0;
+    char *text = fu_read_file(path, NULL);
+    if (!text) {
+        if (errno) snprintf(why, nwhy, "cannot open %s: %s", path, strerror(errno));
+        else snprintf(why, nwhy, "%s: out of memory", path);
     }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n + 1 < cap) break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        snprintf(why, nwhy, "%s: %s", path, bad ? "read error" : "out of memory");
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
+    return text;
 }
 
 /* One benchmark entry into e (samples into *samples, malloc'd). false and why. */
