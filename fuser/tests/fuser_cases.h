@@ -234,6 +234,19 @@ static inline fu_fusion *tc_embedding_bwd(fu_dtype dt, int64_t v, int64_t d, int
     return f;
 }
 
+/* index_add of src rows onto a base computed from another input (x * 2). */
+static inline fu_fusion *tc_index_add_base(fu_dtype dt, int64_t v, int64_t d, int64_t t)
+{
+    fu_fusion *f = fu_fusion_new("index_add_base");
+    int64_t xs[2] = {v, d}, ss[2] = {t, d}, is[1] = {t};
+    fu_tensor x = fu_input(f, "x", dt, 2, xs);
+    fu_tensor src = fu_input(f, "src", dt, 2, ss);
+    fu_tensor ids = fu_input(f, "ids", FU_I64, 1, is);
+    fu_tensor base = fu_binary(f, FU_OP_MUL, x, tc_scalar(f, 2.0, dt, "two"), "base");
+    fu_output(f, fu_index_add(f, base, ids, src, 0, "y"));
+    return f;
+}
+
 /* GPT-style input embedding: wte[ids] * scale + wpe[0:T] (broadcast over the batch). */
 static inline fu_fusion *tc_embedding_scale_pos(fu_dtype dt, int64_t v, int64_t d, int64_t b, int64_t t, int64_t tmax)
 {
@@ -392,6 +405,14 @@ static inline void tc_add_api_cases(tc_list *l, const tc_sizes *z, fu_dtype dt)
             c->deterministic = mode == 0;
         }
     }
+    /* deterministic index_add onto a base that reads memory; and 3 rows for 10000
+     * positions, more than a block's list holds: later flushes add to the rows */
+    snprintf(name, sizeof name, "index_add_base/%s", dn);
+    c = tc_push(l, tc_index_add_base(dt, 777, 96, 3000), name, 1);
+    if (c) c->deterministic = true;
+    snprintf(name, sizeof name, "embedding_bwd_list_overflow/%s", dn);
+    c = tc_push(l, tc_embedding_bwd(dt, 3, 256, 10000, -1), name, 1);
+    if (c) c->deterministic = true;
     snprintf(name, sizeof name, "embedding_scale_pos/%s", dn);
     tc_push(l, tc_embedding_scale_pos(dt, z->emb_v, z->emb_d, 4, z->emb_t / 4, z->emb_t / 4 + 7), name, 1);
 

@@ -30,7 +30,9 @@
 
 #define MAX_REDS 32
 #define MAX_CACHE 4
+#ifndef CACHE_BYTES
 #define CACHE_BYTES 128 /* bytes of a row each thread may keep between passes */
+#endif
 /* Loads a thread issues together (bytes in flight). One pass: 128 bytes of
  * the widest row input, whatever the dtype (32 elements left a bf16 row with
  * half the bytes in flight of an f32 one: 156 -> 146 us for the bf16 cross

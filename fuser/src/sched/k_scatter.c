@@ -7,8 +7,10 @@
  * land in its rows (a block-wide ordered compaction), sorts them by row
  * stably (so sums run in index order), then writes each of its rows exactly
  * once: base + the source rows that map to it, accumulated in f32 registers.
- * Results are bit-identical run to run, every output row is written once,
- * and no memset is needed. If more positions land in one block than its
+ * The rows positions land in go first, several per thread at a time so that
+ * their source loads overlap; then the rows that hold only the base (stores
+ * alone). Results are bit-identical run to run, every output row is written
+ * once, and no memset is needed. If more positions land in one block than its
  * shared list holds, the block flushes in index order, re-reading its rows.
  *
  * Atomic mode (any axis, and scatter_add): the output is cleared (or the base
@@ -22,7 +24,23 @@
 
 #define LIST_CAP 3072 /* positions a block sorts at once: 36 KiB of shared memory */
 #define MAX_ROWS_PER_BLOCK 2048 /* fu_cnt: 8 KiB more, under the 48 KiB of static shared memory */
+#ifndef ROW_THREADS
 #define ROW_THREADS 512 /* narrow rows: at least this many threads write rows side by side */
+#endif
+/* Registers a thread may use: sets the blocks per SM of the one-wave grid,
+ * which the launch bounds then hold ptxas to. */
+#ifndef SCATTER_REG_BUDGET
+#define SCATTER_REG_BUDGET 48
+#endif
+/* Rows that positions land in are written SCATTER_HIT_BATCH per thread at a
+ * time (their first source loads in flight together); with SCATTER_HITS_FIRST
+ * they are written before the rows that hold only the base. */
+#ifndef SCATTER_HIT_BATCH
+#define SCATTER_HIT_BATCH 4
+#endif
+#ifndef SCATTER_HITS_FIRST
+#define SCATTER_HITS_FIRST 1
+#endif
 
 static const fu_node *the_scatter(const fu_group *g)
 {
@@ -68,16 +86,23 @@ static void inner_vars(cg_ctx *c, const fu_value *x, const char *db)
     }
 }
 
-/* One owned row v, written by tpr threads (inner position db, item by item):
- * the base (the first flush) or what the row holds (later flushes), plus the
- * source rows fu_sorted[s0..s1) that map to it, stored once with vector stores.
- * side_by_side: several rows at once, the thread's lane in its row is fu_rl. */
-static void emit_row_write(fu_kernel_writer *w, const fu_node *s, int items, int tpr, bool side_by_side, int vec)
+/* The domain of one item of a row: variables v (output row), i (source row)
+ * and the inner axes d1.. from the linear inner position db; xi indexes the
+ * output row, si a source row. */
+typedef struct row_item {
+    cg_index xi[FU_MAX_RANK], si[FU_MAX_RANK];
+    const char *acc_t;
+    int vec;
+} row_item;
+
+/* Opens `for (it ...)` over a thread's items of a row (tpr threads, one vector
+ * each; side_by_side: several rows at once, the thread's lane in its row is
+ * fu_rl) and declares db and the inner variables. Close with cg_close. */
+static void open_row_items(fu_kernel_writer *w, const fu_node *s, int items, int tpr, bool side_by_side, int vec,
+                           row_item *ri)
 {
     cg_ctx *c = &w->cg;
-    const fu_fusion *f = w->cg.f;
-    const fu_value *x = fu_val(f, s->inputs[0]), *out = fu_val(f, s->output);
-    const cg_param *po = fu_kw_output(w, s->output);
+    const fu_value *x = fu_val(c->f, s->inputs[0]), *out = fu_val(c->f, s->output);
     int64_t Din = fu_shape_numel(x->rank - 1, x->shape + 1);
     const char *it = c->index64 ? "long long" : "int";
     cg_line(c, "for (int it = 0; it < %d; it++) {", items);
@@ -86,80 +111,201 @@ static void emit_row_write(fu_kernel_writer *w, const fu_node *s, int items, int
     cg_line(c, "const %s db = ((%s)it * %d + %s) * %d;", it, it, tpr, side_by_side ? "fu_rl" : "threadIdx.x", vec);
     cg_line(c, "if (db >= %lld) break;", (long long)Din);
     inner_vars(c, x, "db");
-    /* domain variables: v, i, then the inner axes */
     c->nvars = 0;
-    int vv = cg_add_var(c, "v"), vi = cg_add_var(c, "i");
-    int dvar[FU_MAX_RANK];
+    cg_index_var(&ri->xi[0], cg_add_var(c, "v"), "v");
+    cg_index_var(&ri->si[0], cg_add_var(c, "i"), "i");
+    c->lane_var = -1;
     for (int a = 1; a < x->rank; a++) {
         char nm[16];
         snprintf(nm, sizeof nm, "d%d", a);
-        dvar[a] = cg_add_var(c, nm);
+        int var = cg_add_var(c, nm);
+        cg_index_var(&ri->xi[a], var, nm);
+        ri->si[a] = ri->xi[a];
+        if (a == x->rank - 1) c->lane_var = var;
     }
     c->vec = vec;
-    c->lane_var = x->rank >= 2 ? dvar[x->rank - 1] : -1;
-    cg_index xi[FU_MAX_RANK], si[FU_MAX_RANK];
-    cg_index_var(&xi[0], vv, "v");
-    cg_index_var(&si[0], vi, "i");
-    for (int a = 1; a < x->rank; a++) {
-        char nm[16];
-        snprintf(nm, sizeof nm, "d%d", a);
-        cg_index_var(&xi[a], dvar[a], nm);
-        si[a] = xi[a];
+    if (vec > 1) ri->xi[x->rank - 1].lane_coef = ri->si[x->rank - 1].lane_coef = 1;
+    ri->acc_t = cg_compute_type(out->dtype);
+    ri->vec = vec;
+}
+
+/* How emit_lanes combines t with acc[lane]. */
+typedef enum lanes_op {
+    LANES_SET,        /* acc[lane] = t */
+    LANES_ADD,        /* acc[lane] += t */
+    LANES_FIRST_TERM, /* acc[lane] = t + acc[lane]: t is the sum's first term */
+} lanes_op;
+
+/* For each lane, t at idx into acc[lane]. */
+static void emit_lanes(cg_ctx *c, const row_item *ri, fu_tensor t, const cg_index *idx, const char *acc, lanes_op op)
+{
+    int rank = fu_val(c->f, t)->rank;
+    for (int lane = 0; lane < ri->vec; lane++) {
+        c->lane = lane;
+        cg_index l[FU_MAX_RANK];
+        memcpy(l, idx, sizeof l);
+        cg_index_refresh(c, &l[rank - 1]);
+        const char *val = cg_value(c, t, l);
+        if (op == LANES_FIRST_TERM) cg_line(c, "%s[%d] = (%s)%s + %s[%d];", acc, lane, ri->acc_t, val, acc, lane);
+        else cg_line(c, "%s[%d] %s (%s)%s;", acc, lane, op == LANES_ADD ? "+=" : "=", ri->acc_t, val);
     }
-    if (vec > 1) {
-        xi[x->rank - 1].lane_coef = si[x->rank - 1].lane_coef = 1;
+    c->lane = 0;
+}
+
+/* The offset of output row v's item, at lane 0. */
+static const cg_param *row_offset(fu_kernel_writer *w, const fu_node *s, const row_item *ri, cg_index *off)
+{
+    cg_ctx *c = &w->cg;
+    const fu_value *out = fu_val(c->f, s->output);
+    c->lane = 0;
+    cg_offset(c, out->rank, out->shape, out->strides, ri->xi, off);
+    return fu_kw_output(w, s->output);
+}
+
+/* acc[lane] = what output row v holds (a later flush adds to it). */
+static void emit_current(fu_kernel_writer *w, const fu_node *s, const row_item *ri, const char *acc)
+{
+    cg_ctx *c = &w->cg;
+    cg_index off;
+    const cg_param *po = row_offset(w, s, ri, &off);
+    for (int lane = 0; lane < ri->vec; lane++) {
+        c->lane = lane;
+        cg_index_refresh(c, &off);
+        cg_line(c, "%s[%d] = (%s)fu_load(%s[%s]);", acc, lane, ri->acc_t, po->name, off.expr);
     }
-    const char *acc_t = cg_compute_type(out->dtype);
-    cg_line(c, "%s acc[%d];", acc_t, vec);
+    c->lane = 0;
+}
+
+/* Stores acc[0..vec) to output row v, with vector stores. */
+static void emit_row_store(fu_kernel_writer *w, const fu_node *s, const row_item *ri, const char *acc)
+{
+    cg_ctx *c = &w->cg;
+    cg_index off;
+    const cg_param *po = row_offset(w, s, ri, &off);
+    if (ri->vec > 1) {
+        char base[CG_EXPR], lanes[16][32];
+        cg_offset_base_expr(c, &off, base, sizeof base);
+        for (int lane = 0; lane < ri->vec; lane++) snprintf(lanes[lane], sizeof lanes[lane], "%s[%d]", acc, lane);
+        fu_kw_vector_store(w, po, base, "o", (const char (*)[32])lanes, ri->vec);
+    } else {
+        char val[40];
+        snprintf(val, sizeof val, "%s[0]", acc);
+        fu_kw_store(w, po, off.expr, val);
+    }
+}
+
+/* The owned rows no position lands in, at the first flush: the base alone,
+ * stored once (no loads but the base's). */
+static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr, int conc, int vec)
+{
+    cg_ctx *c = &w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "if (first) { // rows no position lands in: the base alone");
+    c->indent++;
+    c->scope++;
+    if (conc > 1) cg_line(c, "for (int r = fu_r0; r < nrows; r += %d) {", conc);
+    else cg_line(c, "for (int r = 0; r < nrows; r++) {");
+    c->indent++;
+    c->scope++;
+    cg_line(c, "if (fu_cnt[r] != fu_cnt[r + 1]) continue;");
+    cg_line(c, "const %s v = v0 + r;", it);
+    row_item ri;
+    open_row_items(w, s, items, tpr, conc > 1, vec, &ri);
+    cg_line(c, "%s acc[%d];", ri.acc_t, vec);
+    emit_lanes(c, &ri, s->inputs[0], ri.xi, "acc", LANES_SET);
+    emit_row_store(w, s, &ri, "acc");
+    cg_close(c); /* it */
+    cg_close(c); /* r */
+    cg_close(c); /* first */
+}
+
+/* One owned row hit by positions, the general case: base (first flush) or
+ * what the row holds (later flushes), plus its source rows in index order,
+ * stored once. Declares nothing outside; v and the row's slots come from
+ * the caller's `v` and `r`. */
+static void emit_hit_row(fu_kernel_writer *w, const fu_node *s, const row_item *ri)
+{
+    cg_ctx *c = &w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "%s acc[%d];", ri->acc_t, ri->vec);
     cg_line(c, "if (first) {");
     c->indent++;
     c->scope++;
-    for (int lane = 0; lane < vec; lane++) {
-        c->lane = lane;
-        cg_index l[FU_MAX_RANK];
-        memcpy(l, xi, sizeof xi);
-        cg_index_refresh(c, &l[x->rank - 1]);
-        cg_line(c, "acc[%d] = (%s)%s;", lane, acc_t, cg_value(c, s->inputs[0], l));
-    }
+    emit_lanes(c, ri, s->inputs[0], ri->xi, "acc", LANES_SET);
     c->scope--;
     c->indent--;
     cg_drop_scope(c);
-    cg_index off;
     cg_line(c, "} else {");
-    c->lane = 0;
-    cg_offset(c, out->rank, out->shape, out->strides, xi, &off);
-    for (int lane = 0; lane < vec; lane++) {
-        c->lane = lane;
-        cg_index_refresh(c, &off);
-        cg_line(c, "  acc[%d] = (%s)fu_load(%s[%s]);", lane, acc_t, po->name, off.expr);
-    }
+    c->indent++;
+    emit_current(w, s, ri, "acc");
+    c->indent--;
     cg_line(c, "}");
-    cg_line(c, "for (int e = s0; e < s1; e++) {");
+    cg_line(c, "for (int e = fu_cnt[r]; e < fu_cnt[r + 1]; e++) {");
     c->indent++;
     c->scope++;
     cg_line(c, "const %s i = fu_sorted[e];", it);
-    for (int lane = 0; lane < vec; lane++) {
-        c->lane = lane;
-        cg_index l[FU_MAX_RANK];
-        memcpy(l, si, sizeof si);
-        cg_index_refresh(c, &l[x->rank - 1]);
-        cg_line(c, "acc[%d] += (%s)%s;", lane, acc_t, cg_value(c, s->inputs[2], l));
-    }
+    emit_lanes(c, ri, s->inputs[2], ri->si, "acc", LANES_ADD);
     c->scope--;
     c->indent--;
     cg_drop_scope(c);
     cg_line(c, "}");
-    c->lane = 0;
-    cg_offset(c, out->rank, out->shape, out->strides, xi, &off);
-    if (vec > 1) {
-        char base[CG_EXPR], lanes[16][32];
-        cg_offset_base_expr(c, &off, base, sizeof base);
-        for (int lane = 0; lane < vec; lane++) snprintf(lanes[lane], sizeof lanes[lane], "acc[%d]", lane);
-        fu_kw_vector_store(w, po, base, "o", (const char (*)[32])lanes, vec);
-    } else {
-        fu_kw_store(w, po, off.expr, "acc[0]");
+    emit_row_store(w, s, ri, "acc");
+}
+
+/* The owned rows positions land in (fu_row[0..nhit), in row order), batch
+ * rows per thread at a time. The first source row of each is loaded before
+ * any is used, so batch loads are in flight at once (one after another, each
+ * row cost a memory latency before its store: ~10% of the small embedding
+ * backward). A row with that one position, at the first flush (most rows),
+ * is stored from it; the others (more positions, or a later flush) take the
+ * general row code, one copy of it for NVRTC. */
+static void emit_hit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr, int conc, int vec, int batch)
+{
+    cg_ctx *c = &w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "for (int k = %s; k < nhit; k += %d) {", conc > 1 ? "fu_r0" : "0", conc * batch);
+    c->indent++;
+    c->scope++;
+    for (int u = 0; u < batch; u++)
+        cg_line(c, "const bool on%d = k + %d < nhit; const int hr%d = fu_row[on%d ? k + %d : k];", u, u * conc, u, u,
+                u * conc);
+    row_item ri;
+    open_row_items(w, s, items, tpr, conc > 1, vec, &ri);
+    cg_line(c, "%s one[%d][%d];", ri.acc_t, batch, vec);
+    cg_line(c, "// the first source row of each: %d loads in flight", batch);
+    for (int u = 0; u < batch; u++) {
+        char acc[16];
+        snprintf(acc, sizeof acc, "one[%d]", u);
+        cg_open(c);
+        cg_line(c, "const %s i = fu_sorted[fu_cnt[hr%d]];", it, u);
+        emit_lanes(c, &ri, s->inputs[2], ri.si, acc, LANES_SET);
+        cg_close(c);
+    }
+    for (int u = 0; u < batch; u++) {
+        char acc[16];
+        snprintf(acc, sizeof acc, "one[%d]", u);
+        cg_line(c, "if (on%d && first && fu_cnt[hr%d + 1] - fu_cnt[hr%d] == 1) {", u, u, u);
+        c->indent++;
+        c->scope++;
+        cg_line(c, "const %s v = v0 + hr%d;", it, u);
+        emit_lanes(c, &ri, s->inputs[0], ri.xi, acc, LANES_FIRST_TERM);
+        emit_row_store(w, s, &ri, acc);
+        cg_close(c);
     }
     cg_close(c); /* it */
+    cg_line(c, "// rows with more positions, or at a later flush");
+    cg_line(c, "#pragma unroll 1");
+    cg_line(c, "for (int kk = k; kk < k + %d && kk < nhit; kk += %d) {", conc * batch, conc);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const int r = fu_row[kk];");
+    cg_line(c, "if (first && fu_cnt[r + 1] - fu_cnt[r] == 1) continue;");
+    cg_line(c, "const %s v = v0 + r;", it);
+    open_row_items(w, s, items, tpr, conc > 1, vec, &ri);
+    emit_hit_row(w, s, &ri);
+    cg_close(c); /* it */
+    cg_close(c); /* kk */
+    cg_close(c); /* k */
 }
 
 /* A block-wide exclusive scan of this thread's count, the int variable
@@ -253,11 +399,11 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     int conc = tpr < ROW_THREADS ? ROW_THREADS / tpr : 1;
     int threads = tpr * conc;
     int items = (int)((vecs + tpr - 1) / tpr);
-    /* One wave: blocks resident per SM by threads, by registers assuming up to
-     * 48 per thread and by shared memory (more, smaller blocks would run as a
-     * second wave). */
+    /* One wave: blocks resident per SM by threads, by registers (up to
+     * SCATTER_REG_BUDGET per thread, held by the launch bounds) and by shared
+     * memory (more, smaller blocks would run as a second wave). */
     int per_sm = g->opts->max_threads_per_sm / threads;
-    if (per_sm > 65536 / (threads * 48)) per_sm = 65536 / (threads * 48);
+    if (per_sm > 65536 / (threads * SCATTER_REG_BUDGET)) per_sm = 65536 / (threads * SCATTER_REG_BUDGET);
     int smem = 3 * LIST_CAP * 4 + (MAX_ROWS_PER_BLOCK + 1) * 4;
     if (per_sm > 227 * 1024 / smem) per_sm = 227 * 1024 / smem;
     if (per_sm < 1) per_sm = 1;
@@ -280,7 +426,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
              "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d "
              "(%d per row, %d rows at once) list=%d ids_per_thread=%d",
              (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, tpr, conc, LIST_CAP, ipt);
-    fu_kw_signature(w, kp, (unsigned)threads, 1, false);
+    fu_kw_signature(w, kp, (unsigned)threads, (unsigned)per_sm, false);
     const char *it = c->index64 ? "long long" : "int";
     cg_open(c);
     cg_line(c, "__shared__ int fu_cnt[%lld]; // per owned row: end, then start of its positions", (long long)rpb + 1);
@@ -288,6 +434,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "__shared__ int fu_row[%d];", LIST_CAP);
     cg_line(c, "__shared__ int fu_sorted[%d]; // the same, stably sorted by row", LIST_CAP);
     cg_line(c, "__shared__ int fu_scan[33];");
+    cg_line(c, "__shared__ int fu_nhit;      // owned rows positions land in (listed in fu_row after the sort)");
     cg_line(c, "const %s v0 = (%s)blockIdx.x * %lld;", it, it, (long long)rpb);
     cg_line(c, "const int nrows = (int)(%lld - v0 < %lld ? %lld - v0 : %lld);", (long long)V, (long long)rpb, (long long)V,
              (long long)rpb);
@@ -299,15 +446,25 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     c->indent++;
     c->scope++;
     emit_list_sort(c, threads);
-    if (conc > 1) cg_line(c, "for (int r = fu_r0; r < nrows; r += %d) {", conc);
-    else cg_line(c, "for (int r = 0; r < nrows; r++) {");
+    cg_line(c, "if (threadIdx.x < 32) { // the rows positions land in, in row order (fu_row is free after the sort)");
     c->indent++;
-    c->scope++;
-    cg_line(c, "const int s0 = fu_cnt[r], s1 = fu_cnt[r + 1];");
-    cg_line(c, "if (!first && s0 == s1) continue;");
-    cg_line(c, "const %s v = v0 + r;", it);
-    emit_row_write(w, s, items, tpr, conc > 1, vec);
-    cg_close(c); /* r */
+    cg_line(c, "const int lane = threadIdx.x;");
+    cg_line(c, "int n = 0;");
+    cg_line(c, "for (int r0 = 0; r0 < nrows; r0 += 32) {");
+    cg_line(c, "  const int r = r0 + lane;");
+    cg_line(c, "  const bool hit = r < nrows && fu_cnt[r] != fu_cnt[r + 1];");
+    cg_line(c, "  const unsigned m = __ballot_sync(0xffffffffu, hit);");
+    cg_line(c, "  if (hit) fu_row[n + __popc(m & ((1u << lane) - 1u))] = r;");
+    cg_line(c, "  n += __popc(m);");
+    cg_line(c, "}");
+    cg_line(c, "if (lane == 0) fu_nhit = n;");
+    c->indent--;
+    cg_line(c, "}");
+    if (!SCATTER_HITS_FIRST) emit_base_rows(w, s, items, tpr, conc, vec);
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "const int nhit = fu_nhit;");
+    emit_hit_rows(w, s, items, tpr, conc, vec, SCATTER_HIT_BATCH);
+    if (SCATTER_HITS_FIRST) emit_base_rows(w, s, items, tpr, conc, vec);
     cg_line(c, "first = false;");
     cg_line(c, "nlist = 0;");
     cg_line(c, "__syncthreads();");
