@@ -192,8 +192,8 @@ static void run_case(fu_runtime *rt, const tc_case *c)
 
 /* An out-of-range index: FU_ERR_INDEX naming the op, no outputs; the
  * interpreter agrees that it is an index error. */
-static void index_error_case(fu_runtime *rt, const char *name, fu_fusion *f, const char *input, int64_t pos,
-                             int64_t value)
+static void index_error_case(fu_runtime *rt, const char *name, fu_fusion *f, fu_scatter_mode scatter,
+                             const char *input, int64_t pos, int64_t value)
 {
     int before = check_failures;
     fu_error err = {0};
@@ -203,13 +203,18 @@ static void index_error_case(fu_runtime *rt, const char *name, fu_fusion *f, con
     memset(out, 0, sizeof out);
     CHECK(fu_random_inputs(f, 7, in, &err) == FU_OK);
     plant(f, in, input, pos, 1 << 30, (double)value);
-    fu_status s = fu_exec_run_host(rt, f, NULL, in, out, &err);
+    fu_plan_options po;
+    fu_plan_options_for_device(rt, &po);
+    po.scatter = scatter;
+    fu_status s = fu_exec_run_host(rt, f, &po, in, out, &err);
     CHECK(s == FU_ERR_INDEX);
     if (s == FU_ERR_INDEX) {
         CHECK_CONTAINS(err.message, "op '");
         CHECK_CONTAINS(err.message, "out of range");
-        char v[32];
-        snprintf(v, sizeof v, "%lld", (long long)value);
+        char v[64];
+        snprintf(v, sizeof v, "index %lld (from '", (long long)value);
+        CHECK_CONTAINS(err.message, v);
+        snprintf(v, sizeof v, "at position %lld)", (long long)pos); /* in the index tensor */
         CHECK_CONTAINS(err.message, v);
     } else {
         fprintf(stderr, "%s: got %s: %s\n", name, fu_status_name(s), err.message);
@@ -269,18 +274,25 @@ int main(void)
     for (int i = 0; i < l.n; i++) run_case(rt, &l.v[i]);
 
     /* out-of-range indices */
+    const fu_scatter_mode det = FU_SCATTER_DETERMINISTIC, atomic = FU_SCATTER_ATOMIC;
     index_error_case(rt, "index_error/ce_fwd_target40000",
-                     tc_ce(FU_F32, 16, 32768, FU_REDUCTION_MEAN, -100, 0.0, true, false), "target", 5, 40000);
+                     tc_ce(FU_F32, 16, 32768, FU_REDUCTION_MEAN, -100, 0.0, true, false), det, "target", 5, 40000);
     index_error_case(rt, "index_error/ce_fwdbwd_target-5",
-                     tc_ce(FU_F32, 16, 32768, FU_REDUCTION_MEAN, -100, 0.0, true, true), "target", 9, -5);
+                     tc_ce(FU_F32, 16, 32768, FU_REDUCTION_MEAN, -100, 0.0, true, true), det, "target", 9, -5);
     index_error_case(rt, "index_error/ce_bwd_none_target40000",
-                     tc_ce(FU_BF16, 16, 32768, FU_REDUCTION_NONE, -100, 0.0, false, true), "target", 0, 40000);
-    index_error_case(rt, "index_error/embedding_fwd_id_V", tc_embedding(FU_F32, 1000, 64, 300, -1), "ids", 17, 1000);
-    index_error_case(rt, "index_error/embedding_fwd_id-1", tc_embedding(FU_F32, 1000, 64, 300, -1), "ids", 299, -1);
-    index_error_case(rt, "index_error/embedding_bwd_id_V", tc_embedding_bwd(FU_F32, 1000, 64, 300, -1), "ids", 17,
+                     tc_ce(FU_BF16, 16, 32768, FU_REDUCTION_NONE, -100, 0.0, false, true), det, "target", 0, 40000);
+    index_error_case(rt, "index_error/embedding_fwd_id_V", tc_embedding(FU_F32, 1000, 64, 300, -1), det, "ids", 17,
                      1000);
-    index_error_case(rt, "index_error/embedding_bwd_id_V_pad",
-                     tc_embedding_bwd(FU_F32, 1000, 64, 300, 0), "ids", 0, 1000);
+    index_error_case(rt, "index_error/embedding_fwd_id-1", tc_embedding(FU_F32, 1000, 64, 300, -1), det, "ids", 299,
+                     -1);
+    index_error_case(rt, "index_error/embedding_bwd_id_V", tc_embedding_bwd(FU_F32, 1000, 64, 300, -1), det, "ids", 17,
+                     1000);
+    index_error_case(rt, "index_error/embedding_bwd_id_V_pad", tc_embedding_bwd(FU_F32, 1000, 64, 300, 0), det, "ids",
+                     0, 1000);
+    index_error_case(rt, "index_error/embedding_bwd_atomic_id_V", tc_embedding_bwd(FU_F32, 1000, 64, 300, -1), atomic,
+                     "ids", 17, 1000);
+    index_error_case(rt, "index_error/embedding_bwd_atomic_bf16_id-3", tc_embedding_bwd(FU_BF16, 1000, 64, 300, -1),
+                     atomic, "ids", 123, -3);
     /* the runtime is still usable after index errors */
     tc_list after = {0};
     tc_push(&after, tc_ce(FU_F32, 16, 32768, FU_REDUCTION_MEAN, -100, 0.0, true, false), "after_index_errors/ce_fwd",

@@ -729,7 +729,6 @@ static const char *gather_value(cg_ctx *c, const fu_node *n, const cg_index *idx
 {
     const fu_fusion *f = c->f;
     const fu_value *x = fu_val(f, n->inputs[0]), *ix = fu_val(f, n->inputs[1]);
-    const fu_value *out = fu_val(f, n->output);
     int axis = n->attrs.axis;
     cg_index iidx[FU_MAX_RANK], xidx[FU_MAX_RANK];
     /* index tensor position */
@@ -749,10 +748,10 @@ static const char *gather_value(cg_ctx *c, const fu_node *n, const cg_index *idx
     if (known) {
         snprintf(jname, sizeof jname, "%s", known);
     } else {
-        cg_index pos;
+        cg_index pos; /* reported: the position in the index tensor */
         int64_t mul[FU_MAX_RANK];
-        fu_shape_contiguous_strides(out->rank, out->shape, mul);
-        index_linear(c, out->rank, idx, mul, &pos);
+        fu_shape_contiguous_strides(ix->rank, ix->shape, mul);
+        index_linear(c, ix->rank, iidx, mul, &pos);
         snprintf(jname, sizeof jname, "j%d", c->tmp++);
         cg_line(c, "long long %s = %s;", jname, j);
         cg_line(c, "if (%s < 0 || %s >= %lld) { fu_report_index(fu_err, %d, %s, (long long)%s); %s = 0; }", jname, jname,

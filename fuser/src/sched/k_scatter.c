@@ -525,6 +525,69 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     return true;
 }
 
+/* Elements one atomic adds in the atomic mode: a 16-byte vector along the
+ * last axis where the index does not move along it (index_add on another
+ * axis) and the output's rows are contiguous and aligned to the vector; 1
+ * elsewhere, and for dtypes without vector reductions. */
+static int atomic_vec(const fu_node *s, const fu_value *out)
+{
+    int last = out->rank - 1;
+    if (s->op != FU_OP_INDEX_ADD || out->rank < 2 || s->attrs.axis == last || out->strides[last] != 1) return 1;
+    int vec = out->dtype == FU_F32 ? 4 : out->dtype == FU_BF16 || out->dtype == FU_F16 ? 8 : 1;
+    while (vec > 1 && out->shape[last] % vec) vec /= 2;
+    for (int a = 0; a < last; a++)
+        if (out->strides[a] % vec) return 1;
+    return vec;
+}
+
+/* The reduction of lanes val[0..vec) into out[off..off+vec): one vector red
+ * on sm_90+ (.v2/.v4 f32, bf16x2 and f16x2 pairs), element by element below. */
+static void emit_atomic_add(cg_ctx *c, fu_dtype dt, const char *out, const char *off, const char (*val)[CG_EXPR], int vec)
+{
+    const char *half = dt == FU_BF16 ? "bf16" : "f16";
+    if (vec > 1) {
+        bool packed = dt != FU_F32;
+        int words = packed ? vec / 2 : vec;
+        fu_strbuf ops, args; /* "%1, %2 ..." and the operands */
+        fu_sb_init(&ops);
+        fu_sb_init(&args);
+        for (int k = 0; k < words; k++) {
+            fu_sb_printf(&ops, "%s%%%d", k ? ", " : "", k + 1);
+            if (packed) fu_sb_printf(&args, ", \"r\"(fu_pack_%sx2(%s, %s))", half, val[2 * k], val[2 * k + 1]);
+            else fu_sb_printf(&args, ", \"f\"(%s)", val[k]);
+        }
+        char type[32];
+        if (!packed) snprintf(type, sizeof type, "v%d.f32", vec);
+        else if (words == 1) snprintf(type, sizeof type, "noftz.%sx2", half);
+        else snprintf(type, sizeof type, "noftz.v%d.%sx2", words, half);
+        cg_line(c, "#if __CUDA_ARCH__ >= 900");
+        cg_line(c, "asm volatile(\"red.global.add.%s [%%0], %s%s%s;\" :: \"l\"(%s + %s)%s : \"memory\");", type,
+                words > 1 ? "{" : "", ops.data ? ops.data : "", words > 1 ? "}" : "", out, off, args.data ? args.data : "");
+        fu_sb_free(&ops);
+        fu_sb_free(&args);
+        cg_line(c, "#else");
+    }
+    for (int lane = 0; lane < vec; lane++) {
+        char at[CG_EXPR + 8];
+        snprintf(at, sizeof at, lane ? "%s + %d" : "%s", off, lane);
+        switch (dt) {
+        case FU_F32:
+        case FU_F64: cg_line(c, "atomicAdd(%s + %s, %s);", out, at, val[lane]); break;
+        case FU_BF16:
+        case FU_F16:
+            cg_line(c, "asm volatile(\"red.global.add.noftz.%s [%%0], %%1;\" :: \"l\"(%s + %s), \"h\"(fu_to_%s(%s).x) : \"memory\");",
+                    half, out, at, half, val[lane]);
+            break;
+        case FU_I32: cg_line(c, "atomicAdd(%s + %s, (int)%s);", out, at, val[lane]); break;
+        case FU_I64:
+            cg_line(c, "atomicAdd((unsigned long long *)(%s + %s), (unsigned long long)%s);", out, at, val[lane]);
+            break;
+        default: break;
+        }
+    }
+    if (vec > 1) cg_line(c, "#endif");
+}
+
 static bool atomic_mode(const fu_group *g, const fu_node *s, fu_kernel_writer *w, fu_kernel_plan *kp, char *why,
                         size_t nwhy)
 {
@@ -542,61 +605,62 @@ static bool atomic_mode(const fu_group *g, const fu_node *s, fu_kernel_writer *w
         snprintf(why, nwhy, "scatter: cannot add bools");
         return false;
     }
-    /* one thread per source element (index_add) or per index element (scatter_add) */
+    /* one thread per vector of source elements (index_add) or per index element (scatter_add) */
     const fu_value *dom = s->op == FU_OP_INDEX_ADD ? src : idxv;
-    int64_t n = fu_shape_numel(dom->rank, dom->shape);
+    int vec = atomic_vec(s, out);
+    int64_t n = fu_shape_numel(dom->rank, dom->shape) / vec;
     int threads = 256;
     kp->grid = (unsigned)((n + threads - 1) / threads);
     if (kp->grid == 0) kp->grid = 1;
     kp->block = (unsigned)threads;
-    snprintf(kp->config, sizeof kp->config, "atomic: elements=%lld threads=%d%s", (long long)n, threads,
-             kp->zero_before >= 0 ? " (output zeroed before launch)" : " (base copied before launch)");
+    snprintf(kp->config, sizeof kp->config, "atomic: elements=%lld vec=%d threads=%d%s", (long long)n * vec, vec,
+             threads, kp->zero_before >= 0 ? " (output zeroed before launch)" : " (base copied before launch)");
     fu_kw_signature(w, kp, (unsigned)threads, 1, false);
     const char *it = c->index64 ? "long long" : "int";
     cg_open(c);
-    cg_line(c, "const %s e = (%s)blockIdx.x * %d + threadIdx.x;", it, it, threads);
+    cg_line(c, "const %s e = (%s)blockIdx.x * %d + threadIdx.x;%s", it, it, threads,
+            vec > 1 ? " // a vector of the source" : "");
     cg_line(c, "if (e >= %lld) return;", (long long)n);
     cg_index di[FU_MAX_RANK];
     int64_t strides[FU_MAX_RANK];
     fu_shape_contiguous_strides(dom->rank, dom->shape, strides);
     c->nvars = 0;
+    c->lane_var = -1;
     for (int a = 0; a < dom->rank; a++) {
         char nm[16];
         snprintf(nm, sizeof nm, "p%d", a);
         int v = cg_add_var(c, nm);
-        cg_line(c, "const %s %s = (e / %lld) %% %lld;", it, nm, (long long)strides[a], (long long)dom->shape[a]);
+        cg_line(c, "const %s %s = (e * %d / %lld) %% %lld;", it, nm, vec, (long long)strides[a], (long long)dom->shape[a]);
         cg_index_var(&di[a], v, nm);
+        if (a == dom->rank - 1 && vec > 1) c->lane_var = v;
     }
+    c->vec = vec;
+    if (vec > 1) di[dom->rank - 1].lane_coef = 1;
     int axis = s->attrs.axis;
     cg_index jidx[FU_MAX_RANK];
     if (s->op == FU_OP_INDEX_ADD) jidx[0] = di[axis];
     else memcpy(jidx, di, sizeof di);
     cg_line(c, "const long long j = %s;", cg_value(c, s->inputs[1], jidx));
-    cg_line(c, "if (j < 0 || j >= %lld) { fu_report_index(fu_err, %d, j, (long long)e); return; }", (long long)out->shape[axis],
-            (int)(s - f->nodes));
-    const char *val = cg_value(c, s->inputs[2], di);
+    /* reported: the position in the index (index_add: along the axis; scatter_add: the element) */
+    char ipos[16];
+    snprintf(ipos, sizeof ipos, s->op == FU_OP_INDEX_ADD ? "p%d" : "e", axis);
+    cg_line(c, "if (j < 0 || j >= %lld) { fu_report_index(fu_err, %d, j, (long long)%s); return; }",
+            (long long)out->shape[axis], (int)(s - f->nodes), ipos);
+    char val[16][CG_EXPR];
+    for (int lane = 0; lane < vec; lane++) {
+        c->lane = lane;
+        cg_index l[FU_MAX_RANK];
+        memcpy(l, di, sizeof l);
+        cg_index_refresh(c, &l[dom->rank - 1]);
+        snprintf(val[lane], sizeof val[lane], "%s", cg_value(c, s->inputs[2], l));
+    }
+    c->lane = 0;
     cg_index oi[FU_MAX_RANK], off;
     memcpy(oi, di, sizeof di);
     memset(&oi[axis], 0, sizeof oi[axis]);
     snprintf(oi[axis].expr, sizeof oi[axis].expr, "j");
     cg_offset(c, out->rank, out->shape, out->strides, oi, &off);
-    switch (out->dtype) {
-    case FU_F32: cg_line(c, "atomicAdd(%s + %s, %s);", po->name, off.expr, val); break;
-    case FU_F64: cg_line(c, "atomicAdd(%s + %s, %s);", po->name, off.expr, val); break;
-    case FU_BF16:
-        cg_line(c, "asm volatile(\"red.global.add.noftz.bf16 [%%0], %%1;\" :: \"l\"(%s + %s), \"h\"(fu_to_bf16(%s).x) : \"memory\");",
-                po->name, off.expr, val);
-        break;
-    case FU_F16:
-        cg_line(c, "asm volatile(\"red.global.add.noftz.f16 [%%0], %%1;\" :: \"l\"(%s + %s), \"h\"(fu_to_f16(%s).x) : \"memory\");",
-                po->name, off.expr, val);
-        break;
-    case FU_I32: cg_line(c, "atomicAdd(%s + %s, (int)%s);", po->name, off.expr, val); break;
-    case FU_I64:
-        cg_line(c, "atomicAdd((unsigned long long *)(%s + %s), (unsigned long long)%s);", po->name, off.expr, val);
-        break;
-    default: break;
-    }
+    emit_atomic_add(c, out->dtype, po->name, off.expr, (const char (*)[CG_EXPR])val, vec);
     cg_close(c);
     return true;
 }
