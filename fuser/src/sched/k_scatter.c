@@ -38,16 +38,6 @@
 #ifndef SCATTER_HIT_BATCH
 #define SCATTER_HIT_BATCH 4
 #endif
-/* 1: one thread adds up the warps' counts of a block scan (the code before
- * warp 0 did it with shuffles). */
-#ifndef SCATTER_SERIAL_WARP_SCAN
-#define SCATTER_SERIAL_WARP_SCAN 0
-#endif
-/* 1: each thread prefetches its ids of the next window into L1 (where the
- * index is a kernel input read as it is). */
-#ifndef SCATTER_PREFETCH_IDS
-#define SCATTER_PREFETCH_IDS 1
-#endif
 #ifndef SCATTER_HITS_FIRST
 #define SCATTER_HITS_FIRST 1
 #endif
@@ -61,19 +51,6 @@ static const fu_node *the_scatter(const fu_group *g)
             s = &g->f->nodes[i];
         }
     return s;
-}
-
-/* The kernel parameter that tensor t reads element for element (t is it, or
- * reshapes of it, in the group), or NULL. */
-static const cg_param *direct_param(const fu_group *g, const cg_ctx *c, fu_tensor t)
-{
-    for (;;) {
-        const cg_param *p = cg_find_param(c, t);
-        if (p) return p;
-        const fu_node *n = fu_producer(g->f, t);
-        if (!n || !g->in_group[n - g->f->nodes] || n->op != FU_OP_RESHAPE) return NULL;
-        t = n->inputs[0];
-    }
 }
 
 /* The base is a constant zero (through broadcasts), so clearing the output is enough. */
@@ -334,29 +311,17 @@ static void emit_hit_rows(fu_kernel_writer *w, const fu_node *s, int items, int 
 /* A block-wide exclusive scan of this thread's count, the int variable
  * `count` (the caller declares lane and warp): declares incl, this thread's
  * inclusive prefix within its warp, and leaves in fu_scan[w] the exclusive
- * prefix of warp w over the block's nwarps warps (warp 0 scans the warps'
- * totals with shuffles), so that the thread's exclusive prefix is
- * fu_scan[warp] + incl - count; with `total`, also the block's total in
- * fu_scan[32]. Two barriers. */
+ * prefix of warp w over the block's nwarps warps, so that the thread's
+ * exclusive prefix is fu_scan[warp] + incl - count; with `total`, also the
+ * block's total in fu_scan[32]. Two barriers. */
 static void emit_block_scan(cg_ctx *c, const char *count, int nwarps, bool total)
 {
     cg_line(c, "int incl = %s;", count);
     cg_line(c, "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
     cg_line(c, "if (lane == 31) fu_scan[warp] = incl;");
     cg_line(c, "__syncthreads();");
-#if SCATTER_SERIAL_WARP_SCAN
     cg_line(c, "if (threadIdx.x == 0) { int s = 0; for (int wq = 0; wq < %d; wq++) { int n = fu_scan[wq]; fu_scan[wq] = s; s += n; }%s }",
             nwarps, total ? " fu_scan[32] = s;" : "");
-#else
-    cg_line(c, "if (warp == 0) {");
-    cg_line(c, "  const int t = lane < %d ? fu_scan[lane] : 0;", nwarps);
-    cg_line(c, "  int s = t;");
-    cg_line(c, "  for (int o = 1; o < %d; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, s, o); if (lane >= o) s += y; }",
-            nwarps);
-    cg_line(c, "  if (lane < %d) fu_scan[lane] = s - t;", nwarps);
-    if (total) cg_line(c, "  if (lane == %d) fu_scan[32] = s;", nwarps - 1);
-    cg_line(c, "}");
-#endif
     cg_line(c, "__syncthreads();");
 }
 
@@ -525,10 +490,6 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     c->lane = 0;
     c->lane_var = -1;
     int iv = cg_add_var(c, "ib");
-    const cg_param *ids = SCATTER_PREFETCH_IDS ? direct_param(g, c, s->inputs[1]) : NULL;
-    if (ids)
-        cg_line(c, "if (ib + %d < %lld) asm volatile(\"prefetch.global.L1 [%%0];\" :: \"l\"(%s + ib + %d)); // the next window's",
-                threads * ipt, (long long)M, ids->name, threads * ipt);
     for (int k = 0; k < ipt; k++) {
         cg_line(c, "if (ib + %d < %lld) {", k, (long long)M);
         c->indent++;
