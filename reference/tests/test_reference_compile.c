@@ -23,6 +23,7 @@
 
 #include "check.h"
 #include "json_read.h"
+#include "suite_case.h"
 #include "test_util.h"
 #include "variant_reference.h"
 
@@ -37,28 +38,10 @@ static bool has_bytes(const void *hay, size_t n, const char *needle)
     return false;
 }
 
-/* The fusion of case c of suite s at `size`, dtype dt. NULL (and a failed
- * check) when it cannot be built. */
-static fu_fusion *build(const hb_suite *s, const hb_case *c, const char *size, fu_dtype dt)
-{
-    char why[256] = "";
-    fu_error err;
-    memset(&err, 0, sizeof err);
-    hb_size *sz = NULL;
-    int nsz = 0;
-    fu_fusion *f = NULL;
-    bool ok = hb_parse_sizes(size, s->ndims, &sz, &nsz, why, sizeof why) && nsz == 1 &&
-              hb_build_case(suites_dir, s, c, &sz[0], dt, &f, &err) == FU_OK;
-    if (!ok) fprintf(stderr, "%s/%s %s %s: %s%s\n", s->name, c->name, fu_dtype_name(dt), size, why, err.message);
-    CHECK(ok);
-    free(sz);
-    return f;
-}
-
 /* Prepares (compiles) the reference variant for one item; expects success. */
 static void compile_one(fu_runtime *rt, const hb_suite *s, const hb_case *c, const char *size, fu_dtype dt)
 {
-    fu_fusion *f = build(s, c, size, dt);
+    fu_fusion *f = build_suite_case(suites_dir, s, c, size, dt);
     if (!f) return;
     void *st = NULL;
     hb_variant_info info;
@@ -93,7 +76,7 @@ static void compile_one(fu_runtime *rt, const hb_suite *s, const hb_case *c, con
 /* Expects prepare to fail with `needle` in the message. */
 static void refuse_one(fu_runtime *rt, const hb_suite *s, const hb_case *c, const char *size, const char *needle)
 {
-    fu_fusion *f = build(s, c, size, FU_F32);
+    fu_fusion *f = build_suite_case(suites_dir, s, c, size, FU_F32);
     if (!f) return;
     void *st = NULL;
     hb_variant_info info;

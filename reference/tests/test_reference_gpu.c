@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "gpu_test.h"
+#include "suite_case.h"
 #include "variant_reference.h"
 
 static const char *suites_dir;
@@ -31,22 +32,6 @@ typedef struct io {
     fu_host_tensor in[4], out[4], ref[4];
     fu_devptr din[4], dout[4];
 } io;
-
-static fu_fusion *build(const hb_suite *s, const hb_case *c, const char *size, fu_dtype dt)
-{
-    char why[256] = "";
-    fu_error err;
-    memset(&err, 0, sizeof err);
-    hb_size *sz = NULL;
-    int nsz = 0;
-    fu_fusion *f = NULL;
-    bool ok = hb_parse_sizes(size, s->ndims, &sz, &nsz, why, sizeof why) && nsz == 1 &&
-              hb_build_case(suites_dir, s, c, &sz[0], dt, &f, &err) == FU_OK;
-    if (!ok) fprintf(stderr, "%s/%s %s %s: %s%s\n", s->name, c->name, fu_dtype_name(dt), size, why, err.message);
-    CHECK(ok);
-    free(sz);
-    return f;
-}
 
 static void io_free(io *x)
 {
@@ -135,7 +120,7 @@ static void test_case(const hb_suite *s, const hb_case *c, const char *size, fu_
 {
     char label[256];
     snprintf(label, sizeof label, "%s/%s/reference/%s/%s", s->name, c->name, fu_dtype_name(dt), size);
-    fu_fusion *f = build(s, c, size, dt);
+    fu_fusion *f = build_suite_case(suites_dir, s, c, size, dt);
     if (!f) return;
     void *st = NULL;
     hb_variant_info info;

@@ -15,7 +15,8 @@
  *
  * Atomic mode (any axis, and scatter_add): the output is cleared (or the base
  * copied) before the launch, then one thread per source element adds with an
- * atomic.
+ * atomic; where the index does not move along contiguous rows, one thread per
+ * 16-byte vector, with one vector reduction.
  */
 #include <stdio.h>
 #include <string.h>
