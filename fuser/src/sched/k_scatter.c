@@ -33,14 +33,15 @@
 #ifndef SCATTER_REG_BUDGET
 #define SCATTER_REG_BUDGET 48
 #endif
-/* Rows that positions land in are written SCATTER_HIT_BATCH per thread at a
- * time (their first source loads in flight together); with SCATTER_HITS_FIRST
- * they are written before the rows that hold only the base. */
-#ifndef SCATTER_HIT_BATCH
-#define SCATTER_HIT_BATCH 4
+/* Slots of the sorted list a thread takes at a time: their source loads are
+ * in flight together. With SCATTER_INTERLEAVE_BASE, the rows that hold only
+ * the base are stored between a batch's loads and their use (0: after all
+ * slots, for sweeps). */
+#ifndef SCATTER_BATCH
+#define SCATTER_BATCH 4
 #endif
-#ifndef SCATTER_HITS_FIRST
-#define SCATTER_HITS_FIRST 1
+#ifndef SCATTER_INTERLEAVE_BASE
+#define SCATTER_INTERLEAVE_BASE 1
 #endif
 
 static const fu_node *the_scatter(const fu_group *g)
@@ -195,118 +196,113 @@ static void emit_row_store(fu_kernel_writer *w, const fu_node *s, const row_item
     }
 }
 
-/* The owned rows no position lands in, at the first flush: the base alone,
- * stored once (no loads but the base's). */
-static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr, int conc, int vec)
+/* Initializes acc[0..vec) for output row v at its first slot: the base at
+ * the first flush, what the row holds at a later one. */
+static void emit_row_start(fu_kernel_writer *w, const fu_node *s, const row_item *ri, const char *acc)
 {
     cg_ctx *c = &w->cg;
-    const char *it = c->index64 ? "long long" : "int";
-    cg_line(c, "if (first) { // rows no position lands in: the base alone");
-    c->indent++;
-    c->scope++;
-    if (conc > 1) cg_line(c, "for (int r = fu_r0; r < nrows; r += %d) {", conc);
-    else cg_line(c, "for (int r = 0; r < nrows; r++) {");
-    c->indent++;
-    c->scope++;
-    cg_line(c, "if (fu_cnt[r] != fu_cnt[r + 1]) continue;");
-    cg_line(c, "const %s v = v0 + r;", it);
-    row_item ri;
-    open_row_items(w, s, items, tpr, conc > 1, vec, &ri);
-    cg_line(c, "%s acc[%d];", ri.acc_t, vec);
-    emit_lanes(c, &ri, s->inputs[0], ri.xi, "acc", LANES_SET);
-    emit_row_store(w, s, &ri, "acc");
-    cg_close(c); /* it */
-    cg_close(c); /* r */
-    cg_close(c); /* first */
-}
-
-/* One owned row hit by positions, the general case: base (first flush) or
- * what the row holds (later flushes), plus its source rows in index order,
- * stored once. Declares nothing outside; v and the row's slots come from
- * the caller's `v` and `r`. */
-static void emit_hit_row(fu_kernel_writer *w, const fu_node *s, const row_item *ri)
-{
-    cg_ctx *c = &w->cg;
-    const char *it = c->index64 ? "long long" : "int";
-    cg_line(c, "%s acc[%d];", ri->acc_t, ri->vec);
     cg_line(c, "if (first) {");
     c->indent++;
     c->scope++;
-    emit_lanes(c, ri, s->inputs[0], ri->xi, "acc", LANES_SET);
+    emit_lanes(c, ri, s->inputs[0], ri->xi, acc, LANES_SET);
     c->scope--;
     c->indent--;
     cg_drop_scope(c);
     cg_line(c, "} else {");
     c->indent++;
-    emit_current(w, s, ri, "acc");
+    emit_current(w, s, ri, acc);
     c->indent--;
     cg_line(c, "}");
-    cg_line(c, "for (int e = fu_cnt[r]; e < fu_cnt[r + 1]; e++) {");
-    c->indent++;
-    c->scope++;
-    cg_line(c, "const %s i = fu_sorted[e];", it);
-    emit_lanes(c, ri, s->inputs[2], ri->si, "acc", LANES_ADD);
-    c->scope--;
-    c->indent--;
-    cg_drop_scope(c);
-    cg_line(c, "}");
-    emit_row_store(w, s, ri, "acc");
 }
 
-/* The owned rows positions land in (fu_row[0..nhit), in row order), batch
- * rows per thread at a time. The first source row of each is loaded before
- * any is used, so batch loads are in flight at once (one after another, each
- * row cost a memory latency before its store: ~10% of the small embedding
- * backward). A row with that one position, at the first flush (most rows),
- * is stored from it; the others (more positions, or a later flush) take the
- * general row code, one copy of it for NVRTC. */
-static void emit_hit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr, int conc, int vec, int batch)
+/* Stores up to `limit` base rows fu_base[bq], bq += conc (rows no position
+ * lands in: the base alone). */
+static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, const row_item *ri, int conc, const char *limit)
+{
+    cg_ctx *c = &w->cg;
+    cg_line(c, "#pragma unroll 1");
+    cg_line(c, "for (int q = 0; q < %s && bq < nbase; q++, bq += %d) {", limit, conc);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s v = v0 + fu_base[bq];", c->index64 ? "long long" : "int");
+    cg_line(c, "%s b[%d];", ri->acc_t, ri->vec);
+    emit_lanes(c, ri, s->inputs[0], ri->xi, "b", LANES_SET);
+    emit_row_store(w, s, ri, "b");
+    cg_close(c);
+}
+
+/* The block's rows, after the sort. A thread walks its group's slots of the
+ * sorted list in order (rows whole, each row's positions in index order),
+ * `batch` slots at a time: the source loads of a batch are all in flight
+ * before any is added, whatever the rows' counts (a row of several positions
+ * costs no more latencies than as many rows of one). One accumulator carries
+ * across batches: set from the base (or, at a later flush, from what the row
+ * holds) at a row's first slot, stored at its last. Between the loads and
+ * their use, the thread stores its share of the rows no position lands in
+ * (the base alone, first flush only), so those stores fill the loads'
+ * latency rather than following them; the rest go after the slots. Groups
+ * (several rows side by side) split the list at row boundaries near
+ * nlist * group / conc. */
+static void emit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr, int conc, int vec, int batch)
 {
     cg_ctx *c = &w->cg;
     const char *it = c->index64 ? "long long" : "int";
-    cg_line(c, "for (int k = %s; k < nhit; k += %d) {", conc > 1 ? "fu_r0" : "0", conc * batch);
-    c->indent++;
-    c->scope++;
-    for (int u = 0; u < batch; u++)
-        cg_line(c, "const bool on%d = k + %d < nhit; const int hr%d = fu_row[on%d ? k + %d : k];", u, u * conc, u, u,
-                u * conc);
+    const char *group = conc > 1 ? "fu_r0" : "0";
+    cg_line(c, "// this group's slots [ea, eb): whole rows (a cut inside a row moves to the row's end)");
+    cg_line(c, "const int ca = %s * nlist / %d, cb = (%s + 1) * nlist / %d;", group, conc, group, conc);
+    cg_line(c, "const int ea = ca < nlist && fu_cnt[fu_srow[ca]] != ca ? fu_cnt[fu_srow[ca] + 1] : ca;");
+    cg_line(c, "const int eb = cb < nlist && fu_cnt[fu_srow[cb]] != cb ? fu_cnt[fu_srow[cb] + 1] : cb;");
+    cg_line(c, "const int nbase = first ? fu_nbase : 0, steps = (eb - ea + %d) / %d;", batch - 1, batch);
+#if SCATTER_INTERLEAVE_BASE
+    cg_line(c, "const int my_base = (nbase - %s + %d) / %d, base_per_step = steps ? (my_base + steps - 1) / steps : 0;",
+            group, conc - 1, conc);
+#else
+    cg_line(c, "const int base_per_step = 0; // (sweep knob) base rows after the slots");
+#endif
     row_item ri;
     open_row_items(w, s, items, tpr, conc > 1, vec, &ri);
-    cg_line(c, "%s one[%d][%d];", ri.acc_t, batch, vec);
-    cg_line(c, "// the first source row of each: %d loads in flight", batch);
-    for (int u = 0; u < batch; u++) {
-        char acc[16];
-        snprintf(acc, sizeof acc, "one[%d]", u);
-        cg_open(c);
-        cg_line(c, "const %s i = fu_sorted[fu_cnt[hr%d]];", it, u);
-        emit_lanes(c, &ri, s->inputs[2], ri.si, acc, LANES_SET);
-        cg_close(c);
-    }
-    for (int u = 0; u < batch; u++) {
-        char acc[16];
-        snprintf(acc, sizeof acc, "one[%d]", u);
-        cg_line(c, "if (on%d && first && fu_cnt[hr%d + 1] - fu_cnt[hr%d] == 1) {", u, u, u);
-        c->indent++;
-        c->scope++;
-        cg_line(c, "const %s v = v0 + hr%d;", it, u);
-        emit_lanes(c, &ri, s->inputs[0], ri.xi, acc, LANES_FIRST_TERM);
-        emit_row_store(w, s, &ri, acc);
-        cg_close(c);
-    }
-    cg_close(c); /* it */
-    cg_line(c, "// rows with more positions, or at a later flush");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int kk = k; kk < k + %d && kk < nhit; kk += %d) {", conc * batch, conc);
+    cg_line(c, "%s acc[%d];", ri.acc_t, vec);
+    cg_line(c, "int bq = %s; // this group's next base row: fu_base[bq]", group);
+    cg_line(c, "for (int e0 = ea; e0 < eb; e0 += %d) {", batch);
     c->indent++;
     c->scope++;
-    cg_line(c, "const int r = fu_row[kk];");
-    cg_line(c, "if (first && fu_cnt[r + 1] - fu_cnt[r] == 1) continue;");
-    cg_line(c, "const %s v = v0 + r;", it);
-    open_row_items(w, s, items, tpr, conc > 1, vec, &ri);
-    emit_hit_row(w, s, &ri);
+    cg_line(c, "%s x[%d][%d];", ri.acc_t, batch, vec);
+    cg_line(c, "// %d source loads in flight (past eb: slot eb - 1 again, unused)", batch);
+    for (int u = 0; u < batch; u++) {
+        char xu[16];
+        snprintf(xu, sizeof xu, "x[%d]", u);
+        cg_open(c);
+        if (u == 0) cg_line(c, "const %s i = fu_sorted[e0];", it);
+        else cg_line(c, "const %s i = fu_sorted[min(e0 + %d, eb - 1)];", it, u);
+        emit_lanes(c, &ri, s->inputs[2], ri.si, xu, LANES_SET);
+        cg_close(c);
+    }
+    emit_base_rows(w, s, &ri, conc, "base_per_step");
+    for (int u = 0; u < batch; u++) {
+        cg_line(c, "if (e0 + %d < eb) {", u);
+        c->indent++;
+        c->scope++;
+        cg_line(c, "const int e = e0 + %d, r = fu_srow[e];", u);
+        cg_line(c, "const %s v = v0 + r;", it);
+        cg_line(c, "if (e == fu_cnt[r]) {");
+        c->indent++;
+        c->scope++;
+        emit_row_start(w, s, &ri, "acc");
+        c->scope--;
+        c->indent--;
+        cg_drop_scope(c);
+        cg_line(c, "}");
+        for (int lane = 0; lane < vec; lane++) cg_line(c, "acc[%d] += x[%d][%d];", lane, u, lane);
+        cg_line(c, "if (e + 1 == fu_cnt[r + 1]) {");
+        c->indent++;
+        c->scope++;
+        emit_row_store(w, s, &ri, "acc");
+        cg_close(c);
+        cg_close(c); /* e < eb */
+    }
+    cg_close(c); /* e0 */
+    emit_base_rows(w, s, &ri, conc, "nbase");
     cg_close(c); /* it */
-    cg_close(c); /* kk */
-    cg_close(c); /* k */
 }
 
 /* A block-wide exclusive scan of this thread's count, the int variable
@@ -435,7 +431,8 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "__shared__ int fu_row[%d];", LIST_CAP);
     cg_line(c, "__shared__ int fu_sorted[%d]; // the same, stably sorted by row", LIST_CAP);
     cg_line(c, "__shared__ int fu_scan[33];");
-    cg_line(c, "__shared__ int fu_nhit;      // owned rows positions land in (listed in fu_row after the sort)");
+    cg_line(c, "__shared__ int fu_nbase;     // owned rows no position lands in (listed in fu_base after the sort)");
+    cg_line(c, "int *const fu_srow = fu_pos, *const fu_base = fu_row; // their second use, after the sort");
     cg_line(c, "const %s v0 = (%s)blockIdx.x * %lld;", it, it, (long long)rpb);
     cg_line(c, "const int nrows = (int)(%lld - v0 < %lld ? %lld - v0 : %lld);", (long long)V, (long long)rpb, (long long)V,
              (long long)rpb);
@@ -447,25 +444,25 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     c->indent++;
     c->scope++;
     emit_list_sort(c, threads);
-    cg_line(c, "if (threadIdx.x < 32) { // the rows positions land in, in row order (fu_row is free after the sort)");
+    cg_line(c, "// after the sort, fu_pos holds the row of each slot, fu_row the rows no position lands in");
+    cg_line(c, "for (int r = threadIdx.x; r < nrows; r += %d)", threads);
+    cg_line(c, "  for (int e = fu_cnt[r]; e < fu_cnt[r + 1]; e++) fu_srow[e] = r;");
+    cg_line(c, "if (threadIdx.x < 32) {");
     c->indent++;
     cg_line(c, "const int lane = threadIdx.x;");
     cg_line(c, "int n = 0;");
     cg_line(c, "for (int r0 = 0; r0 < nrows; r0 += 32) {");
     cg_line(c, "  const int r = r0 + lane;");
-    cg_line(c, "  const bool hit = r < nrows && fu_cnt[r] != fu_cnt[r + 1];");
-    cg_line(c, "  const unsigned m = __ballot_sync(0xffffffffu, hit);");
-    cg_line(c, "  if (hit) fu_row[n + __popc(m & ((1u << lane) - 1u))] = r;");
+    cg_line(c, "  const bool alone = r < nrows && fu_cnt[r] == fu_cnt[r + 1];");
+    cg_line(c, "  const unsigned m = __ballot_sync(0xffffffffu, alone);");
+    cg_line(c, "  if (alone) fu_base[n + __popc(m & ((1u << lane) - 1u))] = r;");
     cg_line(c, "  n += __popc(m);");
     cg_line(c, "}");
-    cg_line(c, "if (lane == 0) fu_nhit = n;");
+    cg_line(c, "if (lane == 0) fu_nbase = n;");
     c->indent--;
     cg_line(c, "}");
-    if (!SCATTER_HITS_FIRST) emit_base_rows(w, s, items, tpr, conc, vec);
     cg_line(c, "__syncthreads();");
-    cg_line(c, "const int nhit = fu_nhit;");
-    emit_hit_rows(w, s, items, tpr, conc, vec, SCATTER_HIT_BATCH);
-    if (SCATTER_HITS_FIRST) emit_base_rows(w, s, items, tpr, conc, vec);
+    emit_rows(w, s, items, tpr, conc, vec, SCATTER_BATCH);
     cg_line(c, "first = false;");
     cg_line(c, "nlist = 0;");
     cg_line(c, "__syncthreads();");
