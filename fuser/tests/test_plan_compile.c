@@ -271,16 +271,16 @@ static void check_codegen_choices(const char *suites)
         CHECK_CONTAINS(qkv, "o0_0[7] = x");
     }
     free(qkv);
-    /* embedding backward, bf16 (rows of 96 vectors): 5 rows side by side */
+    /* embedding backward, bf16 (rows of 96 vectors): 10 rows side by side (1024 threads at most) */
     char *emb = one_kernel_source(suites, "embedding/embedding_bwd.fusion", NULL, 0, FU_BF16);
     if (emb) {
         CHECK_CONTAINS(emb, "fu_rl = threadIdx.x % 96");
-        /* the 5 groups split the sorted list at row boundaries; 4 source loads in flight */
-        CHECK_CONTAINS(emb, "const int ca = fu_r0 * nlist / 5, cb = (fu_r0 + 1) * nlist / 5;");
+        /* the 10 groups split the sorted list at row boundaries; 4 source loads in flight */
+        CHECK_CONTAINS(emb, "const int ca = fu_r0 * nlist / 10, cb = (fu_r0 + 1) * nlist / 10;");
         CHECK_CONTAINS(emb, "fu_sorted[min(e0 + 3, eb - 1)]");
         CHECK(count_of(emb, "fu_sorted[min(e0 + 4,") == 0);
         /* the rows no position lands in, after the slots, a group's share each */
-        CHECK(count_of(emb, "for (int bq = fu_r0; bq < nbase; bq += 5)") == 1);
+        CHECK(count_of(emb, "for (int bq = fu_r0; bq < nbase; bq += 10)") == 1);
         CHECK_CONTAINS(emb, "__shared__ int fu_pos[3072];");
         CHECK(count_of(emb, "flush();") == 1); /* one call site: compiled once */
         /* the list sorted by the whole block, placed by one warp in index order */
