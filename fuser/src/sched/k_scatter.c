@@ -42,10 +42,9 @@
 #ifndef SCATTER_BATCH
 #define SCATTER_BATCH 4
 #endif
-/* Positions of the index a thread reads per window of the scan (0: as many
- * as fit the list, up to 8). */
-#ifndef SCATTER_IDS_PER_THREAD
-#define SCATTER_IDS_PER_THREAD 0
+/* Index loads in flight per lane of the id scan. */
+#ifndef SCATTER_SCAN_LOADS
+#define SCATTER_SCAN_LOADS 8
 #endif
 
 static const fu_node *the_scatter(const fu_group *g)
@@ -304,16 +303,15 @@ static void emit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr,
  * `count` (the caller declares lane and warp): declares incl, this thread's
  * inclusive prefix within its warp, and leaves in fu_scan[w] the exclusive
  * prefix of warp w over the block's nwarps warps, so that the thread's
- * exclusive prefix is fu_scan[warp] + incl - count; with `total`, also the
- * block's total in fu_scan[32]. Two barriers. */
-static void emit_block_scan(cg_ctx *c, const char *count, int nwarps, bool total)
+ * exclusive prefix is fu_scan[warp] + incl - count. Two barriers. */
+static void emit_block_scan(cg_ctx *c, const char *count, int nwarps)
 {
     cg_line(c, "int incl = %s;", count);
     cg_line(c, "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
     cg_line(c, "if (lane == 31) fu_scan[warp] = incl;");
     cg_line(c, "__syncthreads();");
-    cg_line(c, "if (threadIdx.x == 0) { int s = 0; for (int wq = 0; wq < %d; wq++) { int n = fu_scan[wq]; fu_scan[wq] = s; s += n; }%s }",
-            nwarps, total ? " fu_scan[32] = s;" : "");
+    cg_line(c, "if (threadIdx.x == 0) { int s = 0; for (int wq = 0; wq < %d; wq++) { int n = fu_scan[wq]; fu_scan[wq] = s; s += n; } }",
+            nwarps);
     cg_line(c, "__syncthreads();");
 }
 
@@ -342,7 +340,7 @@ static void emit_list_sort(cg_ctx *c, int threads)
     cg_line(c, "#pragma unroll 1 // a few counters each; unrolled, ptxas spilled at 1024 threads");
     cg_line(c, "for (int r = r0; r < r1; r++) run += fu_cnt[r];");
     cg_line(c, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
-    emit_block_scan(c, "run", nwarps, false);
+    emit_block_scan(c, "run", nwarps);
     cg_line(c, "int acc = fu_scan[warp] + incl - run;");
     cg_line(c, "#pragma unroll 1");
     cg_line(c, "for (int r = r0; r < r1; r++) { acc += fu_cnt[r]; fu_cnt[r] = acc; }");
@@ -405,20 +403,21 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     int64_t rpb = (V + grid - 1) / grid;
     if (rpb > MAX_ROWS_PER_BLOCK) rpb = MAX_ROWS_PER_BLOCK;
     grid = (V + rpb - 1) / rpb;
-    /* A thread takes `ipt` consecutive positions of the index per window, so a
-     * window of threads * ipt positions costs one block-wide prefix sum (two
-     * barriers); a window whose kept positions overflow the list is appended
-     * in parts, with a flush between them. */
-    int ipt = SCATTER_IDS_PER_THREAD > 0 ? SCATTER_IDS_PER_THREAD : LIST_CAP / threads;
-    if (ipt > 8 && SCATTER_IDS_PER_THREAD <= 0) ipt = 8;
-    if (ipt > 32) ipt = 32; /* the keep bits */
-    if (ipt < 1) ipt = 1;
+    /* The id scan: each warp reads its own chunk of the index, `ch` positions,
+     * into its own part of the staging list (cap per warp); a pass covers
+     * nwarps chunks. Chunk positions are packed as (position - pass start)
+     * << 11 | row, so a pass is at most 2^20 positions. */
+    int nwarps = threads / 32, cap = LIST_CAP / nwarps;
+    int64_t ch = (M + nwarps - 1) / nwarps;
+    ch = (ch + 31) / 32 * 32;
+    if (ch > ((int64_t)1 << 20) / nwarps) ch = ((int64_t)1 << 20) / nwarps / 32 * 32;
+    if (ch < cap / 32 * 32) ch = cap / 32 * 32;
     kp->grid = (unsigned)grid;
     kp->block = (unsigned)threads;
     snprintf(kp->config, sizeof kp->config,
              "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d "
-             "(%d per row, %d rows at once) list=%d ids_per_thread=%d",
-             (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, tpr, conc, LIST_CAP, ipt);
+             "(%d per row, %d rows at once) list=%d scan_chunk=%lld per_warp=%d",
+             (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, tpr, conc, LIST_CAP, (long long)ch, cap);
     fu_kw_signature(w, kp, (unsigned)threads, (unsigned)per_sm, false);
     const char *it = c->index64 ? "long long" : "int";
     cg_open(c);
@@ -426,7 +425,8 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "__shared__ int fu_pos[%d];    // positions of the index that land in owned rows, in order", LIST_CAP);
     cg_line(c, "__shared__ int fu_row[%d];", LIST_CAP);
     cg_line(c, "__shared__ int fu_sorted[%d]; // the same, stably sorted by row", LIST_CAP);
-    cg_line(c, "__shared__ int fu_scan[33];");
+    cg_line(c, "__shared__ int fu_scan[32];");
+    cg_line(c, "__shared__ int fu_wcount[32]; // kept positions of each warp's chunk in a pass (-1: more than its part)");
     cg_line(c, "__shared__ int fu_nbase;     // owned rows no position lands in (listed in fu_base after the sort)");
     cg_line(c, "int *const fu_srow = fu_pos, *const fu_base = fu_row; // their second use, after the sort");
     cg_line(c, "const %s v0 = (%s)blockIdx.x * %lld;", it, it, (long long)rpb);
@@ -465,64 +465,97 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     c->scope--;
     c->indent--;
     cg_line(c, "};");
-    /* Scan the index, keep positions in owned rows, in order. One more round
-     * past the end flushes what is left: flush() has one call site, so it is
-     * compiled once (two inlined copies cost NVRTC ~50 ms). */
-    cg_line(c, "for (%s base = 0;; base += %d) {", it, threads * ipt);
+    /* Scan the index, keep positions in owned rows, in order: each warp its
+     * chunk (coalesced loads, a ballot per load, no block barrier), then the
+     * warps' lists are appended to the block's in warp order, which is index
+     * order. A chunk that keeps more than its part of the staging list makes
+     * the block redo the pass, and the rest of it, in chunks of `cap`
+     * positions (which cannot overflow), so the list is the same whatever the
+     * timing. One more round past the end flushes what is left: flush() has
+     * one call site, so it is compiled once (two inlined copies cost NVRTC
+     * ~50 ms). */
+    const int U = SCATTER_SCAN_LOADS;
+    cg_line(c, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
+    cg_line(c, "int *const fu_stage = fu_sorted + warp * %d; // this warp's kept positions in a pass (fu_sorted is free until the sort)", cap);
+    cg_line(c, "long long ch = %lld, small_until = 0; // chunk per warp; %d (cannot overflow) until small_until", (long long)ch, cap);
+    cg_line(c, "for (long long pass = 0;;) {");
     c->indent++;
     c->scope++;
-    cg_line(c, "const bool past_end = base >= %lld; // the same in every thread", (long long)M);
-    cg_line(c, "const %s ib = base + (%s)threadIdx.x * %d;", it, it, ipt);
-    cg_line(c, "unsigned keep = 0u;");
-    cg_line(c, "int rows[%d];", ipt);
-    cg_line(c, "int total = 0, at = 0;");
+    cg_line(c, "const bool past_end = pass >= %lld; // the same in every thread", (long long)M);
+    cg_line(c, "int n = 0, total = 0, before = 0; // this warp's kept positions, the pass's, the warps' before this one");
+    cg_line(c, "bool over = false;");
     cg_line(c, "if (!past_end) {");
     c->indent++;
     c->scope++;
+    cg_line(c, "const long long w0 = pass + warp * ch, w1 = min(w0 + ch, %lldll);", (long long)M);
+    cg_line(c, "for (long long p0 = w0 + lane; p0 < w1; p0 += %d) {", 32 * U);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "long long jv[%d]; // %d loads in flight", U, U);
     c->nvars = 0;
     c->vec = 1;
     c->lane = 0;
     c->lane_var = -1;
-    int iv = cg_add_var(c, "ib");
-    for (int k = 0; k < ipt; k++) {
-        cg_line(c, "if (ib + %d < %lld) {", k, (long long)M);
+    int pv = cg_add_var(c, "p0");
+    for (int u = 0; u < U; u++) {
+        cg_line(c, "jv[%d] = -1;", u);
+        cg_line(c, "if (p0 + %d < w1) {", 32 * u);
         c->indent++;
         c->scope++;
         cg_index ii;
-        cg_index_var(&ii, iv, "ib");
-        ii.c = k;
+        cg_index_var(&ii, pv, "p0");
+        ii.c = 32 * u;
         cg_index_refresh(c, &ii);
-        const char *j = cg_value(c, s->inputs[1], &ii);
-        cg_line(c, "const long long j = %s;", j);
-        cg_line(c, "if (j < 0 || j >= %lld) fu_report_index(fu_err, %d, j, (long long)(ib + %d));", (long long)V,
-                (int)(s - f->nodes), k);
-        cg_line(c, "else if (j >= v0 && j < v0 + nrows) { keep |= 1u << %d; rows[%d] = (int)(j - v0); }", k, k);
+        cg_line(c, "jv[%d] = %s;", u, cg_value(c, s->inputs[1], &ii));
         c->scope--;
         c->indent--;
         cg_drop_scope(c);
         cg_line(c, "}");
     }
-    cg_line(c, "// ordered compaction: exclusive prefix of the kept counts over the block");
-    cg_line(c, "const int cnt = __popc(keep), lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
-    emit_block_scan(c, "cnt", (threads + 31) / 32, true);
-    cg_line(c, "total = fu_scan[32];");
-    cg_line(c, "at = fu_scan[warp] + incl - cnt;");
-    cg_close(c); /* !past_end */
-    cg_line(c, "for (int done = 0;;) { // append in index order; flush when the list is full, and at the end");
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (int u = 0; u < %d; u++) {", U);
     c->indent++;
-    cg_line(c, "const int take = min(total - done, %d - nlist);", LIST_CAP);
-    cg_line(c, "int a = at - done;");
-    cg_line(c, "for (int k = 0; k < %d; k++)", ipt);
-    cg_line(c, "  if (keep >> k & 1u) { if (a >= 0 && a < take) { fu_pos[nlist + a] = (int)(ib + k); fu_row[nlist + a] = rows[k]; } a++; }");
-    cg_line(c, "nlist += take;");
-    cg_line(c, "done += take;");
-    cg_line(c, "__syncthreads();");
-    cg_line(c, "if (done == total && !(past_end && (nlist > 0 || first))) break;");
-    cg_line(c, "flush();");
+    cg_line(c, "const long long p = p0 + 32 * u, j = jv[u];");
+    cg_line(c, "if (p < w1 && (j < 0 || j >= %lld)) fu_report_index(fu_err, %d, j, p);", (long long)V, (int)(s - f->nodes));
+    cg_line(c, "const bool kept = p < w1 && j >= v0 && j < v0 + nrows;");
+    cg_line(c, "const unsigned m = __ballot_sync(0xffffffffu, kept);");
+    cg_line(c, "const int slot = n + __popc(m & ((1u << lane) - 1u));");
+    cg_line(c, "if (kept && slot < %d) fu_stage[slot] = (int)((p - pass) << 11) | (int)(j - v0);", cap);
+    cg_line(c, "n += __popc(m);");
     c->indent--;
     cg_line(c, "}");
+    cg_close(c); /* p0 */
+    cg_line(c, "if (lane == 0) fu_wcount[warp] = n > %d ? -1 : n;", cap);
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "// every warp: the pass's total and the count of the warps before it");
+    cg_line(c, "const int cw = lane < %d ? fu_wcount[lane] : 0;", nwarps);
+    cg_line(c, "over = __any_sync(0xffffffffu, cw < 0);");
+    cg_line(c, "int incl = cw;");
+    cg_line(c, "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
+    cg_line(c, "total = __shfl_sync(0xffffffffu, incl, 31);");
+    cg_line(c, "before = __shfl_sync(0xffffffffu, incl - cw, warp);");
+    cg_close(c); /* !past_end */
+    cg_line(c, "if (over) { // a warp kept more than its part: redo this pass, and the rest of it, in chunks that fit");
+    cg_line(c, "  small_until = pass + %d * ch;", nwarps);
+    cg_line(c, "  ch = %d;", cap);
+    cg_line(c, "  __syncthreads();");
+    cg_line(c, "  continue;");
+    cg_line(c, "}");
+    cg_line(c, "if (past_end ? nlist > 0 || first : nlist + total > %d) {", LIST_CAP);
+    cg_line(c, "  flush(); // the sort takes fu_sorted: a pass that did not fit is read again into the empty list");
+    cg_line(c, "  if (!past_end) continue;");
+    cg_line(c, "}");
     cg_line(c, "if (past_end) break;");
-    cg_close(c);
+    cg_line(c, "for (int k = lane; k < n; k += 32) {");
+    cg_line(c, "  const int e = fu_stage[k];");
+    cg_line(c, "  fu_pos[nlist + before + k] = (int)(pass + (e >> 11));");
+    cg_line(c, "  fu_row[nlist + before + k] = e & 2047;");
+    cg_line(c, "}");
+    cg_line(c, "nlist += total;");
+    cg_line(c, "pass += %d * ch;", nwarps);
+    cg_line(c, "if (pass >= small_until) ch = %lld;", (long long)ch);
+    cg_line(c, "__syncthreads();");
+    cg_close(c); /* pass */
     cg_close(c);
     return true;
 }
