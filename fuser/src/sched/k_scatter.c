@@ -488,9 +488,10 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     c->indent++;
     c->scope++;
     cg_line(c, "const long long w0 = pass + warp * ch, w1 = min(w0 + ch, %lldll);", (long long)M);
-    cg_line(c, "for (long long p0 = w0 + lane; p0 < w1; p0 += %d) {", 32 * U);
+    cg_line(c, "for (long long p1 = w0; p1 < w1; p1 += %d) { // the same trip count in all lanes: the ballots need them", 32 * U);
     c->indent++;
     c->scope++;
+    cg_line(c, "const long long p0 = p1 + lane;");
     cg_line(c, "long long jv[%d]; // %d loads in flight", U, U);
     c->nvars = 0;
     c->vec = 1;
