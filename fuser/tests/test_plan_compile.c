@@ -282,6 +282,11 @@ static void check_codegen_choices(const char *suites)
         /* the rows no position lands in, after the slots, a group's share each */
         CHECK(count_of(emb, "for (int bq = fu_r0; bq < nbase; bq += 10)") == 1);
         CHECK_CONTAINS(emb, "__shared__ int fu_pos[3072];");
+        /* the id scan: each of the 30 warps its chunk, into its 102 slots of the staging list; the
+         * chunk loop has the same trips in every lane (its ballots take the whole warp) */
+        CHECK_CONTAINS(emb, "int *const fu_stage = fu_sorted + warp * 102;");
+        CHECK_CONTAINS(emb, "for (long long p1 = w0; p1 < w1; p1 += 256) {");
+        CHECK_CONTAINS(emb, "const unsigned m = __ballot_sync(0xffffffffu, kept);");
         CHECK(count_of(emb, "flush();") == 1); /* one call site: compiled once */
         /* the list sorted by the whole block, placed by one warp in index order */
         CHECK(count_of(emb, "atomicAdd(&fu_cnt[fu_row[e]], 1)") == 1);

@@ -3,13 +3,13 @@
  * base, index and source expressions inlined.
  *
  * Deterministic mode (index_add along axis 0): each block owns a contiguous
- * range of output rows. It scans the index once, keeps the positions that
- * land in its rows (a block-wide ordered compaction), sorts them by row
- * stably (so sums run in index order), then writes each of its rows exactly
- * once: base + the source rows that map to it, accumulated in f32 registers.
- * The rows positions land in go first, several per thread at a time so that
- * their source loads overlap; then the rows that hold only the base (stores
- * alone). Results are bit-identical run to run, every output row is written
+ * range of output rows. It reads the whole index once, each warp its own
+ * chunk, and keeps the positions that land in its rows, in index order; it
+ * sorts them by row stably (so sums run in index order), then writes each of
+ * its rows exactly once: base + the source rows that map to it, accumulated
+ * in f32 registers. A thread walks the sorted positions 4 at a time (their
+ * source loads in flight together), then stores the rows that hold only the
+ * base. Results are bit-identical run to run, every output row is written
  * once, and no memset is needed. If more positions land in one block than its
  * shared list holds, the block flushes in index order, re-reading its rows.
  *
