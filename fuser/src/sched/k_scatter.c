@@ -134,15 +134,8 @@ static void open_row_items(fu_kernel_writer *w, const fu_node *s, int items, int
     ri->vec = vec;
 }
 
-/* How emit_lanes combines t with acc[lane]. */
-typedef enum lanes_op {
-    LANES_SET,        /* acc[lane] = t */
-    LANES_ADD,        /* acc[lane] += t */
-    LANES_FIRST_TERM, /* acc[lane] = t + acc[lane]: t is the sum's first term */
-} lanes_op;
-
-/* For each lane, t at idx into acc[lane]. */
-static void emit_lanes(cg_ctx *c, const row_item *ri, fu_tensor t, const cg_index *idx, const char *acc, lanes_op op)
+/* For each lane, acc[lane] = t at idx (in the accumulator type). */
+static void emit_lanes(cg_ctx *c, const row_item *ri, fu_tensor t, const cg_index *idx, const char *acc)
 {
     int rank = fu_val(c->f, t)->rank;
     for (int lane = 0; lane < ri->vec; lane++) {
@@ -150,9 +143,7 @@ static void emit_lanes(cg_ctx *c, const row_item *ri, fu_tensor t, const cg_inde
         cg_index l[FU_MAX_RANK];
         memcpy(l, idx, sizeof l);
         cg_index_refresh(c, &l[rank - 1]);
-        const char *val = cg_value(c, t, l);
-        if (op == LANES_FIRST_TERM) cg_line(c, "%s[%d] = (%s)%s + %s[%d];", acc, lane, ri->acc_t, val, acc, lane);
-        else cg_line(c, "%s[%d] %s (%s)%s;", acc, lane, op == LANES_ADD ? "+=" : "=", ri->acc_t, val);
+        cg_line(c, "%s[%d] = (%s)%s;", acc, lane, ri->acc_t, cg_value(c, t, l));
     }
     c->lane = 0;
 }
@@ -207,7 +198,7 @@ static void emit_row_start(fu_kernel_writer *w, const fu_node *s, const row_item
     cg_line(c, "if (first) {");
     c->indent++;
     c->scope++;
-    emit_lanes(c, ri, s->inputs[0], ri->xi, acc, LANES_SET);
+    emit_lanes(c, ri, s->inputs[0], ri->xi, acc);
     c->scope--;
     c->indent--;
     cg_drop_scope(c);
@@ -229,7 +220,7 @@ static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, const row_item
     c->scope++;
     cg_line(c, "const %s v = v0 + fu_base[bq];", c->index64 ? "long long" : "int");
     cg_line(c, "%s b[%d];", ri->acc_t, ri->vec);
-    emit_lanes(c, ri, s->inputs[0], ri->xi, "b", LANES_SET);
+    emit_lanes(c, ri, s->inputs[0], ri->xi, "b");
     emit_row_store(w, s, ri, "b");
     cg_close(c);
 }
@@ -269,7 +260,7 @@ static void emit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr,
         cg_open(c);
         if (u == 0) cg_line(c, "const %s i = fu_sorted[e0];", it);
         else cg_line(c, "const %s i = fu_sorted[min(e0 + %d, eb - 1)];", it, u);
-        emit_lanes(c, &ri, s->inputs[2], ri.si, xu, LANES_SET);
+        emit_lanes(c, &ri, s->inputs[2], ri.si, xu);
         cg_close(c);
     }
     for (int u = 0; u < batch; u++) {
