@@ -25,6 +25,10 @@
 
 #define LIST_CAP 3072 /* positions a block sorts at once: 36 KiB of shared memory */
 #define MAX_ROWS_PER_BLOCK 2048 /* fu_cnt: 8 KiB more, under the 48 KiB of static shared memory */
+/* The id scan stages a kept position as (position - pass start) << ROW_BITS |
+ * row in an int, so a pass spans at most 2^(31 - ROW_BITS) positions. */
+#define ROW_BITS 11
+_Static_assert(MAX_ROWS_PER_BLOCK <= 1 << ROW_BITS, "a block's rows fit ROW_BITS");
 #ifndef ROW_THREADS
 /* Narrow rows: at least this many threads write rows side by side. Every
  * block reads the whole index, so fewer, larger blocks read less of it
@@ -396,12 +400,13 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     grid = (V + rpb - 1) / rpb;
     /* The id scan: each warp reads its own chunk of the index, `ch` positions,
      * into its own part of the staging list (cap per warp); a pass covers
-     * nwarps chunks. Chunk positions are packed as (position - pass start)
-     * << 11 | row, so a pass is at most 2^20 positions. */
+     * nwarps chunks, at most the 2^(31 - ROW_BITS) positions a staged entry
+     * can hold. */
     int nwarps = threads / 32, cap = LIST_CAP / nwarps;
+    const int64_t max_pass = (int64_t)1 << (31 - ROW_BITS);
     int64_t ch = (M + nwarps - 1) / nwarps;
     ch = (ch + 31) / 32 * 32;
-    if (ch > ((int64_t)1 << 20) / nwarps) ch = ((int64_t)1 << 20) / nwarps / 32 * 32;
+    if (ch > max_pass / nwarps) ch = max_pass / nwarps / 32 * 32;
     if (ch < cap / 32 * 32) ch = cap / 32 * 32;
     kp->grid = (unsigned)grid;
     kp->block = (unsigned)threads;
@@ -512,7 +517,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "const bool kept = p < w1 && j >= v0 && j < v0 + nrows;");
     cg_line(c, "const unsigned m = __ballot_sync(0xffffffffu, kept);");
     cg_line(c, "const int slot = n + __popc(m & ((1u << lane) - 1u));");
-    cg_line(c, "if (kept && slot < %d) fu_stage[slot] = (int)((p - pass) << 11) | (int)(j - v0);", cap);
+    cg_line(c, "if (kept && slot < %d) fu_stage[slot] = (int)((p - pass) << %d) | (int)(j - v0);", cap, ROW_BITS);
     cg_line(c, "n += __popc(m);");
     c->indent--;
     cg_line(c, "}");
@@ -540,8 +545,8 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "if (past_end) break;");
     cg_line(c, "for (int k = lane; k < n; k += 32) {");
     cg_line(c, "  const int e = fu_stage[k];");
-    cg_line(c, "  fu_pos[nlist + before + k] = (int)(pass + (e >> 11));");
-    cg_line(c, "  fu_row[nlist + before + k] = e & 2047;");
+    cg_line(c, "  fu_pos[nlist + before + k] = (int)(pass + (e >> %d));", ROW_BITS);
+    cg_line(c, "  fu_row[nlist + before + k] = e & %d;", (1 << ROW_BITS) - 1);
     cg_line(c, "}");
     cg_line(c, "nlist += total;");
     cg_line(c, "pass += %d * ch;", nwarps);
