@@ -46,6 +46,12 @@ _Static_assert(MAX_ROWS_PER_BLOCK <= 1 << ROW_BITS, "a block's rows fit ROW_BITS
 #ifndef SCATTER_BATCH
 #define SCATTER_BATCH 4
 #endif
+/* 1: a batch's slots are added by one rolled loop (the loaded vectors shift
+ * down a place each turn), so NVRTC compiles one slot's code, not
+ * SCATTER_BATCH copies of it; 0: unrolled. */
+#ifndef SCATTER_ROLLED_SLOTS
+#define SCATTER_ROLLED_SLOTS 1
+#endif
 /* Index loads in flight per lane of the id scan. */
 #ifndef SCATTER_SCAN_LOADS
 #define SCATTER_SCAN_LOADS 8
@@ -162,12 +168,23 @@ static const cg_param *row_offset(fu_kernel_writer *w, const fu_node *s, const r
     return fu_kw_output(w, s->output);
 }
 
-/* acc[lane] = what output row v holds (a later flush adds to it). */
+/* acc[lane] = what output row v holds (a later flush adds to it): one
+ * vector load (a plain one: this kernel wrote the row), as the row stores. */
 static void emit_current(fu_kernel_writer *w, const fu_node *s, const row_item *ri, const char *acc)
 {
     cg_ctx *c = &w->cg;
     cg_index off;
     const cg_param *po = row_offset(w, s, ri, &off);
+    if (ri->vec > 1) {
+        fu_dtype dt = fu_val(c->f, s->output)->dtype;
+        const char *wide = cg_vector_type((int)fu_dtype_size(dt) * ri->vec);
+        char base[CG_EXPR];
+        cg_offset_base_expr(c, &off, base, sizeof base);
+        cg_line(c, "alignas(16) %s cur[%d];", cg_storage_type(dt), ri->vec);
+        cg_line(c, "*(%s *)cur = *(const %s *)(%s + %s);", wide, wide, po->name, base);
+        for (int lane = 0; lane < ri->vec; lane++) cg_line(c, "%s[%d] = (%s)fu_load(cur[%d]);", acc, lane, ri->acc_t, lane);
+        return;
+    }
     for (int lane = 0; lane < ri->vec; lane++) {
         c->lane = lane;
         cg_index_refresh(c, &off);
@@ -229,6 +246,33 @@ static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, const row_item
     cg_close(c);
 }
 
+/* Slot e0 + u of the walk, whose source vector is x[xu]: starts its row at
+ * the row's first slot, adds, stores at the row's last. */
+static void emit_slot(fu_kernel_writer *w, const fu_node *s, const row_item *ri, const char *u, int xu)
+{
+    cg_ctx *c = &w->cg;
+    cg_line(c, "if (e0 + %s < eb) {", u);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const int e = e0 + %s, r = fu_srow[e];", u);
+    cg_line(c, "const %s v = v0 + r;", c->index64 ? "long long" : "int");
+    cg_line(c, "if (e == fu_cnt[r]) {");
+    c->indent++;
+    c->scope++;
+    emit_row_start(w, s, ri, "acc");
+    c->scope--;
+    c->indent--;
+    cg_drop_scope(c);
+    cg_line(c, "}");
+    for (int lane = 0; lane < ri->vec; lane++) cg_line(c, "acc[%d] += x[%d][%d];", lane, xu, lane);
+    cg_line(c, "if (e + 1 == fu_cnt[r + 1]) {");
+    c->indent++;
+    c->scope++;
+    emit_row_store(w, s, ri, "acc");
+    cg_close(c);
+    cg_close(c); /* e < eb */
+}
+
 /* The block's rows, after the sort. A thread walks its group's slots of the
  * sorted list in order (rows whole, each row's positions in index order),
  * `batch` slots at a time: the source loads of a batch are all in flight
@@ -267,27 +311,23 @@ static void emit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr,
         emit_lanes(c, &ri, s->inputs[2], ri.si, xu);
         cg_close(c);
     }
-    for (int u = 0; u < batch; u++) {
-        cg_line(c, "if (e0 + %d < eb) {", u);
+    if (SCATTER_ROLLED_SLOTS && batch > 1) {
+        cg_line(c, "#pragma unroll 1 // one slot's code: NVRTC time");
+        cg_line(c, "for (int u = 0; u < %d; u++) {", batch);
         c->indent++;
         c->scope++;
-        cg_line(c, "const int e = e0 + %d, r = fu_srow[e];", u);
-        cg_line(c, "const %s v = v0 + r;", it);
-        cg_line(c, "if (e == fu_cnt[r]) {");
-        c->indent++;
-        c->scope++;
-        emit_row_start(w, s, &ri, "acc");
-        c->scope--;
-        c->indent--;
-        cg_drop_scope(c);
-        cg_line(c, "}");
-        for (int lane = 0; lane < vec; lane++) cg_line(c, "acc[%d] += x[%d][%d];", lane, u, lane);
-        cg_line(c, "if (e + 1 == fu_cnt[r + 1]) {");
-        c->indent++;
-        c->scope++;
-        emit_row_store(w, s, &ri, "acc");
-        cg_close(c);
-        cg_close(c); /* e < eb */
+        emit_slot(w, s, &ri, "u", 0);
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (int q = 0; q < %d; q++) // the next slot's vector moves to x[0]", batch - 1);
+        cg_line(c, "  #pragma unroll");
+        cg_line(c, "  for (int l = 0; l < %d; l++) x[q][l] = x[q + 1][l];", vec);
+        cg_close(c); /* u */
+    } else {
+        for (int u = 0; u < batch; u++) {
+            char uu[12];
+            snprintf(uu, sizeof uu, "%d", u);
+            emit_slot(w, s, &ri, uu, u);
+        }
     }
     cg_close(c); /* e0 */
     emit_base_rows(w, s, &ri, conc, group);
@@ -323,8 +363,11 @@ static void emit_list_sort(cg_ctx *c, int threads)
 {
     int nwarps = (threads + 31) / 32;
     cg_line(c, "__syncthreads();");
+    cg_line(c, "if (threadIdx.x == 0) fu_nbase = 0;");
+    cg_line(c, "#pragma unroll 1");
     cg_line(c, "for (int r = threadIdx.x; r <= nrows; r += %d) fu_cnt[r] = 0;", threads);
     cg_line(c, "__syncthreads();");
+    cg_line(c, "#pragma unroll 1");
     cg_line(c, "for (int e = threadIdx.x; e < nlist; e += %d) atomicAdd(&fu_cnt[fu_row[e]], 1);", threads);
     cg_line(c, "__syncthreads();");
     cg_line(c, "{ // inclusive prefix: fu_cnt[r] = the end of row r's slots");
@@ -345,6 +388,7 @@ static void emit_list_sort(cg_ctx *c, int threads)
     cg_line(c, "if (threadIdx.x < 32) { // place from the end; each row's end moves down to its start");
     c->indent++;
     cg_line(c, "const int lane = threadIdx.x;");
+    cg_line(c, "#pragma unroll 1");
     cg_line(c, "for (int e0 = (nlist - 1) & ~31; e0 >= 0; e0 -= 32) {");
     c->indent++;
     cg_line(c, "const int e = e0 + lane;");
@@ -436,21 +480,27 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     c->indent++;
     c->scope++;
     emit_list_sort(c, threads);
+    /* Every warp lists its rows' slots and the rows no position lands in;
+     * the latter's order is the warps' arrival order, which changes no value
+     * (each is written once, from the base alone). */
     cg_line(c, "// after the sort, fu_pos holds the row of each slot, fu_row the rows no position lands in");
-    cg_line(c, "for (int r = threadIdx.x; r < nrows; r += %d)", threads);
-    cg_line(c, "  for (int e = fu_cnt[r]; e < fu_cnt[r + 1]; e++) fu_srow[e] = r;");
-    cg_line(c, "if (threadIdx.x < 32) {");
+    cg_line(c, "{");
     c->indent++;
-    cg_line(c, "const int lane = threadIdx.x;");
-    cg_line(c, "int n = 0;");
-    cg_line(c, "for (int r0 = 0; r0 < nrows; r0 += 32) {");
-    cg_line(c, "  const int r = r0 + lane;");
-    cg_line(c, "  const bool alone = r < nrows && fu_cnt[r] == fu_cnt[r + 1];");
-    cg_line(c, "  const unsigned m = __ballot_sync(0xffffffffu, alone);");
-    cg_line(c, "  if (alone) fu_base[n + __popc(m & ((1u << lane) - 1u))] = r;");
-    cg_line(c, "  n += __popc(m);");
+    cg_line(c, "const int lane = threadIdx.x & 31;");
+    cg_line(c, "#pragma unroll 1");
+    cg_line(c, "for (int r0 = threadIdx.x - lane; r0 < nrows; r0 += %d) { // the same trip count in all lanes: the ballot needs them", threads);
+    c->indent++;
+    cg_line(c, "const int r = r0 + lane, s0 = r < nrows ? fu_cnt[r] : 0, s1 = r < nrows ? fu_cnt[r + 1] : 0;");
+    cg_line(c, "#pragma unroll 1");
+    cg_line(c, "for (int e = s0; e < s1; e++) fu_srow[e] = r;");
+    cg_line(c, "const bool alone = r < nrows && s0 == s1;");
+    cg_line(c, "const unsigned m = __ballot_sync(0xffffffffu, alone);");
+    cg_line(c, "int at = 0;");
+    cg_line(c, "if (lane == 0 && m) at = atomicAdd(&fu_nbase, __popc(m));");
+    cg_line(c, "at = __shfl_sync(0xffffffffu, at, 0);");
+    cg_line(c, "if (alone) fu_base[at + __popc(m & ((1u << lane) - 1u))] = r;");
+    c->indent--;
     cg_line(c, "}");
-    cg_line(c, "if (lane == 0) fu_nbase = n;");
     c->indent--;
     cg_line(c, "}");
     cg_line(c, "__syncthreads();");
@@ -543,6 +593,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "  if (!past_end) continue;");
     cg_line(c, "}");
     cg_line(c, "if (past_end) break;");
+    cg_line(c, "#pragma unroll 1");
     cg_line(c, "for (int k = lane; k < n; k += 32) {");
     cg_line(c, "  const int e = fu_stage[k];");
     cg_line(c, "  fu_pos[nlist + before + k] = (int)(pass + (e >> %d));", ROW_BITS);
