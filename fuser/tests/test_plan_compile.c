@@ -279,17 +279,27 @@ static void check_codegen_choices(const char *suites)
         CHECK_CONTAINS(emb, "const int ca = fu_r0 * nlist / 10, cb = (fu_r0 + 1) * nlist / 10;");
         CHECK_CONTAINS(emb, "fu_sorted[min(e0 + 3, eb - 1)]");
         CHECK(count_of(emb, "fu_sorted[min(e0 + 4,") == 0);
-        /* the rows no position lands in, after the slots, a group's share each */
-        CHECK(count_of(emb, "for (int bq = fu_r0; bq < nbase; bq += 10)") == 1);
+        /* the batch's slots added by one rolled loop: one slot's code */
+        CHECK_CONTAINS(emb, "for (int u = 0; u < 4; u++) {");
+        CHECK(count_of(emb, "if (e0 + u < eb) {") == 1);
+        CHECK(count_of(emb, "if (e0 + 1 < eb) {") == 0);
+        /* the rows no position lands in: by the warps after warp 0 while it sorts, one
+         * vector each in turn over the block's rows */
+        CHECK_CONTAINS(emb, "} else if (first) {");
+        CHECK_CONTAINS(emb, "for (int k = threadIdx.x - 32; k < (int)nrows * 96; k += 928) {");
+        CHECK_CONTAINS(emb, "if (fu_hit[r >> 5] >> (r & 31) & 1u) continue;");
         CHECK_CONTAINS(emb, "__shared__ int fu_pos[3072];");
-        /* the id scan: each of the 30 warps its chunk, into its 102 slots of the staging list; the
-         * chunk loop has the same trips in every lane (its ballots take the whole warp) */
+        /* the id scan: each of the 30 warps its chunk (288 ids: 9 loads per lane, one trip),
+         * into its 102 slots of the staging list; the chunk loop has the same trips in every
+         * lane (its ballots take the whole warp) */
         CHECK_CONTAINS(emb, "int *const fu_stage = fu_sorted + warp * 102;");
-        CHECK_CONTAINS(emb, "for (long long p1 = w0; p1 < w1; p1 += 256) {");
+        CHECK_CONTAINS(emb, "for (long long p1 = w0; p1 < w1; p1 += 288) {");
+        CHECK_CONTAINS(emb, "long long jv[9];");
         CHECK_CONTAINS(emb, "const unsigned m = __ballot_sync(0xffffffffu, kept);");
         CHECK(count_of(emb, "flush();") == 1); /* one call site: compiled once */
-        /* the list sorted by the whole block, placed by one warp in index order */
-        CHECK(count_of(emb, "atomicAdd(&fu_cnt[fu_row[e]], 1)") == 1);
+        /* the list counted by the whole block, sorted by warp 0 in index order */
+        CHECK(count_of(emb, "atomicAdd(&fu_cnt[r], 1)") == 1);
+        CHECK_CONTAINS(emb, "if (threadIdx.x < 32) { // warp 0 sorts the list by row");
         CHECK(count_of(emb, "__match_any_sync(") == 1);
         CHECK(count_of(emb, "if (threadIdx.x == 0) { // stable counting sort") == 0);
     }

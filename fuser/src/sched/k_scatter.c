@@ -4,12 +4,12 @@
  *
  * Deterministic mode (index_add along axis 0): each block owns a contiguous
  * range of output rows. It reads the whole index once, each warp its own
- * chunk, and keeps the positions that land in its rows, in index order; it
- * sorts them by row stably (so sums run in index order), then writes each of
- * its rows exactly once: base + the source rows that map to it, accumulated
- * in f32 registers. A thread walks the sorted positions 4 at a time (their
- * source loads in flight together), then stores the rows that hold only the
- * base. Results are bit-identical run to run, every output row is written
+ * chunk, and keeps the positions that land in its rows, in index order.
+ * Warp 0 sorts them by row stably (so sums run in index order) while the
+ * other warps store the rows no position lands in (the base alone). Then
+ * every row a position lands in is written once: base + the source rows
+ * that map to it, accumulated in f32 registers, a thread walking the sorted
+ * positions 4 at a time (their source loads in flight together). Results are bit-identical run to run, every output row is written
  * once, and no memset is needed. If more positions land in one block than its
  * shared list holds, the block flushes in index order, re-reading its rows.
  *
@@ -46,15 +46,21 @@ _Static_assert(MAX_ROWS_PER_BLOCK <= 1 << ROW_BITS, "a block's rows fit ROW_BITS
 #ifndef SCATTER_BATCH
 #define SCATTER_BATCH 4
 #endif
-/* 1: a batch's slots are added by one rolled loop (the loaded vectors shift
- * down a place each turn), so NVRTC compiles one slot's code, not
- * SCATTER_BATCH copies of it; 0: unrolled. */
-#ifndef SCATTER_ROLLED_SLOTS
-#define SCATTER_ROLLED_SLOTS 1
+/* 1: the loads of a batch (the walk's source vectors, the scan's ids) are
+ * unrolled, but what uses them is one rolled loop, the loaded values
+ * shifting down a place each turn, so NVRTC compiles one copy of that code
+ * (measured here: bf16 embedding backward 225 -> 205 ms for the walk, 177 ->
+ * 168 for the scan); 0: unrolled. */
+#ifndef SCATTER_ROLLED
+#define SCATTER_ROLLED 1
 #endif
-/* Index loads in flight per lane of the id scan. */
+/* Index loads in flight per lane of the id scan; a warp's chunk of up to
+ * SCATTER_SCAN_ONE_TRIP loads per lane is read in one trip (one latency). */
 #ifndef SCATTER_SCAN_LOADS
 #define SCATTER_SCAN_LOADS 8
+#endif
+#ifndef SCATTER_SCAN_ONE_TRIP
+#define SCATTER_SCAN_ONE_TRIP 12
 #endif
 
 static const fu_node *the_scatter(const fu_group *g)
@@ -110,6 +116,8 @@ typedef struct row_item {
     int vec;
 } row_item;
 
+static void declare_row_item(cg_ctx *c, const fu_node *s, int vec, row_item *ri);
+
 /* Opens `for (it ...)` over a thread's items of a row (tpr threads, one vector
  * each; side_by_side: several rows at once, the thread's lane in its row is
  * fu_rl) and declares db and the inner variables. Close with cg_close. */
@@ -117,7 +125,7 @@ static void open_row_items(fu_kernel_writer *w, const fu_node *s, int items, int
                            row_item *ri)
 {
     cg_ctx *c = &w->cg;
-    const fu_value *x = fu_val(c->f, s->inputs[0]), *out = fu_val(c->f, s->output);
+    const fu_value *x = fu_val(c->f, s->inputs[0]);
     int64_t Din = fu_shape_numel(x->rank - 1, x->shape + 1);
     const char *it = c->index64 ? "long long" : "int";
     cg_line(c, "for (int it = 0; it < %d; it++) {", items);
@@ -125,6 +133,14 @@ static void open_row_items(fu_kernel_writer *w, const fu_node *s, int items, int
     c->scope++;
     cg_line(c, "const %s db = ((%s)it * %d + %s) * %d;", it, it, tpr, side_by_side ? "fu_rl" : "threadIdx.x", vec);
     cg_line(c, "if (db >= %lld) break;", (long long)Din);
+    declare_row_item(c, s, vec, ri);
+}
+
+/* Declares the inner variables of inner position db (declared by the
+ * caller) and sets up ri over v, i and them. */
+static void declare_row_item(cg_ctx *c, const fu_node *s, int vec, row_item *ri)
+{
+    const fu_value *x = fu_val(c->f, s->inputs[0]), *out = fu_val(c->f, s->output);
     inner_vars(c, x, "db");
     c->nvars = 0;
     cg_index_var(&ri->xi[0], cg_add_var(c, "v"), "v");
@@ -230,19 +246,28 @@ static void emit_row_start(fu_kernel_writer *w, const fu_node *s, const row_item
     cg_line(c, "}");
 }
 
-/* This group's share of the rows no position lands in (fu_base[0..nbase)):
- * the base alone, stored. */
-static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, const row_item *ri, int conc, const char *group)
+/* The rows no position lands in (fu_hit's bit clear), the base alone,
+ * stored by the threads from 32 on, one vector each in turn over the block's
+ * rows: warp 0 meanwhile sorts the list, so the sort's latency hides behind
+ * these stores, most of the bytes when the index is short. */
+static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, int64_t rows, int64_t vecs, int vec, int threads)
 {
     cg_ctx *c = &w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    const char *kt = rows * vecs >= INT32_MAX ? "long long" : "int";
     cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int bq = %s; bq < nbase; bq += %d) {", group, conc);
+    cg_line(c, "for (%s k = threadIdx.x - 32; k < (%s)nrows * %lld; k += %d) {", kt, kt, (long long)vecs, threads - 32);
     c->indent++;
     c->scope++;
-    cg_line(c, "const %s v = v0 + fu_base[bq];", c->index64 ? "long long" : "int");
-    cg_line(c, "%s b[%d];", ri->acc_t, ri->vec);
-    emit_lanes(c, ri, s->inputs[0], ri->xi, "b");
-    emit_row_store(w, s, ri, "b");
+    cg_line(c, "const int r = (int)(k / %lld);", (long long)vecs);
+    cg_line(c, "if (fu_hit[r >> 5] >> (r & 31) & 1u) continue;");
+    cg_line(c, "const %s v = v0 + r;", it);
+    cg_line(c, "const %s db = (%s)(k - (%s)r * %lld) * %d;", it, it, kt, (long long)vecs, vec);
+    row_item ri;
+    declare_row_item(c, s, vec, &ri);
+    cg_line(c, "%s b[%d];", ri.acc_t, ri.vec);
+    emit_lanes(c, &ri, s->inputs[0], ri.xi, "b");
+    emit_row_store(w, s, &ri, "b");
     cg_close(c);
 }
 
@@ -279,10 +304,7 @@ static void emit_slot(fu_kernel_writer *w, const fu_node *s, const row_item *ri,
  * before any is added, whatever the rows' counts (a row of several positions
  * costs no more latencies than as many rows of one). One accumulator carries
  * across batches: set from the base (or, at a later flush, from what the row
- * holds) at a row's first slot, stored at its last. Then, at the first
- * flush, the rows no position lands in (measured: storing them between a
- * batch's loads and their use was 0.6-4.5% slower than after all slots).
- * Groups (several rows side by side) split the list at row boundaries near
+ * holds) at a row's first slot, stored at its last. Groups (several rows side by side) split the list at row boundaries near
  * nlist * group / conc. */
 static void emit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr, int conc, int vec, int batch)
 {
@@ -293,7 +315,6 @@ static void emit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr,
     cg_line(c, "const int ca = %s * nlist / %d, cb = (%s + 1) * nlist / %d;", group, conc, group, conc);
     cg_line(c, "const int ea = ca < nlist && fu_cnt[fu_srow[ca]] != ca ? fu_cnt[fu_srow[ca] + 1] : ca;");
     cg_line(c, "const int eb = cb < nlist && fu_cnt[fu_srow[cb]] != cb ? fu_cnt[fu_srow[cb] + 1] : cb;");
-    cg_line(c, "const int nbase = first ? fu_nbase : 0;");
     row_item ri;
     open_row_items(w, s, items, tpr, conc > 1, vec, &ri);
     cg_line(c, "%s acc[%d];", ri.acc_t, vec);
@@ -311,7 +332,7 @@ static void emit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr,
         emit_lanes(c, &ri, s->inputs[2], ri.si, xu);
         cg_close(c);
     }
-    if (SCATTER_ROLLED_SLOTS && batch > 1) {
+    if (SCATTER_ROLLED && batch > 1) {
         cg_line(c, "#pragma unroll 1 // one slot's code: NVRTC time");
         cg_line(c, "for (int u = 0; u < %d; u++) {", batch);
         c->indent++;
@@ -330,64 +351,53 @@ static void emit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr,
         }
     }
     cg_close(c); /* e0 */
-    emit_base_rows(w, s, &ri, conc, group);
     cg_close(c); /* it */
 }
 
-/* A block-wide exclusive scan of this thread's count, the int variable
- * `count` (the caller declares lane and warp): declares incl, this thread's
- * inclusive prefix within its warp, and leaves in fu_scan[w] the exclusive
- * prefix of warp w over the block's nwarps warps, so that the thread's
- * exclusive prefix is fu_scan[warp] + incl - count. Two barriers. */
-static void emit_block_scan(cg_ctx *c, const char *count, int nwarps)
+/* Counts the list's entries per row (shared atomics: the same counts in any
+ * order) into fu_cnt[0..nrows), and marks the rows hit in fu_hit. */
+static void emit_list_count(cg_ctx *c, int threads)
 {
-    cg_line(c, "int incl = %s;", count);
-    cg_line(c, "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
-    cg_line(c, "if (lane == 31) fu_scan[warp] = incl;");
     cg_line(c, "__syncthreads();");
-    cg_line(c, "if (threadIdx.x == 0) { int s = 0; for (int wq = 0; wq < %d; wq++) { int n = fu_scan[wq]; fu_scan[wq] = s; s += n; } }",
-            nwarps);
+    cg_line(c, "#pragma unroll 1");
+    cg_line(c, "for (int r = threadIdx.x; r <= nrows; r += %d) fu_cnt[r] = 0;", threads);
+    cg_line(c, "for (int q = threadIdx.x; q < %d; q += %d) fu_hit[q] = 0u;", MAX_ROWS_PER_BLOCK / 32, threads);
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "#pragma unroll 1");
+    cg_line(c, "for (int e = threadIdx.x; e < nlist; e += %d) {", threads);
+    cg_line(c, "  const int r = fu_row[e];");
+    cg_line(c, "  atomicAdd(&fu_cnt[r], 1);");
+    cg_line(c, "  atomicOr(&fu_hit[r >> 5], 1u << (r & 31));");
+    cg_line(c, "}");
     cg_line(c, "__syncthreads();");
 }
 
-/* A stable counting sort of the block's list by row, by the whole block: a
- * thread each (measured: one thread sorting while the rest waited cost up to
- * ~5% of the embedding backward). Counts by shared atomics (the same counts in
- * any order), an inclusive prefix over the row counters (a chunk per thread,
- * then a block scan), then warp 0 places the entries from the end, 32 at a
- * time: lanes of one row (__match_any_sync) take consecutive slots in index
- * order, so each row's positions stay in index order and the sums in the
- * row writes keep a fixed order. After it fu_cnt[r] is row r's first slot and
- * fu_cnt[nrows] = nlist. */
-static void emit_list_sort(cg_ctx *c, int threads)
+/* Warp 0 sorts the counted list by row, stably: an inclusive prefix over the
+ * row counters (a chunk per lane, then a warp scan), then it places the
+ * entries from the end, 32 at a time: lanes of one row (__match_any_sync)
+ * take consecutive slots in index order, so each row's positions stay in
+ * index order and the sums in the row writes keep a fixed order. After it
+ * fu_cnt[r] is row r's first slot, fu_cnt[nrows] = nlist, and fu_srow[e]
+ * (fu_pos's second use) the row of slot e. One warp, no block barrier: the
+ * other warps store the rows no position lands in meanwhile. */
+static void emit_warp_sort(cg_ctx *c)
 {
-    int nwarps = (threads + 31) / 32;
-    cg_line(c, "__syncthreads();");
-    cg_line(c, "if (threadIdx.x == 0) fu_nbase = 0;");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int r = threadIdx.x; r <= nrows; r += %d) fu_cnt[r] = 0;", threads);
-    cg_line(c, "__syncthreads();");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int e = threadIdx.x; e < nlist; e += %d) atomicAdd(&fu_cnt[fu_row[e]], 1);", threads);
-    cg_line(c, "__syncthreads();");
+    cg_line(c, "const int lane = threadIdx.x;");
     cg_line(c, "{ // inclusive prefix: fu_cnt[r] = the end of row r's slots");
     c->indent++;
-    cg_line(c, "const int per = (nrows + %d) / %d, r0 = (int)threadIdx.x * per, r1 = min(r0 + per, nrows + 1);", threads,
-            threads);
+    cg_line(c, "const int per = (nrows + 32) / 32, r0 = lane * per, r1 = min(r0 + per, nrows + 1);");
     cg_line(c, "int run = 0;");
-    cg_line(c, "#pragma unroll 1 // a few counters each; unrolled, ptxas spilled at 1024 threads");
+    cg_line(c, "#pragma unroll 1");
     cg_line(c, "for (int r = r0; r < r1; r++) run += fu_cnt[r];");
-    cg_line(c, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
-    emit_block_scan(c, "run", nwarps);
-    cg_line(c, "int acc = fu_scan[warp] + incl - run;");
+    cg_line(c, "int incl = run;");
+    cg_line(c, "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
+    cg_line(c, "int acc = incl - run;");
     cg_line(c, "#pragma unroll 1");
     cg_line(c, "for (int r = r0; r < r1; r++) { acc += fu_cnt[r]; fu_cnt[r] = acc; }");
     c->indent--;
     cg_line(c, "}");
-    cg_line(c, "__syncthreads();");
-    cg_line(c, "if (threadIdx.x < 32) { // place from the end; each row's end moves down to its start");
-    c->indent++;
-    cg_line(c, "const int lane = threadIdx.x;");
+    cg_line(c, "__syncwarp();");
+    cg_line(c, "// place from the end; each row's end moves down to its start");
     cg_line(c, "#pragma unroll 1");
     cg_line(c, "for (int e0 = (nlist - 1) & ~31; e0 >= 0; e0 -= 32) {");
     c->indent++;
@@ -400,9 +410,10 @@ static void emit_list_sort(cg_ctx *c, int threads)
     cg_line(c, "__syncwarp();");
     c->indent--;
     cg_line(c, "}");
-    c->indent--;
-    cg_line(c, "}");
-    cg_line(c, "__syncthreads();");
+    cg_line(c, "#pragma unroll 1");
+    cg_line(c, "for (int r = lane; r < nrows; r += 32)");
+    cg_line(c, "  #pragma unroll 1");
+    cg_line(c, "  for (int e = fu_cnt[r]; e < fu_cnt[r + 1]; e++) fu_srow[e] = r;");
 }
 
 static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer *w, fu_kernel_plan *kp, char *why,
@@ -433,7 +444,7 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
      * memory (more, smaller blocks would run as a second wave). */
     int per_sm = g->opts->max_threads_per_sm / threads;
     if (per_sm > 65536 / (threads * SCATTER_REG_BUDGET)) per_sm = 65536 / (threads * SCATTER_REG_BUDGET);
-    int smem = 3 * LIST_CAP * 4 + (MAX_ROWS_PER_BLOCK + 1) * 4;
+    int smem = 3 * LIST_CAP * 4 + (MAX_ROWS_PER_BLOCK + 1) * 4 + MAX_ROWS_PER_BLOCK / 8;
     if (per_sm > 227 * 1024 / smem) per_sm = 227 * 1024 / smem;
     if (per_sm < 1) per_sm = 1;
     int64_t grid = (int64_t)g->opts->sm_count * per_sm;
@@ -465,10 +476,9 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "__shared__ int fu_pos[%d];    // positions of the index that land in owned rows, in order", LIST_CAP);
     cg_line(c, "__shared__ int fu_row[%d];", LIST_CAP);
     cg_line(c, "__shared__ int fu_sorted[%d]; // the same, stably sorted by row", LIST_CAP);
-    cg_line(c, "__shared__ int fu_scan[32];");
     cg_line(c, "__shared__ int fu_wcount[32]; // kept positions of each warp's chunk in a pass (-1: more than its part)");
-    cg_line(c, "__shared__ int fu_nbase;     // owned rows no position lands in (listed in fu_base after the sort)");
-    cg_line(c, "int *const fu_srow = fu_pos, *const fu_base = fu_row; // their second use, after the sort");
+    cg_line(c, "__shared__ unsigned fu_hit[%d]; // bit r: a position lands in owned row r", MAX_ROWS_PER_BLOCK / 32);
+    cg_line(c, "int *const fu_srow = fu_pos; // its second use, after the sort: the row of each slot");
     cg_line(c, "const %s v0 = (%s)blockIdx.x * %lld;", it, it, (long long)rpb);
     cg_line(c, "const int nrows = (int)(%lld - v0 < %lld ? %lld - v0 : %lld);", (long long)V, (long long)rpb, (long long)V,
              (long long)rpb);
@@ -479,28 +489,14 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "auto flush = [&]() {");
     c->indent++;
     c->scope++;
-    emit_list_sort(c, threads);
-    /* Every warp lists its rows' slots and the rows no position lands in;
-     * the latter's order is the warps' arrival order, which changes no value
-     * (each is written once, from the base alone). */
-    cg_line(c, "// after the sort, fu_pos holds the row of each slot, fu_row the rows no position lands in");
-    cg_line(c, "{");
+    emit_list_count(c, threads);
+    cg_line(c, "if (threadIdx.x < 32) { // warp 0 sorts the list by row");
     c->indent++;
-    cg_line(c, "const int lane = threadIdx.x & 31;");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int r0 = threadIdx.x - lane; r0 < nrows; r0 += %d) { // the same trip count in all lanes: the ballot needs them", threads);
-    c->indent++;
-    cg_line(c, "const int r = r0 + lane, s0 = r < nrows ? fu_cnt[r] : 0, s1 = r < nrows ? fu_cnt[r + 1] : 0;");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int e = s0; e < s1; e++) fu_srow[e] = r;");
-    cg_line(c, "const bool alone = r < nrows && s0 == s1;");
-    cg_line(c, "const unsigned m = __ballot_sync(0xffffffffu, alone);");
-    cg_line(c, "int at = 0;");
-    cg_line(c, "if (lane == 0 && m) at = atomicAdd(&fu_nbase, __popc(m));");
-    cg_line(c, "at = __shfl_sync(0xffffffffu, at, 0);");
-    cg_line(c, "if (alone) fu_base[at + __popc(m & ((1u << lane) - 1u))] = r;");
+    emit_warp_sort(c);
     c->indent--;
-    cg_line(c, "}");
+    cg_line(c, "} else if (first) { // the other warps meanwhile store the rows no position lands in");
+    c->indent++;
+    emit_base_rows(w, s, rpb, vecs, vec, threads);
     c->indent--;
     cg_line(c, "}");
     cg_line(c, "__syncthreads();");
@@ -520,7 +516,8 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
      * timing. One more round past the end flushes what is left: flush() has
      * one call site, so it is compiled once (two inlined copies cost NVRTC
      * ~50 ms). */
-    const int U = SCATTER_SCAN_LOADS;
+    int U = (int)((ch + 31) / 32);
+    if (U > SCATTER_SCAN_ONE_TRIP) U = SCATTER_SCAN_LOADS;
     cg_line(c, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
     cg_line(c, "int *const fu_stage = fu_sorted + warp * %d; // this warp's kept positions in a pass (fu_sorted is free until the sort)", cap);
     cg_line(c, "long long ch = %lld, small_until = 0; // chunk per warp; %d (cannot overflow) until small_until", (long long)ch, cap);
@@ -559,10 +556,18 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
         cg_drop_scope(c);
         cg_line(c, "}");
     }
-    cg_line(c, "#pragma unroll");
-    cg_line(c, "for (int u = 0; u < %d; u++) {", U);
-    c->indent++;
-    cg_line(c, "const long long p = p0 + 32 * u, j = jv[u];");
+    if (SCATTER_ROLLED) {
+        cg_line(c, "#pragma unroll 1 // one load's code: NVRTC time");
+        cg_line(c, "for (int u = 0; u < %d; u++) {", U);
+        c->indent++;
+        cg_line(c, "const long long p = p0 + 32 * u, j = jv[0];");
+        if (U > 1) cg_line(c, "for (int q = 0; q < %d; q++) jv[q] = jv[q + 1]; // the next id moves to jv[0]", U - 1);
+    } else {
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (int u = 0; u < %d; u++) {", U);
+        c->indent++;
+        cg_line(c, "const long long p = p0 + 32 * u, j = jv[u];");
+    }
     cg_line(c, "if (p < w1 && (j < 0 || j >= %lld)) fu_report_index(fu_err, %d, j, p);", (long long)V, (int)(s - f->nodes));
     cg_line(c, "const bool kept = p < w1 && j >= v0 && j < v0 + nrows;");
     cg_line(c, "const unsigned m = __ballot_sync(0xffffffffu, kept);");
