@@ -46,13 +46,19 @@ _Static_assert(MAX_ROWS_PER_BLOCK <= 1 << ROW_BITS, "a block's rows fit ROW_BITS
 #ifndef SCATTER_BATCH
 #define SCATTER_BATCH 4
 #endif
-/* 1: the loads of a batch (the walk's source vectors, the scan's ids) are
- * unrolled, but what uses them is one rolled loop, the loaded values
- * shifting down a place each turn, so NVRTC compiles one copy of that code
- * (measured here: bf16 embedding backward 225 -> 205 ms for the walk, 177 ->
- * 168 for the scan); 0: unrolled. */
+/* 1: a batch's source loads are unrolled, but the slots that use them are
+ * one rolled loop, the loaded vectors shifting down a place each turn, so
+ * NVRTC compiles one slot's code (measured here: bf16 embedding backward 225
+ * -> 205 ms); 0: unrolled. The same for the id scan's ballots saved ~10 ms
+ * but cost the bf16 big case 1% (its 32 warps issue the shifts of 64-bit
+ * ids), so the scan stays unrolled. */
 #ifndef SCATTER_ROLLED
 #define SCATTER_ROLLED 1
+#endif
+/* Which blocks write the rows positions land in before the others: 0 none,
+ * 1 the odd ones, 2 all. */
+#ifndef SCATTER_WALK_FIRST
+#define SCATTER_WALK_FIRST 1
 #endif
 /* Index loads in flight per lane of the id scan; a warp's chunk of up to
  * SCATTER_SCAN_ONE_TRIP loads per lane is read in one trip (one latency). */
@@ -247,16 +253,17 @@ static void emit_row_start(fu_kernel_writer *w, const fu_node *s, const row_item
 }
 
 /* The rows no position lands in (fu_hit's bit clear), the base alone,
- * stored by the threads from 32 on, one vector each in turn over the block's
- * rows: warp 0 meanwhile sorts the list, so the sort's latency hides behind
- * these stores, most of the bytes when the index is short. */
-static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, int64_t rows, int64_t vecs, int vec, int threads)
+ * stored by the threads from `from` on, one vector each in turn over the
+ * block's rows. */
+static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, int64_t rows, int64_t vecs, int vec, int from,
+                           int threads)
 {
     cg_ctx *c = &w->cg;
     const char *it = c->index64 ? "long long" : "int";
     const char *kt = rows * vecs >= INT32_MAX ? "long long" : "int";
     cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (%s k = threadIdx.x - 32; k < (%s)nrows * %lld; k += %d) {", kt, kt, (long long)vecs, threads - 32);
+    if (from) cg_line(c, "for (%s k = threadIdx.x - %d; k < (%s)nrows * %lld; k += %d) {", kt, from, kt, (long long)vecs, threads - from);
+    else cg_line(c, "for (%s k = threadIdx.x; k < (%s)nrows * %lld; k += %d) {", kt, kt, (long long)vecs, threads);
     c->indent++;
     c->scope++;
     cg_line(c, "const int r = (int)(k / %lld);", (long long)vecs);
@@ -485,6 +492,12 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     if (conc > 1) cg_line(c, "const int fu_rl = threadIdx.x %% %d, fu_r0 = threadIdx.x / %d; // lane in a row, first row", tpr, tpr);
     cg_line(c, "int nlist = 0;");
     cg_line(c, "bool first = true;");
+    /* The walk over the hit rows waits on its source loads; the rows no
+     * position lands in are stores alone. All blocks run at once, so if all
+     * took the same order, the device would wait on latency and then on
+     * bandwidth: half the blocks walk first. */
+    if (SCATTER_WALK_FIRST == 1) cg_line(c, "const bool walk_first = (blockIdx.x & 1u) != 0u; // odd blocks: the hit rows before the others");
+    else cg_line(c, "const bool walk_first = %s;", SCATTER_WALK_FIRST ? "true" : "false");
     /* the flush: sort the list by row, then write owned rows */
     cg_line(c, "auto flush = [&]() {");
     c->indent++;
@@ -494,13 +507,18 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     c->indent++;
     emit_warp_sort(c);
     c->indent--;
-    cg_line(c, "} else if (first) { // the other warps meanwhile store the rows no position lands in");
+    cg_line(c, "} else if (first && !walk_first) { // the other warps meanwhile store the rows no position lands in");
     c->indent++;
-    emit_base_rows(w, s, rpb, vecs, vec, threads);
+    emit_base_rows(w, s, rpb, vecs, vec, 32, threads);
     c->indent--;
     cg_line(c, "}");
     cg_line(c, "__syncthreads();");
     emit_rows(w, s, items, tpr, conc, vec, SCATTER_BATCH);
+    cg_line(c, "if (first && walk_first) { // then the rows no position lands in");
+    c->indent++;
+    emit_base_rows(w, s, rpb, vecs, vec, 0, threads);
+    c->indent--;
+    cg_line(c, "}");
     cg_line(c, "first = false;");
     cg_line(c, "nlist = 0;");
     cg_line(c, "__syncthreads();");
@@ -556,18 +574,10 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
         cg_drop_scope(c);
         cg_line(c, "}");
     }
-    if (SCATTER_ROLLED) {
-        cg_line(c, "#pragma unroll 1 // one load's code: NVRTC time");
-        cg_line(c, "for (int u = 0; u < %d; u++) {", U);
-        c->indent++;
-        cg_line(c, "const long long p = p0 + 32 * u, j = jv[0];");
-        if (U > 1) cg_line(c, "for (int q = 0; q < %d; q++) jv[q] = jv[q + 1]; // the next id moves to jv[0]", U - 1);
-    } else {
-        cg_line(c, "#pragma unroll");
-        cg_line(c, "for (int u = 0; u < %d; u++) {", U);
-        c->indent++;
-        cg_line(c, "const long long p = p0 + 32 * u, j = jv[u];");
-    }
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (int u = 0; u < %d; u++) {", U);
+    c->indent++;
+    cg_line(c, "const long long p = p0 + 32 * u, j = jv[u];");
     cg_line(c, "if (p < w1 && (j < 0 || j >= %lld)) fu_report_index(fu_err, %d, j, p);", (long long)V, (int)(s - f->nodes));
     cg_line(c, "const bool kept = p < w1 && j >= v0 && j < v0 + nrows;");
     cg_line(c, "const unsigned m = __ballot_sync(0xffffffffu, kept);");
