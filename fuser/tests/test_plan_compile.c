@@ -283,13 +283,11 @@ static void check_codegen_choices(const char *suites)
         CHECK_CONTAINS(emb, "for (int u = 0; u < 4; u++) {");
         CHECK(count_of(emb, "if (e0 + u < eb) {") == 1);
         CHECK(count_of(emb, "if (e0 + 1 < eb) {") == 0);
-        /* the rows no position lands in, one vector each in turn over the block's rows: in
-         * even blocks by the warps after warp 0 while it sorts, in odd ones after the hit rows */
-        CHECK_CONTAINS(emb, "const bool walk_first = (blockIdx.x & 1u) != 0u;");
-        CHECK_CONTAINS(emb, "} else if (first && !walk_first) {");
+        /* the rows no position lands in: by the warps after warp 0 while it sorts, one
+         * vector each in turn over the block's rows */
+        CHECK_CONTAINS(emb, "} else if (first) {");
         CHECK_CONTAINS(emb, "for (int k = threadIdx.x - 32; k < (int)nrows * 96; k += 928) {");
-        CHECK_CONTAINS(emb, "if (first && walk_first) {");
-        CHECK_CONTAINS(emb, "for (int k = threadIdx.x; k < (int)nrows * 96; k += 960) {");
+        CHECK(count_of(emb, "walk_first") == 0);
         CHECK_CONTAINS(emb, "if (fu_hit[r >> 5] >> (r & 31) & 1u) continue;");
         CHECK_CONTAINS(emb, "__shared__ int fu_pos[3072];");
         /* the id scan: each of the 30 warps its chunk (288 ids: 9 loads per lane, one trip),
