@@ -965,7 +965,7 @@ static void hoist_walk(red_ctx *r, fu_tensor t, uint32_t ready, int depth)
     const fu_value *v = fu_val(r->f, t);
     if ((r->deps[t] & ~ready) == 0) {
         cg_index idx[FU_MAX_RANK];
-        if (!is_full_shape(r, v) && fu_shape_numel(v->rank, v->shape) > 1 && row_index(r, v, idx))
+        if (!is_full_shape(r, v) && row_index(r, v, idx))
             cg_value(&r->w->cg, t, idx);
         if (!is_full_shape(r, v)) return;
     }
@@ -989,6 +989,20 @@ static void hoist_all_row_values(red_ctx *r)
     for (int o = 0; o < r->g->noutputs; o++) hoist_row_values(r, r->g->outputs[o], ready);
     for (int i = 0; i < r->nred; i++)
         if (r->reds[i].kind != RK_GRID_PRO) hoist_row_values(r, r->reds[i].in, ready);
+}
+
+/* After pass p's block reductions: the per-row values that now have every
+ * reduction they need (a row's log-sum-exp from its max and sum) are
+ * computed once, not in every element of the next pass. */
+static void hoist_pass_row_values(red_ctx *r, int pass)
+{
+    uint32_t ready = 0;
+    for (int i = 0; i < r->nred; i++)
+        if (r->reds[i].avail) ready |= 1u << i;
+    cg_line(&r->w->cg, "// per-row values of the reductions so far, before pass %d", pass + 1);
+    for (int o = 0; o < r->g->noutputs; o++) hoist_row_values(r, r->g->outputs[o], ready);
+    for (int i = 0; i < r->nred; i++)
+        if (r->reds[i].pass > pass) hoist_row_values(r, r->reds[i].in, ready);
 }
 
 /* With ROW_CACHE_SMEM the inputs chosen for the register cache are kept in
@@ -1183,7 +1197,10 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     /* the canonical offset of each cached input (what lookup_cache matches) */
     for (int k = 0; k < r->ncache; k++) canonical_base(r, r->cache_t[k], r->cache_base[k]);
     hoist_all_row_values(r);
-    for (int p = 1; p <= r->passes; p++) emit_pass(r, p);
+    for (int p = 1; p <= r->passes; p++) {
+        emit_pass(r, p);
+        if (p < r->passes) hoist_pass_row_values(r, p);
+    }
     /* per-row outputs, then this row's share of the grid reductions */
     for (int o = 0; o < nrow_out; o++) {
         const fu_value *v = fu_val(f, row_out[o]);
