@@ -15,7 +15,9 @@
 
 #include "plan.h"
 
-#define PW_THREADS 256
+#ifndef PW_THREADS
+#define PW_THREADS 256 /* threads per block */
+#endif
 /* Vectors per thread (measured on the H200, docs/perf.md v7). A grid that
  * fits in one wave at up to ONE_WAVE_ITEMS vectors per thread gets just
  * enough to be one wave: every load is issued at the start (bf16 embedding
