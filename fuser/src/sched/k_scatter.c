@@ -9,8 +9,9 @@
  * other warps store the rows no position lands in (the base alone). Then
  * every row a position lands in is written once: base + the source rows
  * that map to it, accumulated in f32 registers, a thread walking the sorted
- * positions 4 at a time (their source loads in flight together). Results are bit-identical run to run, every output row is written
- * once, and no memset is needed. If more positions land in one block than its
+ * positions 4 at a time (their source loads in flight together). Results
+ * are bit-identical run to run, every output row is written once, and no
+ * memset is needed. If more positions land in one block than its
  * shared list holds, the block flushes in index order, re-reading its rows.
  *
  * Atomic mode (any axis, and scatter_add): the output is cleared (or the base
@@ -36,6 +37,8 @@ _Static_assert(MAX_ROWS_PER_BLOCK <= 1 << ROW_BITS, "a block's rows fit ROW_BITS
  * embedding backward, 1.5% on the big bf16 one). */
 #define ROW_THREADS 1024
 #endif
+/* warp 0 sorts while the other warps store: a block needs more than one */
+_Static_assert(ROW_THREADS >= 64, "a block has at least 2 warps");
 /* Registers a thread may use: sets the blocks per SM of the one-wave grid,
  * which the launch bounds then hold ptxas to. */
 #ifndef SCATTER_REG_BUDGET
@@ -305,8 +308,8 @@ static void emit_slot(fu_kernel_writer *w, const fu_node *s, const row_item *ri,
  * before any is added, whatever the rows' counts (a row of several positions
  * costs no more latencies than as many rows of one). One accumulator carries
  * across batches: set from the base (or, at a later flush, from what the row
- * holds) at a row's first slot, stored at its last. Groups (several rows side by side) split the list at row boundaries near
- * nlist * group / conc. */
+ * holds) at a row's first slot, stored at its last. Groups (several rows
+ * side by side) split the list at row boundaries near nlist * group / conc. */
 static void emit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr, int conc, int vec, int batch)
 {
     cg_ctx *c = &w->cg;
