@@ -493,7 +493,7 @@ fu_status fu_runtime_compile(fu_runtime *rt, const char *source, const char *nam
     /* The full option list: ours, then the caller's. */
     char arch_opt[48];
     snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", rt->arch);
-    const char *defaults[6] = {arch_opt, "-std=c++17", "-default-device"};
+    const char *defaults[8] = {arch_opt, "-std=c++17", "-default-device"};
     int ndef = 3;
     if (rt->include_option[0]) defaults[ndef++] = rt->include_option;
     /* NVRTC 12.9+ keeps its own cache of compiled programs: off, so that the
@@ -501,6 +501,9 @@ fu_status fu_runtime_compile(fu_runtime *rt, const char *source, const char *nam
     bool v12_9 = rt->nvrtc_major > 12 || (rt->nvrtc_major == 12 && rt->nvrtc_minor >= 9);
     if (v12_9) defaults[ndef++] = "--no-cache";
     if (v12_9 && NVRTC_FAST_COMPILE) defaults[ndef++] = "--Ofast-compile=min";
+    /* 12.4+: leave out the runtime's types and device-side launch, which no
+     * kernel here uses (the same CUBIN for the seed kernels, ~4 ms less) */
+    if (rt->nvrtc_major > 12 || (rt->nvrtc_major == 12 && rt->nvrtc_minor >= 4)) defaults[ndef++] = "-minimal";
     const char **opts = fu_malloc(sizeof *opts * (size_t)(ndef + nopts));
     if (!opts) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     for (int i = 0; i < ndef; i++) opts[i] = defaults[i];
