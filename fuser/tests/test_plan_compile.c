@@ -246,6 +246,12 @@ static void check_codegen_choices(const char *suites)
         CHECK(count_of(fb, "for (int it0 = 0; it0 < 8; it0 += 2) {") == 1);
         CHECK(count_of(fb, "if (kb < ") == 0);
         CHECK(count_of(fb, "fu_max_bf16x2(") == 4);
+        /* values of finished reductions once per row: the log-sum-exp before pass 2 (and
+         * reused by the loss), the scalar dloss / count before pass 1, not per batch */
+        CHECK_CONTAINS(fb, "// per-row values of the reductions so far, before pass 2");
+        CHECK(count_of(fb, "fu_log(r1)") == 1);
+        CHECK(count_of(fb, "fu_load(in2[0])") == 1);
+        CHECK(count_of(fb, " / r3);") == 2); /* dloss / count per row, loss / count once */
     }
     free(fb);
     /* a computed source (x * 0.5) keeps the per-vector max: no second copy */
