@@ -470,6 +470,11 @@ static fu_status nvrtc_compile(fu_runtime *rt, const char *source, const char *n
 
 /* ---------------------------------------------------------------- compile */
 
+static bool nvrtc_at_least(const fu_runtime *rt, int major, int minor)
+{
+    return rt->nvrtc_major > major || (rt->nvrtc_major == major && rt->nvrtc_minor >= minor);
+}
+
 fu_status fu_runtime_compile(fu_runtime *rt, const char *source, const char *name_for_messages,
                              const char *const *extra_options, int nopts, fu_module **out,
                              fu_compile_info *info, fu_error *err)
@@ -498,12 +503,12 @@ fu_status fu_runtime_compile(fu_runtime *rt, const char *source, const char *nam
     if (rt->include_option[0]) defaults[ndef++] = rt->include_option;
     /* NVRTC 12.9+ keeps its own cache of compiled programs: off, so that the
      * compile times we report are compiles (our disk cache does the caching) */
-    bool v12_9 = rt->nvrtc_major > 12 || (rt->nvrtc_major == 12 && rt->nvrtc_minor >= 9);
+    bool v12_9 = nvrtc_at_least(rt, 12, 9);
     if (v12_9) defaults[ndef++] = "--no-cache";
     if (v12_9 && NVRTC_FAST_COMPILE) defaults[ndef++] = "--Ofast-compile=min";
     /* 12.4+: leave out the runtime's types and device-side launch, which no
      * kernel here uses (the same CUBIN for the seed kernels, ~4 ms less) */
-    if (rt->nvrtc_major > 12 || (rt->nvrtc_major == 12 && rt->nvrtc_minor >= 4)) defaults[ndef++] = "-minimal";
+    if (nvrtc_at_least(rt, 12, 4)) defaults[ndef++] = "-minimal";
     const char **opts = fu_malloc(sizeof *opts * (size_t)(ndef + nopts));
     if (!opts) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     for (int i = 0; i < ndef; i++) opts[i] = defaults[i];

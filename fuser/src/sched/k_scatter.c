@@ -448,8 +448,9 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
      * memory (more, smaller blocks would run as a second wave). */
     int per_sm = g->opts->max_threads_per_sm / threads;
     if (per_sm > 65536 / (threads * SCATTER_REG_BUDGET)) per_sm = 65536 / (threads * SCATTER_REG_BUDGET);
-    int smem = 3 * LIST_CAP * 4 + (MAX_ROWS_PER_BLOCK + 1) * 4 + MAX_ROWS_PER_BLOCK / 8;
-    if (per_sm > 227 * 1024 / smem) per_sm = 227 * 1024 / smem;
+    int smem = 3 * LIST_CAP * 4 + (MAX_ROWS_PER_BLOCK + 1) * 4 + MAX_ROWS_PER_BLOCK / 8 + 32 * 4;
+    int smem_fit = g->opts->max_shared_per_sm / (smem + g->opts->reserved_shared_per_block);
+    if (per_sm > smem_fit) per_sm = smem_fit;
     if (per_sm < 1) per_sm = 1;
     int64_t grid = (int64_t)g->opts->sm_count * per_sm;
     if (grid > V) grid = V;
