@@ -233,6 +233,9 @@ static void check_codegen_choices(const char *suites)
         CHECK(count_of(fwd, "fu_max_bf16x2(") == 4);
         CHECK(count_of(fwd, "fu_pair_hi(") == 4);
         CHECK(count_of(fwd, "if (kb < ") == 0);
+        /* it only reads rows: strided by gridDim.x, no queue (v13: no gain there) */
+        CHECK(count_of(fwd, "fu_take_row(") == 0);
+        CHECK(count_of(fwd, "for (int row = blockIdx.x; row < 8192; row += gridDim.x) {") == 1);
     }
     free(fwd);
     /* the fused kernel keeps the row in shared memory between its passes, in
@@ -252,6 +255,12 @@ static void check_codegen_choices(const char *suites)
         CHECK(count_of(fb, "fu_log(r1)") == 1);
         CHECK(count_of(fb, "fu_load(in2[0])") == 1);
         CHECK(count_of(fb, " / r3);") == 2); /* dloss / count per row, loss / count once */
+        /* it reads and writes whole rows: rows in order from the queue (v13), the
+         * loss's partials one per row, combined in row order by the last block */
+        CHECK(count_of(fb, "fu_take_row(fu_count + 1, 8192u + gridDim.x)") == 2);
+        CHECK(count_of(fb, "for (int row = blockIdx.x;") == 0);
+        CHECK_CONTAINS(fb, "if (threadIdx.x == 0) fu_ws[(long long)row * 1 + 0] = (double)");
+        CHECK_CONTAINS(fb, "for (unsigned b = threadIdx.x; b < 8192u; b += 512) { // the rows' partials");
     }
     free(fb);
     /* a computed source (x * 0.5) keeps the per-vector max: no second copy */

@@ -4,7 +4,8 @@
  *
  * The group's row reductions share a domain D (the shape they reduce) split
  * into outer axes (rows) and inner axes (reduced). A block owns a row at a
- * time (persistent grid, rows strided by gridDim.x) and sweeps the row in
+ * time (persistent grid: rows strided by gridDim.x, or taken in order from a
+ * queue where the kernel also writes whole rows) and sweeps the row in
  * passes:
  *   - each pass computes the row reductions whose inputs are ready and writes
  *     the full-size outputs that depend only on what is ready;
@@ -16,8 +17,8 @@
  *     the logits for a fused cross entropy forward+backward.
  * After the passes, per-row values (a loss per row) are written by one thread.
  * Reductions over all rows ("grid" reductions: a mean loss) are accumulated
- * per block, written as per-block partials, and combined in a fixed order by
- * the last block to finish, which then writes the scalar outputs: the result
+ * per block (per row with the queue), written as partials, and combined in a
+ * fixed order by the last block to finish, which then writes the scalar outputs: the result
  * is deterministic and needs no second kernel and no memset (the last block
  * resets the counter). A grid reduction that a row needs before it can finish
  * (the count of non-ignored rows in a mean backward) and that depends on no
@@ -62,7 +63,17 @@
 #ifndef ROW_SMEM_BATCH
 #define ROW_SMEM_BATCH 2
 #endif
-#define STATIC_SHARED_BYTES 1024 /* fu_smem and fu_last, rounded up */
+/* Rows taken in order from a queue (an atomic counter) instead of strided by
+ * gridDim.x, where a persistent grid both reads and writes whole rows: the
+ * SMs then sweep memory together, while strided rows drift apart. A copy of
+ * 128 KiB rows through shared memory on the H200: 542.8 us strided, 524.9
+ * from the queue, 521.3 with one block per row (docs/perf.md v13). Grid
+ * reductions then keep one partial per row, combined in row order, so the
+ * result does not depend on which block took which row. */
+#ifndef ROW_QUEUE
+#define ROW_QUEUE 1
+#endif
+#define STATIC_SHARED_BYTES 1024 /* fu_smem, fu_last and fu_next, rounded up */
 
 typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI } rkind;
 typedef enum batch_max_kind { BM_NONE, BM_REGISTER, BM_PACKED_BF16 } batch_max_kind;
@@ -1103,6 +1114,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     }
     /* classify the outputs */
     int nrow_out = 0, nscalar_out = 0;
+    bool full_out = false;
     fu_tensor row_out[16], scalar_out[16];
     uint32_t epi_bits = 0;
     for (int i = 0; ok && i < r->nred; i++)
@@ -1113,6 +1125,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         cg_index idx[FU_MAX_RANK];
         uint32_t d = r->deps[t];
         if (is_full_shape(r, v)) {
+            full_out = true;
             if (d & epi_bits) {
                 snprintf(why, nwhy, "reduction: full-size output '%s' needs a grid-wide value", v->name);
                 ok = false;
@@ -1162,19 +1175,21 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     int64_t grid = (int64_t)g->opts->sm_count * blocks_per_sm;
     if (grid > r->rows) grid = r->rows;
     if (grid < 1) grid = 1;
+    const bool queue = ROW_QUEUE && full_out && grid < r->rows && r->rows + grid < INT32_MAX;
+    const int64_t partials = queue ? r->rows : grid; /* grid reductions: one partial per row or per block */
     kp->sched = FU_SCHED_REDUCTION;
     kp->grid = (unsigned)grid;
     kp->block = (unsigned)r->threads;
     kp->shared_bytes = (size_t)r->smem_bytes;
-    kp->workspace_bytes = ngrid ? (size_t)ngrid * (size_t)grid * sizeof(double) + 64 : 0;
+    kp->workspace_bytes = ngrid || queue ? (size_t)ngrid * (size_t)partials * sizeof(double) + 64 : 0;
     int nonline = 0;
     for (int i = 0; i < r->nred; i++) nonline += r->reds[i].online_max >= 0;
     snprintf(kp->config, sizeof kp->config,
-             "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d%s grid_reductions=%d",
+             "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d%s grid_reductions=%d%s",
              (long long)r->rows, (long long)r->K, r->vec, r->threads, r->iters, r->passes, nonline, r->ncache + r->nsmem,
-             r->nsmem ? " (shared memory)" : r->ncache ? " (registers)" : "", ngrid);
+             r->nsmem ? " (shared memory)" : r->ncache ? " (registers)" : "", ngrid, queue ? " row_queue=1" : "");
 
-    fu_kw_signature(w, kp, (unsigned)r->threads, (unsigned)min_blocks, ngrid > 0);
+    fu_kw_signature(w, kp, (unsigned)r->threads, (unsigned)min_blocks, ngrid > 0 || queue);
     cg_open(c);
     cg_line(c, "__shared__ double fu_smem[64];");
     if (r->nsmem)
@@ -1183,13 +1198,28 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     const char *it = c->index64 ? "long long" : "int";
     for (int i = 0; i < r->nred; i++)
         if (r->reds[i].kind == RK_GRID_PRO) emit_grid_prologue(r, &r->reds[i]);
-    for (int i = 0; i < r->nred; i++)
+    for (int i = 0; i < r->nred && !queue; i++)
         if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID)
             cg_line(c, "%s fu_g%d = %s; // this block's part of %s", cg_compute_type(fu_val(f, r->reds[i].out)->dtype), i,
                     identity(r->reds[i].op, fu_val(f, r->reds[i].out)->dtype), fu_val(f, r->reds[i].out)->name);
-    cg_line(c, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x) {", it, (long long)r->rows);
-    c->indent++;
-    c->scope++;
+    const unsigned long long takers = (unsigned long long)r->rows; /* + gridDim.x: every block's last ticket is past the rows */
+    if (queue) {
+        cg_line(c, "// rows in order from the queue fu_count[1], each taken a row ahead (see ROW_QUEUE)");
+        cg_line(c, "__shared__ unsigned fu_next[2];");
+        cg_line(c, "if (threadIdx.x == 0) fu_next[0] = fu_take_row(fu_count + 1, %lluu + gridDim.x);", takers);
+        cg_line(c, "__syncthreads();");
+        cg_line(c, "for (unsigned fu_q = 0;; fu_q ^= 1u) {");
+        c->indent++;
+        c->scope++;
+        cg_line(c, "const %s row = (%s)fu_next[fu_q];", it, it);
+        cg_line(c, "if (row >= %lld) break;", (long long)r->rows);
+        cg_line(c, "unsigned fu_ticket = 0; // the block's next row, read at the end of this one");
+        cg_line(c, "if (threadIdx.x == 0) fu_ticket = fu_take_row(fu_count + 1, %lluu + gridDim.x);", takers);
+    } else {
+        cg_line(c, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x) {", it, (long long)r->rows);
+        c->indent++;
+        c->scope++;
+    }
     emit_outer_vars(r, "row");
     for (int k = 0; k < r->ncache; k++)
         cg_line(c, "alignas(16) %s fu_c%d[%d]; // '%s' kept in registers between passes",
@@ -1212,25 +1242,32 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         cg_store_expr(c, e, sizeof e, v->dtype, val);
         cg_line(c, "if (threadIdx.x == 0) %s[%s] = %s;", fu_kw_output(w, row_out[o])->name, off.expr, e);
     }
-    for (int i = 0; i < r->nred; i++) {
+    for (int i = 0, gi = 0; i < r->nred; i++) {
         red_info *ri = &r->reds[i];
-        if (ri->kind == RK_ROWGRID) {
-            char g[16];
-            snprintf(g, sizeof g, "fu_g%d", i);
-            combine(c, ri->op, g, ri->var);
-        } else if (ri->kind == RK_GRID_EPI) {
+        if (ri->kind != RK_ROWGRID && ri->kind != RK_GRID_EPI) continue;
+        const char *val = ri->var;
+        if (ri->kind == RK_GRID_EPI) {
             cg_index idx[FU_MAX_RANK];
             row_index(r, fu_val(f, ri->in), idx);
+            val = cg_value(c, ri->in, idx);
+        }
+        if (queue) {
+            cg_line(c, "if (threadIdx.x == 0) fu_ws[(long long)row * %d + %d] = (double)%s;", ngrid, gi++, val);
+        } else {
             char g[16];
             snprintf(g, sizeof g, "fu_g%d", i);
-            combine(c, ri->op, g, cg_value(c, ri->in, idx));
+            combine(c, ri->op, g, val);
         }
+    }
+    if (queue) {
+        cg_line(c, "if (threadIdx.x == 0) fu_next[fu_q ^ 1u] = fu_ticket;");
+        cg_line(c, "__syncthreads();");
     }
     cg_close(c);
     /* grid reductions: partials, then the last block combines them in block order */
     if (ngrid > 0) {
         int gi = 0;
-        for (int i = 0; i < r->nred; i++)
+        for (int i = 0; i < r->nred && !queue; i++)
             if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID)
                 cg_line(c, "if (threadIdx.x == 0) fu_ws[blockIdx.x * %d + %d] = (double)fu_g%d;", ngrid, gi++, i);
         cg_line(c, "__shared__ int fu_last;");
@@ -1246,7 +1283,8 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
             if (ri->kind != RK_GRID_EPI && ri->kind != RK_ROWGRID) continue;
             const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
             cg_line(c, "%s %s = %s;", ct, ri->var, identity(ri->op, fu_val(f, ri->out)->dtype));
-            cg_line(c, "for (unsigned b = threadIdx.x; b < gridDim.x; b += %d) {", r->threads);
+            if (queue) cg_line(c, "for (unsigned b = threadIdx.x; b < %lldu; b += %d) { // the rows' partials", (long long)r->rows, r->threads);
+            else cg_line(c, "for (unsigned b = threadIdx.x; b < gridDim.x; b += %d) {", r->threads);
             c->indent++;
             char v[64];
             snprintf(v, sizeof v, "(%s)__ldcg(&fu_ws[b * %d + %d])", ct, ngrid, gi++);

@@ -132,8 +132,8 @@ void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned thr
                      cg_storage_type(v->dtype), p->name, v->name, fu_dtype_name(v->dtype), shape);
     }
     if (workspace)
-        fu_sb_puts(&w->sb, "    double *__restrict__ fu_ws, // per-block partials of grid reductions\n"
-                           "    unsigned int *__restrict__ fu_count, // blocks finished; reset to 0 by the last\n");
+        fu_sb_puts(&w->sb, "    double *__restrict__ fu_ws, // partials of grid reductions (per block, or per row)\n"
+                           "    unsigned int *__restrict__ fu_count, // [0] blocks finished, [1] row queue; reset to 0 by the last\n");
     fu_sb_puts(&w->sb, "    unsigned long long *__restrict__ fu_err) // first out-of-range index: op+1, value, position\n");
 }
 
