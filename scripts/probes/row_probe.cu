@@ -1,0 +1,262 @@
+// row_probe.cu -- the fused cross entropy's memory pattern without its math (docs/perf.md v13, probe 2).
+// Each row (32768 f32 = 128 KiB, or bf16 64 KiB) is read whole, kept in shared memory, reduced across the block
+// (or cluster), then written. Which arrangement of rows over blocks comes closest to the copy: persistent blocks
+// with rows strided by gridDim.x, one block per row, persistent blocks taking rows from a counter, or a row
+// shared by a cluster? And the forward's read-only pattern. Cold L2 (a memset of twice the L2 before each
+// sample), CUDA events, median of 31.
+#include <cstdio>
+#include <cstdint>
+#include <algorithm>
+#include <vector>
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+namespace cg = cooperative_groups;
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+__device__ __forceinline__ float block_sum(float v, float *red) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float s = 0;
+  for (int w = 0; w < (int)(blockDim.x >> 5); w++) s += red[w];
+  return s;
+}
+
+// rowbytes/ (PARTS CTAs) per CTA; each thread ITERS uint4. PARTS > 1: a cluster of PARTS CTAs shares a row.
+template <int ITERS, int PARTS, bool PERSIST>
+__global__ void rowcopy(const uint4 *__restrict__ in, uint4 *__restrict__ out, int rows, float *sink) {
+  extern __shared__ __align__(16) uint4 stash[];
+  __shared__ float red[33];
+  const int per_cta = ITERS * blockDim.x;  // uint4 per CTA part of the row
+  const int part = PARTS > 1 ? (int)cg::this_cluster().block_rank() : 0;
+  const int first = PERSIST ? (int)(blockIdx.x / PARTS) : (int)(blockIdx.x / PARTS);
+  const int step = PERSIST ? (int)(gridDim.x / PARTS) : rows;
+  float keep = 0;
+  for (int row = first; row < rows; row += step) {
+    const uint4 *src = in + ((size_t)row * PARTS + part) * per_cta;
+    uint4 *dst = out + ((size_t)row * PARTS + part) * per_cta;
+    uint4 v[ITERS];
+#pragma unroll
+    for (int i = 0; i < ITERS; i++) v[i] = __ldg(src + i * blockDim.x + threadIdx.x);
+    float m = 0;
+#pragma unroll
+    for (int i = 0; i < ITERS; i++) {
+      m += __uint_as_float(v[i].x) + __uint_as_float(v[i].y);
+      stash[i * blockDim.x + threadIdx.x] = v[i];
+    }
+    float s = block_sum(m, red);
+    if (PARTS > 1) {
+      cg::cluster_group cl = cg::this_cluster();
+      if (threadIdx.x == 0) red[32] = s;
+      cl.sync();
+      float tot = 0;
+      for (int p = 0; p < PARTS; p++) tot += *cl.map_shared_rank(&red[32], p);
+      cl.sync();  // partners done reading red[32] before it changes
+      s = tot;
+    }
+    keep += s;
+    const float scale = s == 12345.0f ? 2.0f : 1.0f;  // a data dependence on the reduction, never true
+#pragma unroll 2
+    for (int i = 0; i < ITERS; i++) {
+      uint4 w = stash[i * blockDim.x + threadIdx.x];
+      w.x = __float_as_uint(__uint_as_float(w.x) * scale);
+      dst[i * blockDim.x + threadIdx.x] = w;
+    }
+  }
+  if (keep == 12345.0f) *sink = keep;
+}
+
+
+// persistent CTAs that take rows in order from a counter (the next row fetched one row ahead); the last CTA to
+// leave resets the counters for the next launch
+template <int ITERS>
+__global__ void rowcopy_dyn(const uint4 *__restrict__ in, uint4 *__restrict__ out, int rows, float *sink,
+                            unsigned *ctr) {
+  extern __shared__ __align__(16) uint4 stash[];
+  __shared__ float red[33];
+  __shared__ int next_row;
+  const int per_cta = ITERS * blockDim.x;
+  if (threadIdx.x == 0) next_row = (int)atomicAdd(&ctr[0], 1u);
+  __syncthreads();
+  int row = next_row;
+  float keep = 0;
+  while (row < rows) {
+    const uint4 *src = in + (size_t)row * per_cta;
+    uint4 *dst = out + (size_t)row * per_cta;
+    uint4 v[ITERS];
+#pragma unroll
+    for (int i = 0; i < ITERS; i++) v[i] = __ldg(src + i * blockDim.x + threadIdx.x);
+    int nxt = 0;
+    if (threadIdx.x == 0) nxt = (int)atomicAdd(&ctr[0], 1u);
+    float m = 0;
+#pragma unroll
+    for (int i = 0; i < ITERS; i++) {
+      m += __uint_as_float(v[i].x) + __uint_as_float(v[i].y);
+      stash[i * blockDim.x + threadIdx.x] = v[i];
+    }
+    float s = block_sum(m, red);
+    keep += s;
+    const float scale = s == 12345.0f ? 2.0f : 1.0f;
+#pragma unroll 2
+    for (int i = 0; i < ITERS; i++) {
+      uint4 w = stash[i * blockDim.x + threadIdx.x];
+      w.x = __float_as_uint(__uint_as_float(w.x) * scale);
+      dst[i * blockDim.x + threadIdx.x] = w;
+    }
+    __syncthreads();  // everyone has read next_row's old value
+    if (threadIdx.x == 0) next_row = nxt;
+    __syncthreads();
+    row = next_row;
+  }
+  if (keep == 12345.0f) *sink = keep;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&ctr[1], 1u) == gridDim.x - 1) { ctr[0] = 0; ctr[1] = 0; __threadfence(); }
+  }
+}
+// read-only rows (the forward): persistent in a fixed order, one row per CTA, or counter-driven
+template <int ITERS, int MODE>
+__global__ void rowread(const uint4 *__restrict__ in, int rows, float *sink, unsigned *ctr) {
+  __shared__ float red[33];
+  __shared__ int next_row;
+  float keep = 0;
+  int row;
+  if (MODE == 2) {
+    if (threadIdx.x == 0) next_row = (int)atomicAdd(&ctr[0], 1u);
+    __syncthreads();
+    row = next_row;
+  } else row = blockIdx.x;
+  while (row < rows) {
+    const uint4 *src = in + (size_t)row * ITERS * blockDim.x;
+    uint4 v[ITERS];
+#pragma unroll
+    for (int i = 0; i < ITERS; i++) v[i] = __ldg(src + i * blockDim.x + threadIdx.x);
+    int nxt = 0;
+    if (MODE == 2 && threadIdx.x == 0) nxt = (int)atomicAdd(&ctr[0], 1u);
+    float m = 0;
+#pragma unroll
+    for (int i = 0; i < ITERS; i++) m += __uint_as_float(v[i].x) + __uint_as_float(v[i].y) + __uint_as_float(v[i].z) + __uint_as_float(v[i].w);
+    keep += block_sum(m, red);
+    if (MODE == 0) row += gridDim.x;
+    else if (MODE == 1) row = rows;
+    else {
+      __syncthreads();
+      if (threadIdx.x == 0) next_row = nxt;
+      __syncthreads();
+      row = next_row;
+    }
+  }
+  if (keep == 12345.0f) *sink = keep;
+  if (MODE == 2 && threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&ctr[1], 1u) == gridDim.x - 1) { ctr[0] = 0; ctr[1] = 0; __threadfence(); }
+  }
+}
+
+static void *g_flush;
+static size_t g_flush_bytes;
+template <class F>
+static double time_us(F launch, int reps = 31) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+  launch(); CK(cudaDeviceSynchronize());
+  std::vector<float> t;
+  for (int r = 0; r < reps; r++) {
+    CK(cudaMemsetAsync(g_flush, r + 1, g_flush_bytes));
+    CK(cudaEventRecord(e0));
+    launch();
+    CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
+    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); t.push_back(ms * 1000);
+  }
+  CK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  return t[reps / 2];
+}
+
+template <int ITERS, int PARTS, bool PERSIST>
+static void run(const char *name, const uint4 *a, uint4 *b, int rows, size_t rowbytes, int threads, int ctas_per_sm,
+                int sms, float *sink) {
+  auto k = rowcopy<ITERS, PARTS, PERSIST>;
+  size_t smem = rowbytes / PARTS;
+  if ((size_t)ITERS * threads * 16 * PARTS != rowbytes) { printf("%s: bad config\n", name); return; }
+  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int occ = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, threads, smem));
+  int per_sm = ctas_per_sm ? ctas_per_sm : occ;
+  per_sm -= per_sm % PARTS;
+  if (per_sm < PARTS) per_sm = PARTS;
+  unsigned grid = PERSIST ? (unsigned)(sms * per_sm) : (unsigned)(rows * PARTS);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid); cfg.blockDim = dim3(threads); cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = PARTS; at[0].val.clusterDim.y = 1; at[0].val.clusterDim.z = 1;
+  cfg.attrs = at; cfg.numAttrs = 1;
+  double us = time_us([&] { CK(cudaLaunchKernelEx(&cfg, k, a, b, rows, sink)); });
+  double bytes = 2.0 * rows * (double)rowbytes;
+  printf("%-34s rows %5d occ %d grid %6u: %8.2f us %6.0f GB/s\n", name, rows, occ, grid, us, bytes / us / 1e3);
+  fflush(stdout);
+}
+
+
+template <int ITERS>
+static void run_dyn(const char *name, const uint4 *a, uint4 *b, int rows, size_t rowbytes, int threads, int per_sm,
+                    int sms, float *sink, unsigned *ctr) {
+  auto k = rowcopy_dyn<ITERS>;
+  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rowbytes));
+  unsigned grid = (unsigned)(sms * per_sm);
+  double us = time_us([&] { k<<<grid, threads, rowbytes>>>(a, b, rows, sink, ctr); });
+  printf("%-34s rows %5d grid %6u: %8.2f us %6.0f GB/s\n", name, rows, grid, us, 2.0 * rows * (double)rowbytes / us / 1e3);
+  fflush(stdout);
+}
+template <int ITERS, int MODE>
+static void run_read(const char *name, const uint4 *a, int rows, int threads, unsigned grid, float *sink, unsigned *ctr) {
+  double us = time_us([&] { rowread<ITERS, MODE><<<MODE == 1 ? (unsigned)rows : grid, threads>>>(a, rows, sink, ctr); });
+  double bytes = (double)rows * ITERS * threads * 16;
+  printf("%-34s rows %5d grid %6u: %8.2f us %6.0f GB/s\n", name, rows, MODE == 1 ? (unsigned)rows : grid, us, bytes / us / 1e3);
+  fflush(stdout);
+}
+int main() {
+  int sms, l2; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  g_flush_bytes = 2 * (size_t)l2; CK(cudaMalloc(&g_flush, g_flush_bytes));
+  float *sink; CK(cudaMalloc(&sink, 4));
+  size_t bytes = (size_t)8192 * 32768 * 4;
+  uint4 *a, *b; CK(cudaMalloc(&a, bytes)); CK(cudaMalloc(&b, bytes)); CK(cudaMemset(a, 0, bytes));
+  double us = time_us([&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+  printf("memcpyDtoD 1 GiB: %.2f us %.0f GB/s\n", us, 2.0 * bytes / us / 1e3);
+  unsigned *ctr; CK(cudaMalloc(&ctr, 8)); CK(cudaMemset(ctr, 0, 8));
+  const size_t f32row = 131072, bf16row = 65536;
+  for (int rows : {8192, 8184}) { // 8184 = 62 x 132: no tail block
+    // f32 rows of 128 KiB: one 1024-thread block per SM
+    run<8, 1, true>("f32 1x1024 persistent", a, b, rows, f32row, 1024, 1, sms, sink);
+    run<8, 1, false>("f32 1x1024 grid=rows", a, b, rows, f32row, 1024, 1, sms, sink);
+    run_dyn<8>("f32 1x1024 counter", a, b, rows, f32row, 1024, 1, sms, sink, ctr);
+    // bf16 rows of 64 KiB: 512-thread blocks
+    run<8, 1, true>("bf16 1x512 persistent 2/SM", a, b, rows, bf16row, 512, 2, sms, sink);
+    run<8, 1, true>("bf16 1x512 persistent 3/SM", a, b, rows, bf16row, 512, 3, sms, sink);
+    run<8, 1, false>("bf16 1x512 grid=rows", a, b, rows, bf16row, 512, 0, sms, sink);
+    run_dyn<8>("bf16 1x512 counter 2/SM", a, b, rows, bf16row, 512, 2, sms, sink, ctr);
+    run_dyn<8>("bf16 1x512 counter 3/SM", a, b, rows, bf16row, 512, 3, sms, sink, ctr);
+  }
+  // a row shared by a cluster of blocks (distributed shared memory)
+  run<8, 2, true>("f32 cluster2 x512 persistent", a, b, 8192, f32row, 512, 0, sms, sink);
+  run<8, 2, false>("f32 cluster2 x512 grid=rows", a, b, 8192, f32row, 512, 0, sms, sink);
+  run<8, 4, true>("f32 cluster4 x256 persistent", a, b, 8192, f32row, 256, 0, sms, sink);
+  run<8, 4, false>("f32 cluster4 x256 grid=rows", a, b, 8192, f32row, 256, 0, sms, sink);
+  run<4, 8, false>("f32 cluster8 x256 it4 grid=rows", a, b, 8192, f32row, 256, 0, sms, sink);
+  run<8, 2, false>("bf16 cluster2 x256 grid=rows", a, b, 8192, bf16row, 256, 0, sms, sink);
+  run<4, 4, false>("bf16 cluster4 x256 it4 grid=rows", a, b, 8192, bf16row, 256, 0, sms, sink);
+  // the forward's pattern, read only: bf16 rows of 64 KiB at 256 threads x 16 vectors, f32 128 KiB at 512 x 16
+  run_read<16, 0>("read bf16 256x16 persistent", a, 8192, 256, sms * 8, sink, ctr);
+  run_read<16, 1>("read bf16 256x16 grid=rows", a, 8192, 256, 0, sink, ctr);
+  run_read<16, 2>("read bf16 256x16 counter", a, 8192, 256, sms * 8, sink, ctr);
+  run_read<16, 0>("read f32 512x16 persistent", a, 8192, 512, sms * 4, sink, ctr);
+  run_read<16, 1>("read f32 512x16 grid=rows", a, 8192, 512, 0, sink, ctr);
+  run_read<16, 2>("read f32 512x16 counter", a, 8192, 512, sms * 4, sink, ctr);
+  unsigned h[2]; CK(cudaMemcpy(h, ctr, 8, cudaMemcpyDeviceToHost));
+  printf("counters after the runs (0 0 expected): %u %u\n", h[0], h[1]);
+  return h[0] || h[1];
+}
