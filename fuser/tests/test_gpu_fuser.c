@@ -338,6 +338,9 @@ int main(void)
         tc_add_suite(&l, suites, "qkv_split/qkv_split.fusion", "default", NULL, 0, dts[d], NULL);
     }
     tc_add_suite(&l, suites, "qkv_split/seed_repro.fusion", "default", NULL, 0, FU_F32, NULL);
+    /* a QKV split big enough for a domain per output (more than one wave) */
+    const char *qkv_split[] = {"B=16", "T=1024", "C=768", "H=12"};
+    for (int d = 0; d < 2; d++) tc_add_suite(&l, suites, "qkv_split/qkv_split.fusion", "split", qkv_split, 4, dts[d], NULL);
     /* the C-API variants and multi-kernel fusions */
     tc_sizes z = {.ce_n = 300, .ce_v = 5003, .emb_v = 1000, .emb_d = 256, .emb_t = 2048,
                   .qkv_b = 2, .qkv_t = 64, .qkv_c = 512, .multi_n = 200, .multi_v = 1000};

@@ -208,6 +208,42 @@ static void check_shared_memory_rows(void)
     free(masked);
 }
 
+/* Outputs of one shape get a domain each when they share no computation and
+ * read disjoint slices, unless the grid fits one wave as it is (v13);
+ * otherwise one thread computes all of them. */
+static void check_output_domains(const char *suites)
+{
+    const char *big[] = {"B=32", "T=2048", "C=2048", "H=32"};
+    char *qkv = one_kernel_source(suites, "qkv_split/qkv_split.fusion", big, 4, FU_BF16);
+    if (qkv) {
+        CHECK_CONTAINS(qkv, "// domain 2: [32, 32, 2048, 64]");
+        CHECK(count_of(qkv, "out0 + e") == 2 && count_of(qkv, "out1 + e") == 2 && count_of(qkv, "out2 + e") == 2);
+    }
+    free(qkv);
+    char *small = one_kernel_source(suites, "qkv_split/qkv_split.fusion", NULL, 0, FU_BF16);
+    if (small) CHECK(count_of(small, "// domain 1:") == 0);
+    free(small);
+    const char *head = "fusion two\nparam N = 65536\nparam K = 256\ninput x: f32[N, K]\n";
+    struct { const char *body; bool split; } cases[] = {
+        {"a = slice(x, start=[0, 0], stop=[N, 128])\nb = slice(x, start=[0, 128], stop=[N, 256])\n", true},
+        {"a = slice(x, start=[0, 0], stop=[N, 128])\nb = slice(x, start=[0, 64], stop=[N, 192])\n", false},
+        {"a = slice(x, start=[0, 0], stop=[N, 128])\nb = exp(a)\n", false},
+        {"a0 = slice(x, start=[0, 0], stop=[N, 128])\na = exp(a0)\nb = mul(a0, 2.0)\n", false},
+        {"a = slice(x, start=[0, 0], stop=[N, 128])\nx1 = add(x, 1.0)\nb = slice(x1, start=[0, 128], stop=[N, 256])\n", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%soutput a, b\n", head, cases[i].body);
+        char *src = text_kernel_source(text);
+        if (src) {
+            bool split = strstr(src, "// domain 1: [65536, 128]") != NULL;
+            CHECK(split == cases[i].split);
+            if (split != cases[i].split) fprintf(stderr, "output domains, case %zu: split %d, want %d\n", i, split, cases[i].split);
+        }
+        free(src);
+    }
+}
+
 /* What the code generator is expected to emit for the seed workloads: the
  * instruction-count choices docs/perf.md (v5, v6, v7) measured on the H200. */
 static void check_codegen_choices(const char *suites)
@@ -419,6 +455,7 @@ int main(void)
     check_codegen_choices(suites);
     check_shared_memory_limits(suites);
     check_shared_memory_rows();
+    check_output_domains(suites);
 
     fu_runtime_stats st = stats_of(rt);
     printf("%d plans; nvrtc_calls=%lld cache_hits=%lld compile_ms=%.0f\n", l.n, (long long)st.nvrtc_calls,

@@ -36,6 +36,14 @@
 #ifndef PW_ITEMS
 #define PW_ITEMS 1
 #endif
+/* Outputs of one shape that share no computation and read disjoint slices of
+ * their inputs (the q, k and v of a QKV split) get a domain each: a thread
+ * then moves one vector, not one per output (1 GiB copies on the H200: 503.8
+ * us at one vector per thread, 525.1 at four; the QKV split at 32x2048x6144:
+ * bf16 396.7 -> 388.1 us, f32 778.9 -> 763.2; docs/perf.md v13). */
+#ifndef PW_SPLIT_OUTPUTS
+#define PW_SPLIT_OUTPUTS 1
+#endif
 
 typedef struct pw_domain {
     int rank;
@@ -47,6 +55,85 @@ typedef struct pw_domain {
     fu_tensor outputs[16];
     unsigned first_block, nblocks;
 } pw_domain;
+
+/* What one output's cone reads of each tensor the group does not compute: a
+ * box of its coordinates, [lo, hi) per axis (the whole tensor unless every
+ * read is a slice of it). */
+typedef struct pw_reads {
+    bool any;
+    int64_t lo[FU_MAX_RANK], hi[FU_MAX_RANK];
+} pw_reads;
+
+static void reads_widen(pw_reads *r, int rank, const int64_t *lo, const int64_t *hi)
+{
+    for (int a = 0; a < rank; a++) {
+        if (!r->any || lo[a] < r->lo[a]) r->lo[a] = lo[a];
+        if (!r->any || hi[a] > r->hi[a]) r->hi[a] = hi[a];
+    }
+    r->any = true;
+}
+
+static bool computed_in_group(const fu_group *g, fu_tensor t, const fu_node **producer)
+{
+    const fu_node *n = fu_producer(g->f, t);
+    *producer = n;
+    return n && g->in_group[n - g->f->nodes];
+}
+
+/* Marks output bit `bit` on every node of t's cone in the group (once per
+ * node) and widens `reads` (one per tensor) for the tensors it reads. */
+static void cone_walk(const fu_group *g, fu_tensor t, uint32_t bit, uint32_t *mark, pw_reads *reads)
+{
+    const fu_fusion *f = g->f;
+    const fu_node *n;
+    const fu_value *v = fu_val(f, t);
+    if (!computed_in_group(g, t, &n)) { /* read whole */
+        int64_t lo[FU_MAX_RANK] = {0};
+        reads_widen(&reads[t], v->rank, lo, v->shape);
+        return;
+    }
+    int node = (int)(n - f->nodes);
+    if (mark[node] & bit) return;
+    mark[node] |= bit;
+    const fu_node *pn;
+    if (n->op == FU_OP_SLICE && !computed_in_group(g, n->inputs[0], &pn)) {
+        const fu_value *x = fu_val(f, n->inputs[0]);
+        int64_t lo[FU_MAX_RANK], hi[FU_MAX_RANK];
+        for (int a = 0; a < x->rank; a++) {
+            bool simple = n->attrs.step[a] > 0 && v->shape[a] > 0;
+            lo[a] = simple ? n->attrs.start[a] : 0;
+            hi[a] = simple ? n->attrs.start[a] + (v->shape[a] - 1) * n->attrs.step[a] + 1 : x->shape[a];
+        }
+        reads_widen(&reads[n->inputs[0]], x->rank, lo, hi);
+        return;
+    }
+    for (int i = 0; i < n->ninputs; i++) cone_walk(g, n->inputs[i], bit, mark, reads);
+}
+
+/* Whether the outputs of a domain are independent: no node computed for two
+ * of them, and no element of a tensor read by two (their boxes are apart
+ * along some axis). */
+static bool outputs_independent(const fu_group *g, const fu_tensor *outs, int nouts)
+{
+    const fu_fusion *f = g->f;
+    uint32_t *mark = fu_calloc((size_t)f->nnodes + 1, sizeof *mark);
+    pw_reads *reads = fu_calloc((size_t)nouts * (size_t)f->nvalues + 1, sizeof *reads);
+    bool ok = mark && reads && nouts <= 32;
+    for (int o = 0; ok && o < nouts; o++) cone_walk(g, outs[o], 1u << o, mark, reads + (size_t)o * f->nvalues);
+    for (int i = 0; ok && i < f->nnodes; i++) ok = (mark[i] & (mark[i] - 1)) == 0; /* at most one bit */
+    for (fu_tensor t = 0; ok && t < f->nvalues; t++)
+        for (int a = 0; ok && a < nouts; a++)
+            for (int b = a + 1; ok && b < nouts; b++) {
+                const pw_reads *ra = &reads[(size_t)a * f->nvalues + t], *rb = &reads[(size_t)b * f->nvalues + t];
+                if (!ra->any || !rb->any) continue;
+                bool apart = false;
+                for (int x = 0; x < fu_val(f, t)->rank; x++) apart |= ra->hi[x] <= rb->lo[x] || rb->hi[x] <= ra->lo[x];
+                ok = apart;
+            }
+    fu_free(mark);
+    fu_free(reads);
+    return ok;
+}
 
 static bool same_shape(const fu_value *a, const pw_domain *d)
 {
@@ -212,12 +299,30 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     int blocks_per_sm = g->opts->max_threads_per_sm / PW_THREADS;
     if (blocks_per_sm < 1) blocks_per_sm = 1;
     const int64_t wave = (int64_t)g->opts->sm_count * blocks_per_sm; /* blocks resident at once */
+    const int64_t wave_threads = wave * PW_THREADS;
+    int64_t merged_vectors = 0;
+    for (int d = 0; d < ndoms; d++) merged_vectors += (doms[d].numel + pick_vec(f, &doms[d]) - 1) / pick_vec(f, &doms[d]);
+    /* independent outputs of one shape: a domain each, unless the grid fits
+     * one wave as it is (every load issued at once already; the bf16 QKV
+     * split at 16x128x3072 split: 9.57 -> 9.94 us) */
+    const bool split = PW_SPLIT_OUTPUTS && merged_vectors > wave_threads * PW_ONE_WAVE_ITEMS;
+    for (int d = 0; split && d < ndoms; d++) {
+        if (doms[d].noutputs < 2 || ndoms + doms[d].noutputs - 1 > 16 || !outputs_independent(g, doms[d].outputs, doms[d].noutputs))
+            continue;
+        for (int o = doms[d].noutputs - 1; o >= 1; o--) {
+            memmove(&doms[d + 2], &doms[d + 1], (size_t)(ndoms - d - 1) * sizeof doms[0]);
+            doms[d + 1] = doms[d];
+            doms[d + 1].noutputs = 1;
+            doms[d + 1].outputs[0] = doms[d].outputs[o];
+            ndoms++;
+        }
+        doms[d].noutputs = 1;
+    }
     int64_t all_vectors = 0;
     for (int d = 0; d < ndoms; d++) {
         doms[d].vec = pick_vec(f, &doms[d]);
         all_vectors += (doms[d].numel + doms[d].vec - 1) / doms[d].vec;
     }
-    const int64_t wave_threads = wave * PW_THREADS;
     const bool one_wave = all_vectors <= wave_threads * PW_ONE_WAVE_ITEMS;
     const int max_items = fu_group_has_op_kind(g, FU_KIND_GATHER) ? PW_GATHER_ITEMS : PW_ITEMS;
     unsigned blocks = 0;
