@@ -4,8 +4,10 @@
  *
  * Outputs of the same shape share a domain (and their common
  * subexpressions); different shapes become separate domains of one
- * horizontal kernel, each owning a contiguous range of blocks, so the three
- * permuted outputs of a QKV split are written by one launch. A thread owns
+ * horizontal kernel, each owning a contiguous range of blocks. Outputs of
+ * one shape that share nothing (the three permuted outputs of a QKV split)
+ * get a domain each too, past one wave (PW_SPLIT_OUTPUTS): one launch, one
+ * vector per thread. A thread owns
  * `vec` consecutive elements of the innermost axis (16 bytes of output);
  * each input access whose offset moves by one element per lane from an
  * aligned base becomes one 16-byte load (see cg_offset_vectorizable).
@@ -301,10 +303,13 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     const int64_t wave = (int64_t)g->opts->sm_count * blocks_per_sm; /* blocks resident at once */
     const int64_t wave_threads = wave * PW_THREADS;
     int64_t merged_vectors = 0;
-    for (int d = 0; d < ndoms; d++) merged_vectors += (doms[d].numel + pick_vec(f, &doms[d]) - 1) / pick_vec(f, &doms[d]);
+    for (int d = 0; d < ndoms; d++) {
+        const int vec = pick_vec(f, &doms[d]);
+        merged_vectors += (doms[d].numel + vec - 1) / vec;
+    }
     /* independent outputs of one shape: a domain each, unless the grid fits
-     * one wave as it is (every load issued at once already; the bf16 QKV
-     * split at 16x128x3072 split: 9.57 -> 9.94 us) */
+     * one wave as it is, every load issued at once already (split, the bf16
+     * QKV split at 16x128x3072 went from 9.57 to 9.94 us) */
     const bool split = PW_SPLIT_OUTPUTS && merged_vectors > wave_threads * PW_ONE_WAVE_ITEMS;
     for (int d = 0; split && d < ndoms; d++) {
         if (doms[d].noutputs < 2 || ndoms + doms[d].noutputs - 1 > 16 || !outputs_independent(g, doms[d].outputs, doms[d].noutputs))

@@ -1175,7 +1175,8 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     int64_t grid = (int64_t)g->opts->sm_count * blocks_per_sm;
     if (grid > r->rows) grid = r->rows;
     if (grid < 1) grid = 1;
-    const bool queue = ROW_QUEUE && full_out && grid < r->rows && r->rows + grid < INT32_MAX;
+    /* (partials are indexed in 32 bits by the last block) */
+    const bool queue = ROW_QUEUE && full_out && grid < r->rows && r->rows * (ngrid > 0 ? ngrid : 1) + grid < INT32_MAX;
     const int64_t partials = queue ? r->rows : grid; /* grid reductions: one partial per row or per block */
     kp->sched = FU_SCHED_REDUCTION;
     kp->grid = (unsigned)grid;
@@ -1202,11 +1203,11 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID)
             cg_line(c, "%s fu_g%d = %s; // this block's part of %s", cg_compute_type(fu_val(f, r->reds[i].out)->dtype), i,
                     identity(r->reds[i].op, fu_val(f, r->reds[i].out)->dtype), fu_val(f, r->reds[i].out)->name);
-    const unsigned long long takers = (unsigned long long)r->rows; /* + gridDim.x: every block's last ticket is past the rows */
     if (queue) {
+        /* rows + gridDim.x tickets in all: one per row, and each block's last one, past the rows */
         cg_line(c, "// rows in order from the queue fu_count[1], each taken a row ahead (see ROW_QUEUE)");
         cg_line(c, "__shared__ unsigned fu_next[2];");
-        cg_line(c, "if (threadIdx.x == 0) fu_next[0] = fu_take_row(fu_count + 1, %lluu + gridDim.x);", takers);
+        cg_line(c, "if (threadIdx.x == 0) fu_next[0] = fu_take_row(fu_count + 1, %lldu + gridDim.x);", (long long)r->rows);
         cg_line(c, "__syncthreads();");
         cg_line(c, "for (unsigned fu_q = 0;; fu_q ^= 1u) {");
         c->indent++;
@@ -1214,7 +1215,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         cg_line(c, "const %s row = (%s)fu_next[fu_q];", it, it);
         cg_line(c, "if (row >= %lld) break;", (long long)r->rows);
         cg_line(c, "unsigned fu_ticket = 0; // the block's next row, read at the end of this one");
-        cg_line(c, "if (threadIdx.x == 0) fu_ticket = fu_take_row(fu_count + 1, %lluu + gridDim.x);", takers);
+        cg_line(c, "if (threadIdx.x == 0) fu_ticket = fu_take_row(fu_count + 1, %lldu + gridDim.x);", (long long)r->rows);
     } else {
         cg_line(c, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x) {", it, (long long)r->rows);
         c->indent++;
@@ -1264,7 +1265,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         cg_line(c, "__syncthreads();");
     }
     cg_close(c);
-    /* grid reductions: partials, then the last block combines them in block order */
+    /* grid reductions: partials, then the last block combines them in block (or row) order */
     if (ngrid > 0) {
         int gi = 0;
         for (int i = 0; i < r->nred && !queue; i++)
