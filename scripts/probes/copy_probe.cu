@@ -2,13 +2,8 @@
 // grid-stride float4, one tile per block at 1 / 4 / 8 vectors per thread, streaming hints, TMA bulk copies
 // (cp.async.bulk) both ways or TMA loads with plain stores, at 24 MiB, 96 MiB and 1 GiB. Cold L2 (a memset of
 // twice the L2 before each sample, as the harness does), CUDA events, median of 31.
-#include <cstdio>
 #include <cstdint>
-#include <algorithm>
-#include <vector>
-#include <cuda_runtime.h>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+#include "cold_timer.cuh"
 
 __global__ void copy_gs(const float4 *__restrict__ a, float4 *__restrict__ b, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) b[i] = a[i];
@@ -105,33 +100,11 @@ __global__ void copy_bulk_ld(const char *__restrict__ src, char *__restrict__ ds
   }
 }
 
-static int g_l2;
-static void *g_flush;
-static size_t g_flush_bytes;
-template <class F>
-static double time_us(F launch, int reps = 31) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-  launch(); CK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  for (int r = 0; r < reps; r++) {
-    CK(cudaMemsetAsync(g_flush, r + 1, g_flush_bytes));
-    CK(cudaEventRecord(e0));
-    launch();
-    CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
-    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); t.push_back(ms * 1000);
-  }
-  CK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  cudaEventDestroy(e0); cudaEventDestroy(e1);
-  return t[reps / 2];
-}
 
 int main() {
   int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  CK(cudaDeviceGetAttribute(&g_l2, cudaDevAttrL2CacheSize, 0));
-  g_flush_bytes = 2 * (size_t)g_l2; CK(cudaMalloc(&g_flush, g_flush_bytes));
-  printf("SMs %d L2 %d\n", sms, g_l2);
+  cold_timer timer;
+  printf("SMs %d L2 %d\n", sms, timer.l2_bytes);
   size_t sizes[] = {25165824, 100663296, 1073741824};
   for (size_t bytes : sizes) {
     char *a, *b; CK(cudaMalloc(&a, bytes)); CK(cudaMalloc(&b, bytes));
@@ -141,18 +114,18 @@ int main() {
       printf("%8zu KB %-26s %9.2f us %7.0f GB/s\n", bytes >> 10, name, us, 2.0 * bytes / us / 1e3);
       fflush(stdout);
     };
-    report("memcpyDtoD", time_us([&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }));
-    report("gridstride 8/SM x256", time_us([&] { copy_gs<<<sms * 8, 256>>>((const float4 *)a, (float4 *)b, n4); }));
-    report("tile U1 x256", time_us([&] { copy_tile<1><<<(n4 + 255) / 256, 256>>>((const float4 *)a, (float4 *)b, n4); }));
-    report("tile U4 x256", time_us([&] { copy_tile<4><<<(n4 + 1023) / 1024, 256>>>((const float4 *)a, (float4 *)b, n4); }));
-    report("tile U8 x256", time_us([&] { copy_tile<8><<<(n4 + 2047) / 2048, 256>>>((const float4 *)a, (float4 *)b, n4); }));
-    report("tile_cs U4 x256", time_us([&] { copy_tile_cs<4><<<(n4 + 1023) / 1024, 256>>>((const float4 *)a, (float4 *)b, n4); }));
+    report("memcpyDtoD", timer.median_us([&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }));
+    report("gridstride 8/SM x256", timer.median_us([&] { copy_gs<<<sms * 8, 256>>>((const float4 *)a, (float4 *)b, n4); }));
+    report("tile U1 x256", timer.median_us([&] { copy_tile<1><<<(n4 + 255) / 256, 256>>>((const float4 *)a, (float4 *)b, n4); }));
+    report("tile U4 x256", timer.median_us([&] { copy_tile<4><<<(n4 + 1023) / 1024, 256>>>((const float4 *)a, (float4 *)b, n4); }));
+    report("tile U8 x256", timer.median_us([&] { copy_tile<8><<<(n4 + 2047) / 2048, 256>>>((const float4 *)a, (float4 *)b, n4); }));
+    report("tile_cs U4 x256", timer.median_us([&] { copy_tile_cs<4><<<(n4 + 1023) / 1024, 256>>>((const float4 *)a, (float4 *)b, n4); }));
 #define BULK(ST, CH, PER_SM)                                                                              \
     do {                                                                                                    \
       size_t sm_bytes = (size_t)(ST) * (CH);                                                                \
       CK(cudaFuncSetAttribute(copy_bulk<ST, CH>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm_bytes)); \
       char nm[64]; snprintf(nm, sizeof nm, "bulk %dx%dK %d/SM", ST, (CH) >> 10, PER_SM);                  \
-      report(nm, time_us([&] { copy_bulk<ST, CH><<<sms * (PER_SM), 32, sm_bytes>>>(a, b, bytes); }));        \
+      report(nm, timer.median_us([&] { copy_bulk<ST, CH><<<sms * (PER_SM), 32, sm_bytes>>>(a, b, bytes); }));        \
     } while (0)
     BULK(4, 16384, 1);
     BULK(8, 16384, 1);
@@ -166,7 +139,7 @@ int main() {
       size_t sm_bytes = (size_t)(ST) * (CH);                                                                \
       CK(cudaFuncSetAttribute(copy_bulk_ld<ST, CH>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm_bytes)); \
       char nm[64]; snprintf(nm, sizeof nm, "bulk_ld %dx%dK %d/SM x%d", ST, (CH) >> 10, PER_SM, TH);       \
-      report(nm, time_us([&] { copy_bulk_ld<ST, CH><<<sms * (PER_SM), TH, sm_bytes>>>(a, b, bytes); }));   \
+      report(nm, timer.median_us([&] { copy_bulk_ld<ST, CH><<<sms * (PER_SM), TH, sm_bytes>>>(a, b, bytes); }));   \
     } while (0)
     BULKLD(8, 16384, 1, 512);
     BULKLD(4, 16384, 2, 256);

@@ -4,12 +4,8 @@
 // B3: input order (b, t, h, d) with the 3 parts per thread (3 loads, 3 stores)
 // C: tiles: a block owns 32 t of one (b, h), blocks ordered (b, t-chunk, h): a wave reads whole input rows
 // cold L2, events, median of 31.
-#include <cstdio>
 #include <cstdint>
-#include <algorithm>
-#include <vector>
-#include <cuda_runtime.h>
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+#include "cold_timer.cuh"
 
 // element counts in uint4 (16 bytes); HV = head dim in uint4 (64 elements: f32 16, bf16 8)
 __global__ void qkv_A(const uint4 *__restrict__ x, uint4 *__restrict__ q, uint4 *__restrict__ k, uint4 *__restrict__ v,
@@ -64,29 +60,9 @@ __global__ void qkv_C(const uint4 *__restrict__ x, uint4 *__restrict__ q, uint4 
   }
 }
 
-static void *g_flush;
-static size_t g_flush_bytes;
-template <class F>
-static double time_us(F launch, int reps = 31) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-  launch(); CK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  for (int r = 0; r < reps; r++) {
-    CK(cudaMemsetAsync(g_flush, r + 1, g_flush_bytes));
-    CK(cudaEventRecord(e0));
-    launch();
-    CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
-    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); t.push_back(ms * 1000);
-  }
-  CK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  return t[reps / 2];
-}
 
 int main() {
-  int l2; CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-  g_flush_bytes = 2 * (size_t)l2; CK(cudaMalloc(&g_flush, g_flush_bytes));
+  cold_timer timer;
   struct { int B, T, C3, esz; const char *name; } cases[] = {
       {32, 2048, 6144, 2, "bf16 32x2048x6144"}, {16, 128, 3072, 4, "f32 16x128x3072"},
       {16, 1024, 2304, 2, "bf16 16x1024x2304"}, {32, 2048, 6144, 4, "f32 32x2048x6144"}};
@@ -98,22 +74,22 @@ int main() {
     uint4 *q = o, *k = o + bytes / 16 / 3, *v = o + 2 * (bytes / 16 / 3);
     long long nvec = (long long)bytes / 16;
     auto rep = [&](const char *n, double us) { printf("%-20s %-30s %9.2f us %6.0f GB/s\n", cs.name, n, us, 2.0 * bytes / us / 1e3); fflush(stdout); };
-    double mc = time_us([&] { CK(cudaMemcpyAsync(o, x, bytes, cudaMemcpyDeviceToDevice)); });
+    double mc = timer.median_us([&] { CK(cudaMemcpyAsync(o, x, bytes, cudaMemcpyDeviceToDevice)); });
     rep("memcpyDtoD", mc);
     for (int th : {256, 512}) {
       char nm[64];
       snprintf(nm, sizeof nm, "A output order x%d", th);
-      rep(nm, time_us([&] { qkv_A<<<(unsigned)((nvec / 3 + th - 1) / th), th>>>(x, q, k, v, cs.B, cs.T, H, HV); }));
+      rep(nm, timer.median_us([&] { qkv_A<<<(unsigned)((nvec / 3 + th - 1) / th), th>>>(x, q, k, v, cs.B, cs.T, H, HV); }));
       snprintf(nm, sizeof nm, "B input order x%d", th);
-      rep(nm, time_us([&] { qkv_B<<<(unsigned)((nvec + th - 1) / th), th>>>(x, q, k, v, cs.B, cs.T, H, HV); }));
+      rep(nm, timer.median_us([&] { qkv_B<<<(unsigned)((nvec + th - 1) / th), th>>>(x, q, k, v, cs.B, cs.T, H, HV); }));
       snprintf(nm, sizeof nm, "B3 input order 3/thr x%d", th);
-      rep(nm, time_us([&] { qkv_B3<<<(unsigned)((nvec / 3 + th - 1) / th), th>>>(x, q, k, v, cs.B, cs.T, H, HV); }));
+      rep(nm, timer.median_us([&] { qkv_B3<<<(unsigned)((nvec / 3 + th - 1) / th), th>>>(x, q, k, v, cs.B, cs.T, H, HV); }));
     }
     for (int tc : {16, 32}) {
       if (cs.T % tc) continue;
       char nm[64];
       snprintf(nm, sizeof nm, "C tiles of %d t x256", tc);
-      rep(nm, time_us([&] { qkv_C<<<(unsigned)(cs.B * (cs.T / tc) * H), 256>>>(x, q, k, v, cs.B, cs.T, H, HV, tc); }));
+      rep(nm, timer.median_us([&] { qkv_C<<<(unsigned)(cs.B * (cs.T / tc) * H), 256>>>(x, q, k, v, cs.B, cs.T, H, HV, tc); }));
     }
     // check B against A
     std::vector<uint32_t> h1(4096), h2(4096);

@@ -4,15 +4,10 @@
 // with rows strided by gridDim.x, one block per row, persistent blocks taking rows from a counter, or a row
 // shared by a cluster? And the forward's read-only pattern. Cold L2 (a memset of twice the L2 before each
 // sample), CUDA events, median of 31.
-#include <cstdio>
 #include <cstdint>
-#include <algorithm>
-#include <vector>
 #include <cooperative_groups.h>
-#include <cuda_runtime.h>
+#include "cold_timer.cuh"
 namespace cg = cooperative_groups;
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
 
 __device__ __forceinline__ float block_sum(float v, float *red) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -155,28 +150,9 @@ __global__ void rowread(const uint4 *__restrict__ in, int rows, float *sink, uns
   }
 }
 
-static void *g_flush;
-static size_t g_flush_bytes;
-template <class F>
-static double time_us(F launch, int reps = 31) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
-  launch(); CK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  for (int r = 0; r < reps; r++) {
-    CK(cudaMemsetAsync(g_flush, r + 1, g_flush_bytes));
-    CK(cudaEventRecord(e0));
-    launch();
-    CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1));
-    float ms; CK(cudaEventElapsedTime(&ms, e0, e1)); t.push_back(ms * 1000);
-  }
-  CK(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  return t[reps / 2];
-}
 
 template <int ITERS, int PARTS, bool PERSIST>
-static void run(const char *name, const uint4 *a, uint4 *b, int rows, size_t rowbytes, int threads, int ctas_per_sm,
+static void run(cold_timer &timer, const char *name, const uint4 *a, uint4 *b, int rows, size_t rowbytes, int threads, int ctas_per_sm,
                 int sms, float *sink) {
   auto k = rowcopy<ITERS, PARTS, PERSIST>;
   size_t smem = rowbytes / PARTS;
@@ -194,7 +170,7 @@ static void run(const char *name, const uint4 *a, uint4 *b, int rows, size_t row
   at[0].id = cudaLaunchAttributeClusterDimension;
   at[0].val.clusterDim.x = PARTS; at[0].val.clusterDim.y = 1; at[0].val.clusterDim.z = 1;
   cfg.attrs = at; cfg.numAttrs = 1;
-  double us = time_us([&] { CK(cudaLaunchKernelEx(&cfg, k, a, b, rows, sink)); });
+  double us = timer.median_us([&] { CK(cudaLaunchKernelEx(&cfg, k, a, b, rows, sink)); });
   double bytes = 2.0 * rows * (double)rowbytes;
   printf("%-34s rows %5d occ %d grid %6u: %8.2f us %6.0f GB/s\n", name, rows, occ, grid, us, bytes / us / 1e3);
   fflush(stdout);
@@ -202,60 +178,59 @@ static void run(const char *name, const uint4 *a, uint4 *b, int rows, size_t row
 
 
 template <int ITERS>
-static void run_dyn(const char *name, const uint4 *a, uint4 *b, int rows, size_t rowbytes, int threads, int per_sm,
+static void run_dyn(cold_timer &timer, const char *name, const uint4 *a, uint4 *b, int rows, size_t rowbytes, int threads, int per_sm,
                     int sms, float *sink, unsigned *ctr) {
   auto k = rowcopy_dyn<ITERS>;
   CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rowbytes));
   unsigned grid = (unsigned)(sms * per_sm);
-  double us = time_us([&] { k<<<grid, threads, rowbytes>>>(a, b, rows, sink, ctr); });
+  double us = timer.median_us([&] { k<<<grid, threads, rowbytes>>>(a, b, rows, sink, ctr); });
   printf("%-34s rows %5d grid %6u: %8.2f us %6.0f GB/s\n", name, rows, grid, us, 2.0 * rows * (double)rowbytes / us / 1e3);
   fflush(stdout);
 }
 template <int ITERS, int MODE>
-static void run_read(const char *name, const uint4 *a, int rows, int threads, unsigned grid, float *sink, unsigned *ctr) {
-  double us = time_us([&] { rowread<ITERS, MODE><<<MODE == 1 ? (unsigned)rows : grid, threads>>>(a, rows, sink, ctr); });
+static void run_read(cold_timer &timer, const char *name, const uint4 *a, int rows, int threads, unsigned grid, float *sink, unsigned *ctr) {
+  double us = timer.median_us([&] { rowread<ITERS, MODE><<<MODE == 1 ? (unsigned)rows : grid, threads>>>(a, rows, sink, ctr); });
   double bytes = (double)rows * ITERS * threads * 16;
   printf("%-34s rows %5d grid %6u: %8.2f us %6.0f GB/s\n", name, rows, MODE == 1 ? (unsigned)rows : grid, us, bytes / us / 1e3);
   fflush(stdout);
 }
 int main() {
-  int sms, l2; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-  g_flush_bytes = 2 * (size_t)l2; CK(cudaMalloc(&g_flush, g_flush_bytes));
+  int sms; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  cold_timer timer;
   float *sink; CK(cudaMalloc(&sink, 4));
   size_t bytes = (size_t)8192 * 32768 * 4;
   uint4 *a, *b; CK(cudaMalloc(&a, bytes)); CK(cudaMalloc(&b, bytes)); CK(cudaMemset(a, 0, bytes));
-  double us = time_us([&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
+  double us = timer.median_us([&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); });
   printf("memcpyDtoD 1 GiB: %.2f us %.0f GB/s\n", us, 2.0 * bytes / us / 1e3);
   unsigned *ctr; CK(cudaMalloc(&ctr, 8)); CK(cudaMemset(ctr, 0, 8));
   const size_t f32row = 131072, bf16row = 65536;
   for (int rows : {8192, 8184}) { // 8184 = 62 x 132: no tail block
     // f32 rows of 128 KiB: one 1024-thread block per SM
-    run<8, 1, true>("f32 1x1024 persistent", a, b, rows, f32row, 1024, 1, sms, sink);
-    run<8, 1, false>("f32 1x1024 grid=rows", a, b, rows, f32row, 1024, 1, sms, sink);
-    run_dyn<8>("f32 1x1024 counter", a, b, rows, f32row, 1024, 1, sms, sink, ctr);
+    run<8, 1, true>(timer, "f32 1x1024 persistent", a, b, rows, f32row, 1024, 1, sms, sink);
+    run<8, 1, false>(timer, "f32 1x1024 grid=rows", a, b, rows, f32row, 1024, 1, sms, sink);
+    run_dyn<8>(timer, "f32 1x1024 counter", a, b, rows, f32row, 1024, 1, sms, sink, ctr);
     // bf16 rows of 64 KiB: 512-thread blocks
-    run<8, 1, true>("bf16 1x512 persistent 2/SM", a, b, rows, bf16row, 512, 2, sms, sink);
-    run<8, 1, true>("bf16 1x512 persistent 3/SM", a, b, rows, bf16row, 512, 3, sms, sink);
-    run<8, 1, false>("bf16 1x512 grid=rows", a, b, rows, bf16row, 512, 0, sms, sink);
-    run_dyn<8>("bf16 1x512 counter 2/SM", a, b, rows, bf16row, 512, 2, sms, sink, ctr);
-    run_dyn<8>("bf16 1x512 counter 3/SM", a, b, rows, bf16row, 512, 3, sms, sink, ctr);
+    run<8, 1, true>(timer, "bf16 1x512 persistent 2/SM", a, b, rows, bf16row, 512, 2, sms, sink);
+    run<8, 1, true>(timer, "bf16 1x512 persistent 3/SM", a, b, rows, bf16row, 512, 3, sms, sink);
+    run<8, 1, false>(timer, "bf16 1x512 grid=rows", a, b, rows, bf16row, 512, 0, sms, sink);
+    run_dyn<8>(timer, "bf16 1x512 counter 2/SM", a, b, rows, bf16row, 512, 2, sms, sink, ctr);
+    run_dyn<8>(timer, "bf16 1x512 counter 3/SM", a, b, rows, bf16row, 512, 3, sms, sink, ctr);
   }
   // a row shared by a cluster of blocks (distributed shared memory)
-  run<8, 2, true>("f32 cluster2 x512 persistent", a, b, 8192, f32row, 512, 0, sms, sink);
-  run<8, 2, false>("f32 cluster2 x512 grid=rows", a, b, 8192, f32row, 512, 0, sms, sink);
-  run<8, 4, true>("f32 cluster4 x256 persistent", a, b, 8192, f32row, 256, 0, sms, sink);
-  run<8, 4, false>("f32 cluster4 x256 grid=rows", a, b, 8192, f32row, 256, 0, sms, sink);
-  run<4, 8, false>("f32 cluster8 x256 it4 grid=rows", a, b, 8192, f32row, 256, 0, sms, sink);
-  run<8, 2, false>("bf16 cluster2 x256 grid=rows", a, b, 8192, bf16row, 256, 0, sms, sink);
-  run<4, 4, false>("bf16 cluster4 x256 it4 grid=rows", a, b, 8192, bf16row, 256, 0, sms, sink);
+  run<8, 2, true>(timer, "f32 cluster2 x512 persistent", a, b, 8192, f32row, 512, 0, sms, sink);
+  run<8, 2, false>(timer, "f32 cluster2 x512 grid=rows", a, b, 8192, f32row, 512, 0, sms, sink);
+  run<8, 4, true>(timer, "f32 cluster4 x256 persistent", a, b, 8192, f32row, 256, 0, sms, sink);
+  run<8, 4, false>(timer, "f32 cluster4 x256 grid=rows", a, b, 8192, f32row, 256, 0, sms, sink);
+  run<4, 8, false>(timer, "f32 cluster8 x256 it4 grid=rows", a, b, 8192, f32row, 256, 0, sms, sink);
+  run<8, 2, false>(timer, "bf16 cluster2 x256 grid=rows", a, b, 8192, bf16row, 256, 0, sms, sink);
+  run<4, 4, false>(timer, "bf16 cluster4 x256 it4 grid=rows", a, b, 8192, bf16row, 256, 0, sms, sink);
   // the forward's pattern, read only: bf16 rows of 64 KiB at 256 threads x 16 vectors, f32 128 KiB at 512 x 16
-  run_read<16, 0>("read bf16 256x16 persistent", a, 8192, 256, sms * 8, sink, ctr);
-  run_read<16, 1>("read bf16 256x16 grid=rows", a, 8192, 256, 0, sink, ctr);
-  run_read<16, 2>("read bf16 256x16 counter", a, 8192, 256, sms * 8, sink, ctr);
-  run_read<16, 0>("read f32 512x16 persistent", a, 8192, 512, sms * 4, sink, ctr);
-  run_read<16, 1>("read f32 512x16 grid=rows", a, 8192, 512, 0, sink, ctr);
-  run_read<16, 2>("read f32 512x16 counter", a, 8192, 512, sms * 4, sink, ctr);
+  run_read<16, 0>(timer, "read bf16 256x16 persistent", a, 8192, 256, sms * 8, sink, ctr);
+  run_read<16, 1>(timer, "read bf16 256x16 grid=rows", a, 8192, 256, 0, sink, ctr);
+  run_read<16, 2>(timer, "read bf16 256x16 counter", a, 8192, 256, sms * 8, sink, ctr);
+  run_read<16, 0>(timer, "read f32 512x16 persistent", a, 8192, 512, sms * 4, sink, ctr);
+  run_read<16, 1>(timer, "read f32 512x16 grid=rows", a, 8192, 512, 0, sink, ctr);
+  run_read<16, 2>(timer, "read f32 512x16 counter", a, 8192, 512, sms * 4, sink, ctr);
   unsigned h[2]; CK(cudaMemcpy(h, ctr, 8, cudaMemcpyDeviceToHost));
   printf("counters after the runs (0 0 expected): %u %u\n", h[0], h[1]);
   return h[0] || h[1];
