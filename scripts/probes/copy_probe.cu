@@ -31,6 +31,22 @@ __global__ void copy_tile_cs(const float4 *__restrict__ a, float4 *__restrict__ 
 
 __device__ __forceinline__ uint32_t sptr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
+// The TMA steps both bulk kernels use: barriers made visible to the async proxy, a chunk loaded into a stage
+// (completing on its barrier), and the wait for a stage's barrier phase.
+__device__ __forceinline__ void bars_init(uint64_t *bar, int n) {
+  for (int s = 0; s < n; s++) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(sptr(&bar[s])));
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+__device__ __forceinline__ void bulk_load(char *stage, const char *src, uint32_t bytes, uint64_t *bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(sptr(bar)), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(sptr(stage)), "l"(src), "r"(bytes), "r"(sptr(bar)) : "memory");
+}
+__device__ __forceinline__ void bar_wait(uint64_t *bar, uint32_t parity) {
+  asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}"
+               ::"r"(sptr(bar)), "r"(parity) : "memory");
+}
+
 // TMA 1-D bulk copy: one thread per CTA drives STAGES buffers of CHUNK bytes; chunk c of the grid goes
 // blockIdx.x, +gridDim.x, ... so the whole grid sweeps memory front to back together.
 template <int STAGES, int CHUNK>
@@ -39,21 +55,14 @@ __global__ void copy_bulk(const char *__restrict__ src, char *__restrict__ dst, 
   __shared__ __align__(8) uint64_t bar[STAGES];
   if (threadIdx.x != 0) return;
   size_t nchunks = n / CHUNK;
-  for (int s = 0; s < STAGES; s++)
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(sptr(&bar[s])));
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  auto issue_load = [&](size_t c, int s) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(sptr(&bar[s])), "r"(CHUNK) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"(sptr(smem + (size_t)s * CHUNK)), "l"(src + c * CHUNK), "r"(CHUNK), "r"(sptr(&bar[s])) : "memory");
-  };
+  bars_init(bar, STAGES);
+  auto issue_load = [&](size_t c, int s) { bulk_load(smem + (size_t)s * CHUNK, src + c * CHUNK, CHUNK, &bar[s]); };
   size_t my = nchunks > blockIdx.x ? (nchunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
   for (size_t i = 0; i < my && i < STAGES; i++) issue_load(blockIdx.x + i * gridDim.x, (int)i);
   for (size_t i = 0; i < my; i++) {
     int s = (int)(i % STAGES);
     uint32_t parity = (uint32_t)((i / STAGES) & 1);
-    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}"
-                 ::"r"(sptr(&bar[s])), "r"(parity) : "memory");
+    bar_wait(&bar[s], parity);
     size_t c = blockIdx.x + i * gridDim.x;
     asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + c * CHUNK),
                  "r"(sptr(smem + (size_t)s * CHUNK)), "r"(CHUNK) : "memory");
@@ -73,24 +82,16 @@ __global__ void copy_bulk_ld(const char *__restrict__ src, char *__restrict__ ds
   extern __shared__ __align__(128) char smem[];
   __shared__ __align__(8) uint64_t bar[STAGES];
   size_t nchunks = n / CHUNK;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; s++) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(sptr(&bar[s])));
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
+  if (threadIdx.x == 0) bars_init(bar, STAGES);
   __syncthreads();
-  auto issue_load = [&](size_t c, int s) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(sptr(&bar[s])), "r"(CHUNK) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"(sptr(smem + (size_t)s * CHUNK)), "l"(src + c * CHUNK), "r"(CHUNK), "r"(sptr(&bar[s])) : "memory");
-  };
+  auto issue_load = [&](size_t c, int s) { bulk_load(smem + (size_t)s * CHUNK, src + c * CHUNK, CHUNK, &bar[s]); };
   size_t my = nchunks > blockIdx.x ? (nchunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
   if (threadIdx.x == 0)
     for (size_t i = 0; i < my && i < STAGES; i++) issue_load(blockIdx.x + i * gridDim.x, (int)i);
   for (size_t i = 0; i < my; i++) {
     int s = (int)(i % STAGES);
     uint32_t parity = (uint32_t)((i / STAGES) & 1);
-    asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}"
-                 ::"r"(sptr(&bar[s])), "r"(parity) : "memory");
+    bar_wait(&bar[s], parity);
     size_t c = blockIdx.x + i * gridDim.x;
     const float4 *in = (const float4 *)(smem + (size_t)s * CHUNK);
     float4 *out = (float4 *)(dst + c * CHUNK);

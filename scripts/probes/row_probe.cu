@@ -19,6 +19,34 @@ __device__ __forceinline__ float block_sum(float v, float *red) {
   return s;
 }
 
+// A row's part: ITERS vectors per thread loaded (all in flight), kept in this thread's shared-memory slots;
+// returns the thread's partial sum (the stand-in for the row's reductions).
+template <int ITERS>
+__device__ __forceinline__ float load_and_stash(const uint4 *__restrict__ src, uint4 *stash) {
+  uint4 v[ITERS];
+#pragma unroll
+  for (int i = 0; i < ITERS; i++) v[i] = __ldg(src + i * blockDim.x + threadIdx.x);
+  float m = 0;
+#pragma unroll
+  for (int i = 0; i < ITERS; i++) {
+    m += __uint_as_float(v[i].x) + __uint_as_float(v[i].y);
+    stash[i * blockDim.x + threadIdx.x] = v[i];
+  }
+  return m;
+}
+// The row written back from the slots, scaled by a value that depends on the reduction (so the stores wait
+// for it) but is never anything but 1.
+template <int ITERS>
+__device__ __forceinline__ void store_from_stash(uint4 *__restrict__ dst, const uint4 *stash, float s) {
+  const float scale = s == 12345.0f ? 2.0f : 1.0f;
+#pragma unroll 2
+  for (int i = 0; i < ITERS; i++) {
+    uint4 w = stash[i * blockDim.x + threadIdx.x];
+    w.x = __float_as_uint(__uint_as_float(w.x) * scale);
+    dst[i * blockDim.x + threadIdx.x] = w;
+  }
+}
+
 // rowbytes/ (PARTS CTAs) per CTA; each thread ITERS uint4. PARTS > 1: a cluster of PARTS CTAs shares a row.
 template <int ITERS, int PARTS, bool PERSIST>
 __global__ void rowcopy(const uint4 *__restrict__ in, uint4 *__restrict__ out, int rows, float *sink) {
@@ -32,16 +60,7 @@ __global__ void rowcopy(const uint4 *__restrict__ in, uint4 *__restrict__ out, i
   for (int row = first; row < rows; row += step) {
     const uint4 *src = in + ((size_t)row * PARTS + part) * per_cta;
     uint4 *dst = out + ((size_t)row * PARTS + part) * per_cta;
-    uint4 v[ITERS];
-#pragma unroll
-    for (int i = 0; i < ITERS; i++) v[i] = __ldg(src + i * blockDim.x + threadIdx.x);
-    float m = 0;
-#pragma unroll
-    for (int i = 0; i < ITERS; i++) {
-      m += __uint_as_float(v[i].x) + __uint_as_float(v[i].y);
-      stash[i * blockDim.x + threadIdx.x] = v[i];
-    }
-    float s = block_sum(m, red);
+    float s = block_sum(load_and_stash<ITERS>(src, stash), red);
     if (PARTS > 1) {
       cg::cluster_group cl = cg::this_cluster();
       if (threadIdx.x == 0) red[32] = s;
@@ -52,13 +71,7 @@ __global__ void rowcopy(const uint4 *__restrict__ in, uint4 *__restrict__ out, i
       s = tot;
     }
     keep += s;
-    const float scale = s == 12345.0f ? 2.0f : 1.0f;  // a data dependence on the reduction, never true
-#pragma unroll 2
-    for (int i = 0; i < ITERS; i++) {
-      uint4 w = stash[i * blockDim.x + threadIdx.x];
-      w.x = __float_as_uint(__uint_as_float(w.x) * scale);
-      dst[i * blockDim.x + threadIdx.x] = w;
-    }
+    store_from_stash<ITERS>(dst, stash, s);
   }
   if (keep == 12345.0f) *sink = keep;
 }
@@ -80,26 +93,11 @@ __global__ void rowcopy_dyn(const uint4 *__restrict__ in, uint4 *__restrict__ ou
   while (row < rows) {
     const uint4 *src = in + (size_t)row * per_cta;
     uint4 *dst = out + (size_t)row * per_cta;
-    uint4 v[ITERS];
-#pragma unroll
-    for (int i = 0; i < ITERS; i++) v[i] = __ldg(src + i * blockDim.x + threadIdx.x);
-    int nxt = 0;
+    int nxt = 0;  // the next row, taken at the start of this one (as the fuser's queue does)
     if (threadIdx.x == 0) nxt = (int)atomicAdd(&ctr[0], 1u);
-    float m = 0;
-#pragma unroll
-    for (int i = 0; i < ITERS; i++) {
-      m += __uint_as_float(v[i].x) + __uint_as_float(v[i].y);
-      stash[i * blockDim.x + threadIdx.x] = v[i];
-    }
-    float s = block_sum(m, red);
+    float s = block_sum(load_and_stash<ITERS>(src, stash), red);
     keep += s;
-    const float scale = s == 12345.0f ? 2.0f : 1.0f;
-#pragma unroll 2
-    for (int i = 0; i < ITERS; i++) {
-      uint4 w = stash[i * blockDim.x + threadIdx.x];
-      w.x = __float_as_uint(__uint_as_float(w.x) * scale);
-      dst[i * blockDim.x + threadIdx.x] = w;
-    }
+    store_from_stash<ITERS>(dst, stash, s);
     __syncthreads();  // everyone has read next_row's old value
     if (threadIdx.x == 0) next_row = nxt;
     __syncthreads();
