@@ -73,6 +73,12 @@
 #ifndef ROW_QUEUE
 #define ROW_QUEUE 1
 #endif
+/* A row's first batch of loads is issued before its per-row values (the
+ * target id, the logit it picks), which wait on a load each: otherwise every
+ * row starts with that round trip, its bulk loads not yet in flight. */
+#ifndef ROW_LOADS_FIRST
+#define ROW_LOADS_FIRST 1
+#endif
 #define STATIC_SHARED_BYTES 1024 /* fu_smem, fu_last and fu_next, rounded up */
 
 typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI } rkind;
@@ -121,6 +127,7 @@ typedef struct red_ctx {
     char stage_base[MAX_CACHE][CG_EXPR];
     int batch;
     bool in_pass;
+    bool first_batch_issued; /* pass 1's first batch was loaded before the per-row values */
 } red_ctx;
 
 static int red_of(const red_ctx *r, fu_tensor t)
@@ -798,18 +805,10 @@ static void emit_batch_max(red_ctx *r, int pass, const cg_index *idx)
     }
 }
 
-static void emit_pass(red_ctx *r, int pass)
+/* What pass `pass` loads and in batches of how many vectors (r->pass,
+ * r->nstage and r->stage_t, r->batch). */
+static void plan_pass(red_ctx *r, int pass)
 {
-    cg_ctx *c = &r->w->cg;
-    const fu_fusion *f = r->f;
-    cg_line(c, "// pass %d over the row", pass);
-    for (int i = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
-        if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
-        const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
-        if (ri->online_max >= 0) cg_line(c, "%s %s = 0.0f; // online: sum of exp(x - %s)", ct, ri->var, r->reds[ri->online_max].var);
-        else cg_line(c, "%s %s = %s;", ct, ri->var, identity(ri->op, fu_val(f, ri->out)->dtype));
-    }
     r->pass = pass;
     choose_staged(r, pass);
     /* With a register cache the whole pass is one batch (its arrays must be
@@ -827,30 +826,88 @@ static void emit_pass(red_ctx *r, int pass)
     int batch = r->ncache ? r->iters : (r->iters < stage_iters ? r->iters : stage_iters);
     if (batch < 1) batch = 1;
     r->batch = batch;
+}
+
+static void declare_staged(red_ctx *r)
+{
+    for (int k = 0; k < r->nstage; k++) {
+        const fu_value *v = fu_val(r->f, r->stage_t[k]);
+        cg_line(&r->w->cg, "alignas(16) %s fu_s%d[%d]; // '%s', loaded a batch ahead", cg_storage_type(v->dtype), k,
+                r->batch * r->vec, v->name);
+    }
+}
+
+/* Phase A of a pass: every load of the batch at it0, issued together. */
+static void emit_batch_loads(red_ctx *r, const cg_index *idx)
+{
+    if (r->nstage == 0 && !(r->pass == 1 && r->ncache > 0)) return;
+    r->in_pass = false;
+    open_batch_slot(r);
+    for (int k = 0; k < r->nstage; k++) {
+        char dst[32];
+        snprintf(dst, sizeof dst, "fu_s%d + b * %d", k, r->vec);
+        emit_row_load(r, r->stage_t[k], idx, dst, -1);
+    }
+    if (r->pass == 1)
+        for (int k = 0; k < r->ncache; k++) emit_row_load(r, r->cache_t[k], idx, NULL, k);
+    close_batch_slot(r);
+}
+
+/* ROW_LOADS_FIRST: pass 1's staged arrays at row scope and its first batch
+ * loaded (it0 = 0), before the per-row values are computed. */
+static void emit_first_batch_loads(red_ctx *r)
+{
+    cg_ctx *c = &r->w->cg;
+    plan_pass(r, 1);
+    cg_line(c, "// pass 1's first batch, in flight before the per-row values wait on theirs");
+    declare_staged(r);
+    cg_index idx[FU_MAX_RANK];
+    full_index(r, idx);
+    c->vec = r->vec;
+    c->lane_var = r->vec > 1 ? r->rank - 1 : -1;
+    cg_open(c);
+    cg_line(c, "const int it0 = 0;");
+    emit_batch_loads(r, idx);
+    cg_close(c);
+    c->vec = 1;
+    c->lane_var = -1;
+    r->first_batch_issued = true;
+}
+
+static void emit_pass(red_ctx *r, int pass)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_fusion *f = r->f;
+    cg_line(c, "// pass %d over the row", pass);
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
+        const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
+        if (ri->online_max >= 0) cg_line(c, "%s %s = 0.0f; // online: sum of exp(x - %s)", ct, ri->var, r->reds[ri->online_max].var);
+        else cg_line(c, "%s %s = %s;", ct, ri->var, identity(ri->op, fu_val(f, ri->out)->dtype));
+    }
+    const bool issued = pass == 1 && r->first_batch_issued;
+    if (!issued) plan_pass(r, pass);
     cg_index idx[FU_MAX_RANK];
     full_index(r, idx);
     c->vec = r->vec;
     c->lane_var = r->vec > 1 ? r->rank - 1 : -1;
     cg_line(c, "#pragma unroll%s", r->ncache ? "" : " 1");
-    cg_line(c, "for (int it0 = 0; it0 < %d; it0 += %d) {", r->iters, batch);
+    cg_line(c, "for (int it0 = 0; it0 < %d; it0 += %d) {", r->iters, r->batch);
     c->indent++;
     c->scope++;
-    for (int k = 0; k < r->nstage; k++)
-        cg_line(c, "alignas(16) %s fu_s%d[%d]; // '%s', loaded a batch ahead", cg_storage_type(fu_val(f, r->stage_t[k])->dtype), k,
-                batch * r->vec, fu_val(f, r->stage_t[k])->name);
-    /* phase A: issue every load of the batch */
-    bool loads = r->nstage > 0 || (pass == 1 && r->ncache > 0);
-    r->in_pass = false;
-    if (loads) {
-        open_batch_slot(r);
-        for (int k = 0; k < r->nstage; k++) {
-            char dst[32];
-            snprintf(dst, sizeof dst, "fu_s%d + b * %d", k, r->vec);
-            emit_row_load(r, r->stage_t[k], idx, dst, -1);
-        }
-        if (pass == 1)
-            for (int k = 0; k < r->ncache; k++) emit_row_load(r, r->cache_t[k], idx, NULL, k);
-        close_batch_slot(r);
+    if (!issued) {
+        declare_staged(r);
+        emit_batch_loads(r, idx);
+    } else if (r->iters > r->batch) { /* the first batch is in flight already */
+        cg_line(c, "if (it0 != 0) {");
+        c->indent++;
+        c->scope++;
+        emit_batch_loads(r, idx);
+        c->scope--;
+        cg_drop_scope(c);
+        c->indent--;
+        cg_line(c, "}");
     }
     emit_batch_max(r, pass, idx);
     /* phase B: the arithmetic, reading what phase A loaded */
@@ -1227,6 +1284,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
                 cg_storage_type(fu_val(f, r->cache_t[k])->dtype), k, r->iters * r->vec, fu_val(f, r->cache_t[k])->name);
     /* the canonical offset of each cached input (what lookup_cache matches) */
     for (int k = 0; k < r->ncache; k++) canonical_base(r, r->cache_t[k], r->cache_base[k]);
+    if (ROW_LOADS_FIRST) emit_first_batch_loads(r);
     hoist_all_row_values(r);
     for (int p = 1; p <= r->passes; p++) {
         emit_pass(r, p);
