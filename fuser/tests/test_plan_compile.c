@@ -337,7 +337,14 @@ static void check_codegen_choices(const char *suites)
         /* the rows no position lands in: by the warps after warp 0 while it sorts, one
          * vector each in turn over the block's rows */
         CHECK_CONTAINS(emb, "} else if (first) {");
-        CHECK_CONTAINS(emb, "for (int k = threadIdx.x - 32; k < (int)nrows * 96; k += 928) {");
+        CHECK_CONTAINS(emb, "for (int k = fu_early * 96 + threadIdx.x - 32; k < (int)nrows * 96; k += 928) {");
+        /* past the first rows, stored by all threads during the scan's first pass, after its
+         * loads: 128 KiB of rows of 1536 bytes (the base is zero, the scan one trip) */
+        CHECK_CONTAINS(emb, "const int fu_early = min(nrows, 85);");
+        CHECK_CONTAINS(emb, "if (pass == 0 && warp < 29) {"); /* warp 29 has no chunk: 8192 ids, 288 a warp */
+        CHECK_CONTAINS(emb, "for (int k = threadIdx.x; k < (int)fu_early * 96; k += 928) {");
+        CHECK(strstr(emb, "if (pass == 0 && warp") > strstr(emb, "jv[8] = v"));
+        CHECK(strstr(emb, "if (pass == 0 && warp") < strstr(emb, "__ballot_sync(0xffffffffu, kept)"));
         CHECK(count_of(emb, "walk_first") == 0);
         CHECK_CONTAINS(emb, "if (fu_hit[r >> 5] >> (r & 31) & 1u) continue;");
         CHECK_CONTAINS(emb, "__shared__ int fu_pos[3072];");
@@ -366,6 +373,14 @@ static void check_codegen_choices(const char *suites)
     char *eb = one_kernel_source(suites, "embedding/embedding_fwd.fusion", emb_big, 3, FU_BF16);
     if (eb) CHECK_CONTAINS(eb, "4 items of 8 lanes per thread");
     free(eb);
+    /* the big backward's scan takes several trips per warp: no rows stored during it (their
+     * stores would queue ahead of the later trips' loads) */
+    char *ebb = one_kernel_source(suites, "embedding/embedding_bwd.fusion", emb_big, 3, FU_BF16);
+    if (ebb) {
+        CHECK_CONTAINS(ebb, "const int fu_early = min(nrows, 0);");
+        CHECK(count_of(ebb, "if (pass == 0") == 0);
+    }
+    free(ebb);
     char *es = one_kernel_source(suites, "embedding/embedding_fwd.fusion", NULL, 0, FU_BF16);
     if (es) CHECK_CONTAINS(es, "3 items of 8 lanes per thread");
     free(es);

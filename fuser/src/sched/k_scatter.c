@@ -66,6 +66,13 @@ _Static_assert(ROW_THREADS >= 64, "a block has at least 2 warps");
 #ifndef SCATTER_SCAN_ONE_TRIP
 #define SCATTER_SCAN_ONE_TRIP 12
 #endif
+/* Bytes of its first rows a block stores (zeros) while its index loads are
+ * in flight, where the base is zero and the scan is one trip: the first
+ * microseconds of the kernel otherwise write nothing. A row a position lands
+ * in is written again by the walk (the barriers between order the two). */
+#ifndef SCATTER_EARLY_BYTES
+#define SCATTER_EARLY_BYTES 131072
+#endif
 
 static const fu_node *the_scatter(const fu_group *g)
 {
@@ -250,21 +257,21 @@ static void emit_row_start(fu_kernel_writer *w, const fu_node *s, const row_item
     cg_line(c, "}");
 }
 
-/* The rows no position lands in (fu_hit's bit clear), the base alone,
- * stored by the threads from 32 on, one vector each in turn over the block's
- * rows: warp 0 meanwhile sorts the list, so the sort's latency hides behind
- * these stores, most of the bytes when the index is short. */
-static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, int64_t rows, int64_t vecs, int vec, int threads)
+/* Base-only rows, one vector per thread in turn from vector k0 of the
+ * block's rows up to `end` (a C expression), k0 + `stride` next: the rows
+ * no position lands in (skip_hit: fu_hit's bit clear) or every one. */
+static void emit_base_row_loop(fu_kernel_writer *w, const fu_node *s, int64_t rows, int64_t vecs, int vec, const char *k0,
+                               int stride, const char *end, bool skip_hit)
 {
     cg_ctx *c = &w->cg;
     const char *it = c->index64 ? "long long" : "int";
     const char *kt = rows * vecs >= INT32_MAX ? "long long" : "int";
     cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (%s k = threadIdx.x - 32; k < (%s)nrows * %lld; k += %d) {", kt, kt, (long long)vecs, threads - 32);
+    cg_line(c, "for (%s k = %s; k < (%s)%s * %lld; k += %d) {", kt, k0, kt, end, (long long)vecs, stride);
     c->indent++;
     c->scope++;
     cg_line(c, "const int r = (int)(k / %lld);", (long long)vecs);
-    cg_line(c, "if (fu_hit[r >> 5] >> (r & 31) & 1u) continue;");
+    if (skip_hit) cg_line(c, "if (fu_hit[r >> 5] >> (r & 31) & 1u) continue;");
     cg_line(c, "const %s v = v0 + r;", it);
     cg_line(c, "const %s db = (%s)(k - (%s)r * %lld) * %d;", it, it, kt, (long long)vecs, vec);
     row_item ri;
@@ -273,6 +280,18 @@ static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, int64_t rows, 
     emit_lanes(c, &ri, s->inputs[0], ri.xi, "b");
     emit_row_store(w, s, &ri, "b");
     cg_close(c);
+}
+
+/* The rows no position lands in (fu_hit's bit clear), the base alone,
+ * stored by the threads from 32 on, one vector each in turn over the block's
+ * rows past the fu_early stored during the scan: warp 0 meanwhile sorts the
+ * list, so the sort's latency hides behind these stores, most of the bytes
+ * when the index is short. */
+static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, int64_t rows, int64_t vecs, int vec, int threads)
+{
+    char k0[64];
+    snprintf(k0, sizeof k0, "fu_early * %lld + threadIdx.x - 32", (long long)vecs);
+    emit_base_row_loop(w, s, rows, vecs, vec, k0, threads - 32, "nrows", true);
 }
 
 /* Slot e0 + u of the walk, whose source vector is x[xu]: starts its row at
@@ -487,6 +506,15 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "const %s v0 = (%s)blockIdx.x * %lld;", it, it, (long long)rpb);
     cg_line(c, "const int nrows = (int)(%lld - v0 < %lld ? %lld - v0 : %lld);", (long long)V, (long long)rpb, (long long)V,
              (long long)rpb);
+    /* the first rows stored while the index loads (SCATTER_EARLY_BYTES) */
+    const int64_t row_bytes = Din * (int64_t)fu_dtype_size(fu_val(f, s->output)->dtype);
+    const bool one_trip = (ch + 31) / 32 <= SCATTER_SCAN_ONE_TRIP;
+    /* stored by the warps whose chunk of the first pass holds a position
+     * (each loads once there): the others never reach those loads */
+    const int64_t early_warps = M > 0 ? ((M + ch - 1) / ch < nwarps ? (M + ch - 1) / ch : nwarps) : 0;
+    int64_t early = base_is_zero(g, s->inputs[0]) && one_trip && early_warps > 0 ? SCATTER_EARLY_BYTES / row_bytes : 0;
+    if (early > rpb) early = rpb;
+    cg_line(c, "const int fu_early = min(nrows, %lld); // rows stored while the index loads", (long long)early);
     if (conc > 1) cg_line(c, "const int fu_rl = threadIdx.x %% %d, fu_r0 = threadIdx.x / %d; // lane in a row, first row", tpr, tpr);
     cg_line(c, "int nlist = 0;");
     cg_line(c, "bool first = true;");
@@ -563,6 +591,23 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
         c->indent--;
         cg_drop_scope(c);
         cg_line(c, "}");
+    }
+    if (early > 0) {
+        cg_line(c, "if (pass == 0 && warp < %lld) { // the first rows, while the loads are in flight (their latency is most of the scan)",
+                (long long)early_warps);
+        c->indent++;
+        c->scope++;
+        emit_base_row_loop(w, s, rpb, vecs, vec, "threadIdx.x", (int)early_warps * 32, "fu_early", false);
+        c->scope--;
+        cg_drop_scope(c);
+        c->indent--;
+        cg_line(c, "}");
+        /* the loop's variables: the scan's again */
+        c->nvars = 0;
+        c->vec = 1;
+        c->lane = 0;
+        c->lane_var = -1;
+        pv = cg_add_var(c, "p0");
     }
     cg_line(c, "#pragma unroll");
     cg_line(c, "for (int u = 0; u < %d; u++) {", U);
