@@ -21,7 +21,7 @@ __device__ __forceinline__ float block_sum(float v, float *red) {
 
 // A row's part: ITERS vectors per thread loaded (all in flight), kept in this thread's shared-memory slots;
 // returns the thread's partial sum (the stand-in for the row's reductions).
-template <int ITERS>
+template <int ITERS, bool MATH = false>
 __device__ __forceinline__ float load_and_stash(const uint4 *__restrict__ src, uint4 *stash) {
   uint4 v[ITERS];
 #pragma unroll
@@ -29,20 +29,31 @@ __device__ __forceinline__ float load_and_stash(const uint4 *__restrict__ src, u
   float m = 0;
 #pragma unroll
   for (int i = 0; i < ITERS; i++) {
-    m += __uint_as_float(v[i].x) + __uint_as_float(v[i].y);
+    if (MATH)  // the forward's exp-sum: one exp per f32 element
+      m += __expf(__uint_as_float(v[i].x)) + __expf(__uint_as_float(v[i].y)) + __expf(__uint_as_float(v[i].z)) +
+           __expf(__uint_as_float(v[i].w));
+    else
+      m += __uint_as_float(v[i].x) + __uint_as_float(v[i].y);
     stash[i * blockDim.x + threadIdx.x] = v[i];
   }
   return m;
 }
 // The row written back from the slots, scaled by a value that depends on the reduction (so the stores wait
 // for it) but is never anything but 1.
-template <int ITERS>
+template <int ITERS, bool MATH = false>
 __device__ __forceinline__ void store_from_stash(uint4 *__restrict__ dst, const uint4 *stash, float s) {
   const float scale = s == 12345.0f ? 2.0f : 1.0f;
 #pragma unroll 2
   for (int i = 0; i < ITERS; i++) {
     uint4 w = stash[i * blockDim.x + threadIdx.x];
-    w.x = __float_as_uint(__uint_as_float(w.x) * scale);
+    if (MATH) {  // the gradient: one more exp per element
+      w.x = __float_as_uint(__expf(__uint_as_float(w.x) - s));
+      w.y = __float_as_uint(__expf(__uint_as_float(w.y) - s));
+      w.z = __float_as_uint(__expf(__uint_as_float(w.z) - s));
+      w.w = __float_as_uint(__expf(__uint_as_float(w.w) - s));
+    } else {
+      w.x = __float_as_uint(__uint_as_float(w.x) * scale);
+    }
     dst[i * blockDim.x + threadIdx.x] = w;
   }
 }
@@ -79,7 +90,7 @@ __global__ void rowcopy(const uint4 *__restrict__ in, uint4 *__restrict__ out, i
 
 // persistent CTAs that take rows in order from a counter (the next row fetched one row ahead); the last CTA to
 // leave resets the counters for the next launch
-template <int ITERS>
+template <int ITERS, bool MATH = false>
 __global__ void rowcopy_dyn(const uint4 *__restrict__ in, uint4 *__restrict__ out, int rows, float *sink,
                             unsigned *ctr) {
   extern __shared__ __align__(16) uint4 stash[];
@@ -95,13 +106,90 @@ __global__ void rowcopy_dyn(const uint4 *__restrict__ in, uint4 *__restrict__ ou
     uint4 *dst = out + (size_t)row * per_cta;
     int nxt = 0;  // the next row, taken at the start of this one (as the fuser's queue does)
     if (threadIdx.x == 0) nxt = (int)atomicAdd(&ctr[0], 1u);
-    float s = block_sum(load_and_stash<ITERS>(src, stash), red);
+    float s = block_sum(load_and_stash<ITERS, MATH>(src, stash), red);
     keep += s;
-    store_from_stash<ITERS>(dst, stash, s);
+    store_from_stash<ITERS, MATH>(dst, stash, s);
     __syncthreads();  // everyone has read next_row's old value
     if (threadIdx.x == 0) next_row = nxt;
     __syncthreads();
     row = next_row;
+  }
+  if (keep == 12345.0f) *sink = keep;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&ctr[1], 1u) == gridDim.x - 1) { ctr[0] = 0; ctr[1] = 0; __threadfence(); }
+  }
+}
+// Persistent CTAs from a counter, the row held in registers from its load to its store (no stash), and with
+// PREFETCH the block's next row copied into shared memory (cp.async) while this one is reduced and written:
+// two rows per CTA in flight. Each thread copies and later reads only its own slots, so the buffer needs no
+// barrier; the reduction's barriers publish the next ticket.
+__device__ __forceinline__ void copy_async16(void *smem, const void *gmem) {
+  unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+template <int ITERS, bool PREFETCH, bool MATH>
+__global__ void __launch_bounds__(1024) rowcopy_regs(const uint4 *__restrict__ in, uint4 *__restrict__ out, int rows, float *sink,
+                             unsigned *ctr) {
+  extern __shared__ __align__(16) uint4 stash[];
+  __shared__ float red[33];
+  __shared__ int next_row[2];
+  const int per_cta = ITERS * blockDim.x;
+  if (threadIdx.x == 0) next_row[0] = (int)atomicAdd(&ctr[0], 1u);
+  __syncthreads();
+  int row = next_row[0];
+  if (PREFETCH && row < rows) {
+#pragma unroll
+    for (int i = 0; i < ITERS; i++)
+      copy_async16(stash + i * blockDim.x + threadIdx.x, in + (size_t)row * per_cta + i * blockDim.x + threadIdx.x);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  }
+  float keep = 0;
+  for (int q = 1; row < rows; q ^= 1) {
+    if (threadIdx.x == 0) next_row[q] = (int)atomicAdd(&ctr[0], 1u);
+    uint4 v[ITERS];
+    if (PREFETCH) {
+      asm volatile("cp.async.wait_all;\n" ::: "memory");
+#pragma unroll
+      for (int i = 0; i < ITERS; i++) v[i] = stash[i * blockDim.x + threadIdx.x];
+    } else {
+#pragma unroll
+      for (int i = 0; i < ITERS; i++) v[i] = __ldg(in + (size_t)row * per_cta + i * blockDim.x + threadIdx.x);
+    }
+    float m = 0;
+#pragma unroll
+    for (int i = 0; i < ITERS; i++) {
+      if (MATH)  // the forward's exp-sum: one exp per f32 element
+        m += __expf(__uint_as_float(v[i].x)) + __expf(__uint_as_float(v[i].y)) + __expf(__uint_as_float(v[i].z)) +
+             __expf(__uint_as_float(v[i].w));
+      else
+        m += __uint_as_float(v[i].x) + __uint_as_float(v[i].y);
+    }
+    float s = block_sum(m, red);  // its barriers publish next_row[q]
+    const int nxt = next_row[q];
+    if (PREFETCH && nxt < rows) {
+#pragma unroll
+      for (int i = 0; i < ITERS; i++)
+        copy_async16(stash + i * blockDim.x + threadIdx.x, in + (size_t)nxt * per_cta + i * blockDim.x + threadIdx.x);
+      asm volatile("cp.async.commit_group;\n" ::: "memory");
+    }
+    keep += s;
+    const float scale = s == 12345.0f ? 2.0f : 1.0f;
+    uint4 *dst = out + (size_t)row * per_cta;
+#pragma unroll
+    for (int i = 0; i < ITERS; i++) {
+      uint4 w = v[i];
+      if (MATH) {  // the gradient: one more exp per element
+        w.x = __float_as_uint(__expf(__uint_as_float(w.x) - s));
+        w.y = __float_as_uint(__expf(__uint_as_float(w.y) - s));
+        w.z = __float_as_uint(__expf(__uint_as_float(w.z) - s));
+        w.w = __float_as_uint(__expf(__uint_as_float(w.w) - s));
+      } else {
+        w.x = __float_as_uint(__uint_as_float(w.x) * scale);
+      }
+      dst[i * blockDim.x + threadIdx.x] = w;
+    }
+    row = nxt;
   }
   if (keep == 12345.0f) *sink = keep;
   if (threadIdx.x == 0) {
@@ -175,14 +263,28 @@ static void run(cold_timer &timer, const char *name, const uint4 *a, uint4 *b, i
 }
 
 
-template <int ITERS>
+template <int ITERS, bool MATH = false>
 static void run_dyn(cold_timer &timer, const char *name, const uint4 *a, uint4 *b, int rows, size_t rowbytes, int threads, int per_sm,
                     int sms, float *sink, unsigned *ctr) {
-  auto k = rowcopy_dyn<ITERS>;
+  auto k = rowcopy_dyn<ITERS, MATH>;
   CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)rowbytes));
   unsigned grid = (unsigned)(sms * per_sm);
   double us = timer.median_us([&] { k<<<grid, threads, rowbytes>>>(a, b, rows, sink, ctr); });
   printf("%-34s rows %5d grid %6u: %8.2f us %6.0f GB/s\n", name, rows, grid, us, 2.0 * rows * (double)rowbytes / us / 1e3);
+  fflush(stdout);
+}
+template <int ITERS, bool PREFETCH, bool MATH>
+static void run_regs(cold_timer &timer, const char *name, const uint4 *a, uint4 *b, int rows, size_t rowbytes, int threads,
+                     int per_sm, int sms, float *sink, unsigned *ctr) {
+  auto k = rowcopy_regs<ITERS, PREFETCH, MATH>;
+  size_t smem = PREFETCH ? rowbytes : 0;
+  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int occ = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, threads, smem));
+  unsigned grid = (unsigned)(sms * per_sm);
+  double us = timer.median_us([&] { k<<<grid, threads, smem>>>(a, b, rows, sink, ctr); });
+  printf("%-34s rows %5d occ %d grid %6u: %8.2f us %6.0f GB/s\n", name, rows, occ, grid, us,
+         2.0 * rows * (double)rowbytes / us / 1e3);
   fflush(stdout);
 }
 template <int ITERS, int MODE>
@@ -207,12 +309,22 @@ int main() {
     run<8, 1, true>(timer, "f32 1x1024 persistent", a, b, rows, f32row, 1024, 1, sms, sink);
     run<8, 1, false>(timer, "f32 1x1024 grid=rows", a, b, rows, f32row, 1024, 1, sms, sink);
     run_dyn<8>(timer, "f32 1x1024 counter", a, b, rows, f32row, 1024, 1, sms, sink, ctr);
+    run_regs<8, false, false>(timer, "f32 1x1024 counter regs", a, b, rows, f32row, 1024, 1, sms, sink, ctr);
+    run_regs<8, true, false>(timer, "f32 1x1024 counter regs+prefetch", a, b, rows, f32row, 1024, 1, sms, sink, ctr);
+    run_dyn<8, true>(timer, "f32 1x1024 counter, exp", a, b, rows, f32row, 1024, 1, sms, sink, ctr);
+    run_regs<8, false, true>(timer, "f32 1x1024 counter regs, exp", a, b, rows, f32row, 1024, 1, sms, sink, ctr);
+    run_regs<8, true, true>(timer, "f32 1x1024 c. regs+prefetch, exp", a, b, rows, f32row, 1024, 1, sms, sink, ctr);
     // bf16 rows of 64 KiB: 512-thread blocks
     run<8, 1, true>(timer, "bf16 1x512 persistent 2/SM", a, b, rows, bf16row, 512, 2, sms, sink);
     run<8, 1, true>(timer, "bf16 1x512 persistent 3/SM", a, b, rows, bf16row, 512, 3, sms, sink);
     run<8, 1, false>(timer, "bf16 1x512 grid=rows", a, b, rows, bf16row, 512, 0, sms, sink);
     run_dyn<8>(timer, "bf16 1x512 counter 2/SM", a, b, rows, bf16row, 512, 2, sms, sink, ctr);
     run_dyn<8>(timer, "bf16 1x512 counter 3/SM", a, b, rows, bf16row, 512, 3, sms, sink, ctr);
+    run_regs<8, false, false>(timer, "bf16 2x512 counter regs", a, b, rows, bf16row, 512, 2, sms, sink, ctr);
+    run_regs<8, true, false>(timer, "bf16 2x512 counter regs+prefetch", a, b, rows, bf16row, 512, 2, sms, sink, ctr);
+    run_dyn<8, true>(timer, "bf16 1x512 counter 2/SM, exp/2", a, b, rows, bf16row, 512, 2, sms, sink, ctr);
+    run_dyn<8, true>(timer, "bf16 1x512 counter 3/SM, exp/2", a, b, rows, bf16row, 512, 3, sms, sink, ctr);
+    run_regs<8, true, true>(timer, "bf16 2x512 c. regs+prefetch, exp/2", a, b, rows, bf16row, 512, 2, sms, sink, ctr);
   }
   // a row shared by a cluster of blocks (distributed shared memory)
   run<8, 2, true>(timer, "f32 cluster2 x512 persistent", a, b, 8192, f32row, 512, 0, sms, sink);
