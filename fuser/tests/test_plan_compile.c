@@ -334,17 +334,10 @@ static void check_codegen_choices(const char *suites)
         CHECK_CONTAINS(emb, "for (int u = 0; u < 4; u++) {");
         CHECK(count_of(emb, "if (e0 + u < eb) {") == 1);
         CHECK(count_of(emb, "if (e0 + 1 < eb) {") == 0);
-        /* the rows no position lands in: marked by the scan itself, stored by every thread
-         * right after the barrier of its last pass (one vector each in turn over the block's
-         * rows), not during the flush's sort */
-        CHECK_CONTAINS(emb, "bool fu_based = false;");
-        CHECK_CONTAINS(emb, "if (kept) atomicOr(&fu_hit[(int)(j - v0) >> 5], 1u << ((int)(j - v0) & 31));");
-        CHECK_CONTAINS(emb, "if (!fu_based && !over && pass + 30 * ch >= 8192) {");
-        CHECK_CONTAINS(emb, "for (int k = fu_early * 96 + threadIdx.x; k < (int)nrows * 96; k += 960) {");
-        CHECK(strstr(emb, "if (!fu_based") > strstr(emb, "__ballot_sync(0xffffffffu, kept)"));
-        CHECK(strstr(emb, "if (!fu_based") < strstr(emb, "flush(); // the sort"));
-        CHECK(count_of(emb, "else if (first)") == 0);
-        CHECK(count_of(emb, "atomicOr(&fu_hit[r >> 5]") == 0);
+        /* the rows no position lands in: by the warps after warp 0 while it sorts, one
+         * vector each in turn over the block's rows */
+        CHECK_CONTAINS(emb, "} else if (first) {");
+        CHECK_CONTAINS(emb, "for (int k = fu_early * 96 + threadIdx.x - 32; k < (int)nrows * 96; k += 928) {");
         /* past the first rows, stored by all threads during the scan's first pass, after its
          * loads: 128 KiB of rows of 1536 bytes (the base is zero, the scan one trip) */
         CHECK_CONTAINS(emb, "const int fu_early = min(nrows, 85);");

@@ -73,13 +73,6 @@ _Static_assert(ROW_THREADS >= 64, "a block has at least 2 warps");
 #ifndef SCATTER_EARLY_BYTES
 #define SCATTER_EARLY_BYTES 131072
 #endif
-/* 1: the id scan marks the hit rows itself, and every thread stores the
- * base-only rows right after the barrier of the scan's last pass; 0: warps
- * 1.. store them during the first flush's sort, after the list's copy and
- * count barriers. */
-#ifndef SCATTER_BASE_AFTER_SCAN
-#define SCATTER_BASE_AFTER_SCAN 1
-#endif
 
 static const fu_node *the_scatter(const fu_group *g)
 {
@@ -290,17 +283,15 @@ static void emit_base_row_loop(fu_kernel_writer *w, const fu_node *s, int64_t ro
 }
 
 /* The rows no position lands in (fu_hit's bit clear), the base alone,
- * stored by the threads from first_thread on, one vector each in turn over
- * the block's rows past the fu_early stored during the scan. In the flush,
- * threads from 32 on: warp 0 meanwhile sorts the list, so the sort's latency
- * hides behind these stores, most of the bytes when the index is short. */
-static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, int64_t rows, int64_t vecs, int vec, int first_thread,
-                           int threads)
+ * stored by the threads from 32 on, one vector each in turn over the block's
+ * rows past the fu_early stored during the scan: warp 0 meanwhile sorts the
+ * list, so the sort's latency hides behind these stores, most of the bytes
+ * when the index is short. */
+static void emit_base_rows(fu_kernel_writer *w, const fu_node *s, int64_t rows, int64_t vecs, int vec, int threads)
 {
     char k0[64];
-    if (first_thread) snprintf(k0, sizeof k0, "fu_early * %lld + threadIdx.x - %d", (long long)vecs, first_thread);
-    else snprintf(k0, sizeof k0, "fu_early * %lld + threadIdx.x", (long long)vecs);
-    emit_base_row_loop(w, s, rows, vecs, vec, k0, threads - first_thread, "nrows", true);
+    snprintf(k0, sizeof k0, "fu_early * %lld + threadIdx.x - 32", (long long)vecs);
+    emit_base_row_loop(w, s, rows, vecs, vec, k0, threads - 32, "nrows", true);
 }
 
 /* Slot e0 + u of the walk, whose source vector is x[xu]: starts its row at
@@ -387,19 +378,19 @@ static void emit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr,
 }
 
 /* Counts the list's entries per row (shared atomics: the same counts in any
- * order) into fu_cnt[0..nrows), and (mark_hits) marks the rows hit in fu_hit. */
-static void emit_list_count(cg_ctx *c, int threads, bool mark_hits)
+ * order) into fu_cnt[0..nrows), and marks the rows hit in fu_hit. */
+static void emit_list_count(cg_ctx *c, int threads)
 {
     cg_line(c, "__syncthreads();");
     cg_line(c, "#pragma unroll 1");
     cg_line(c, "for (int r = threadIdx.x; r <= nrows; r += %d) fu_cnt[r] = 0;", threads);
-    if (mark_hits) cg_line(c, "for (int q = threadIdx.x; q < %d; q += %d) fu_hit[q] = 0u;", MAX_ROWS_PER_BLOCK / 32, threads);
+    cg_line(c, "for (int q = threadIdx.x; q < %d; q += %d) fu_hit[q] = 0u;", MAX_ROWS_PER_BLOCK / 32, threads);
     cg_line(c, "__syncthreads();");
     cg_line(c, "#pragma unroll 1");
     cg_line(c, "for (int e = threadIdx.x; e < nlist; e += %d) {", threads);
     cg_line(c, "  const int r = fu_row[e];");
     cg_line(c, "  atomicAdd(&fu_cnt[r], 1);");
-    if (mark_hits) cg_line(c, "  atomicOr(&fu_hit[r >> 5], 1u << (r & 31));");
+    cg_line(c, "  atomicOr(&fu_hit[r >> 5], 1u << (r & 31));");
     cg_line(c, "}");
     cg_line(c, "__syncthreads();");
 }
@@ -525,33 +516,22 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     if (early > rpb) early = rpb;
     cg_line(c, "const int fu_early = min(nrows, %lld); // rows stored while the index loads", (long long)early);
     if (conc > 1) cg_line(c, "const int fu_rl = threadIdx.x %% %d, fu_r0 = threadIdx.x / %d; // lane in a row, first row", tpr, tpr);
-    const bool scan_base = SCATTER_BASE_AFTER_SCAN && M > 0;
     cg_line(c, "int nlist = 0;");
     cg_line(c, "bool first = true;");
-    if (scan_base) {
-        cg_line(c, "bool fu_based = false; // the base-only rows are stored (after the scan's last pass)");
-        cg_line(c, "for (int q = threadIdx.x; q < %d; q += %d) fu_hit[q] = 0u; // the scan marks the hit rows", MAX_ROWS_PER_BLOCK / 32,
-                threads);
-        cg_line(c, "__syncthreads();");
-    }
     /* the flush: sort the list by row, then write owned rows */
     cg_line(c, "auto flush = [&]() {");
     c->indent++;
     c->scope++;
-    emit_list_count(c, threads, !scan_base);
+    emit_list_count(c, threads);
     cg_line(c, "if (threadIdx.x < 32) { // warp 0 sorts the list by row");
     c->indent++;
     emit_warp_sort(c);
     c->indent--;
-    if (scan_base) {
-        cg_line(c, "}");
-    } else {
-        cg_line(c, "} else if (first) { // the other warps meanwhile store the rows no position lands in");
-        c->indent++;
-        emit_base_rows(w, s, rpb, vecs, vec, 32, threads);
-        c->indent--;
-        cg_line(c, "}");
-    }
+    cg_line(c, "} else if (first) { // the other warps meanwhile store the rows no position lands in");
+    c->indent++;
+    emit_base_rows(w, s, rpb, vecs, vec, threads);
+    c->indent--;
+    cg_line(c, "}");
     cg_line(c, "__syncthreads();");
     /* Measured on the H200: the hit rows first in odd blocks (their walk
      * waiting on loads while even blocks store) was 4% slower on both
@@ -635,7 +615,6 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "const long long p = p0 + 32 * u, j = jv[u];");
     cg_line(c, "if (p < w1 && (j < 0 || j >= %lld)) fu_report_index(fu_err, %d, j, p);", (long long)V, (int)(s - f->nodes));
     cg_line(c, "const bool kept = p < w1 && j >= v0 && j < v0 + nrows;");
-    if (scan_base) cg_line(c, "if (kept) atomicOr(&fu_hit[(int)(j - v0) >> 5], 1u << ((int)(j - v0) & 31));");
     cg_line(c, "const unsigned m = __ballot_sync(0xffffffffu, kept);");
     cg_line(c, "const int slot = n + __popc(m & ((1u << lane) - 1u));");
     cg_line(c, "if (kept && slot < %d) fu_stage[slot] = (int)((p - pass) << %d) | (int)(j - v0);", cap, ROW_BITS);
@@ -652,21 +631,6 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     cg_line(c, "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
     cg_line(c, "total = __shfl_sync(0xffffffffu, incl, 31);");
     cg_line(c, "before = __shfl_sync(0xffffffffu, incl - cw, warp);");
-    if (scan_base) {
-        /* the barrier above made every mark visible; a pass reaching the
-         * index's end completes them unless it is redone (over). A flush
-         * that makes this pass run again finds fu_based set. */
-        cg_line(c, "if (!fu_based && !over && pass + %d * ch >= %lld) { // the base-only rows, now, by every thread", nwarps,
-                (long long)M);
-        c->indent++;
-        c->scope++;
-        emit_base_rows(w, s, rpb, vecs, vec, 0, threads);
-        cg_line(c, "fu_based = true;");
-        c->scope--;
-        cg_drop_scope(c);
-        c->indent--;
-        cg_line(c, "}");
-    }
     cg_close(c); /* !past_end */
     cg_line(c, "if (over) { // a warp kept more than its part: redo this pass, and the rest of it, in chunks that fit");
     cg_line(c, "  small_until = pass + %d * ch;", nwarps);
