@@ -6,7 +6,9 @@
  * range of output rows. It reads the whole index once, each warp its own
  * chunk, and keeps the positions that land in its rows, in index order.
  * Warp 0 sorts them by row stably (so sums run in index order) while the
- * other warps store the rows no position lands in (the base alone). Then
+ * other warps store the rows no position lands in (the base alone; with a
+ * zero base and a short index, the block's first rows are stored earlier,
+ * while the index loads: SCATTER_EARLY_BYTES). Then
  * every row a position lands in is written once: base + the source rows
  * that map to it, accumulated in f32 registers, a thread walking the sorted
  * positions 4 at a time (their source loads in flight together). Results
