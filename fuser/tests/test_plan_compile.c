@@ -338,8 +338,8 @@ static void check_codegen_choices(const char *suites)
          * vector each in turn over the block's rows */
         CHECK_CONTAINS(emb, "} else if (first) {");
         CHECK_CONTAINS(emb, "for (int k = fu_early * 96 + threadIdx.x - 32; k < (int)nrows * 96; k += 928) {");
-        /* past the first rows, stored by all threads during the scan's first pass, after its
-         * loads: 128 KiB of rows of 1536 bytes (the base is zero, the scan one trip) */
+        /* past the first rows, stored during the scan's first pass by the warps with a chunk,
+         * after its loads: 128 KiB of rows of 1536 bytes (the base is zero, the scan one trip) */
         CHECK_CONTAINS(emb, "const int fu_early = min(nrows, 85);");
         CHECK_CONTAINS(emb, "if (pass == 0 && warp < 29) {"); /* warp 29 has no chunk: 8192 ids, 288 a warp */
         CHECK_CONTAINS(emb, "for (int k = threadIdx.x; k < (int)fu_early * 96; k += 928) {");

@@ -2,8 +2,9 @@
 // Each row (32768 f32 = 128 KiB, or bf16 64 KiB) is read whole, kept in shared memory, reduced across the block
 // (or cluster), then written. Which arrangement of rows over blocks comes closest to the copy: persistent blocks
 // with rows strided by gridDim.x, one block per row, persistent blocks taking rows from a counter, or a row
-// shared by a cluster? And the forward's read-only pattern. Cold L2 (a memset of twice the L2 before each
-// sample), CUDA events, median of 31.
+// shared by a cluster? Rows held in registers instead, with or without a cp.async prefetch of the block's next
+// row into shared memory, and with one exp per element in each pass (v14). And the forward's read-only pattern.
+// Cold L2 (a memset of twice the L2 before each sample), CUDA events, median of 31.
 #include <cstdint>
 #include <cooperative_groups.h>
 #include "cold_timer.cuh"

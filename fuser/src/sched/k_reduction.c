@@ -859,6 +859,7 @@ static void emit_first_batch_loads(red_ctx *r)
 {
     cg_ctx *c = &r->w->cg;
     plan_pass(r, 1);
+    if (r->nstage == 0 && r->ncache == 0) return; /* pass 1 loads nothing at the row position */
     cg_line(c, "// pass 1's first batch, in flight before the per-row values wait on theirs");
     declare_staged(r);
     cg_index idx[FU_MAX_RANK];
