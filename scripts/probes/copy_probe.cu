@@ -46,6 +46,23 @@ __device__ __forceinline__ void bar_wait(uint64_t *bar, uint32_t parity) {
   asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra W;\n}"
                ::"r"(sptr(bar)), "r"(parity) : "memory");
 }
+// The CTA's chunks are blockIdx.x, + gridDim.x, ... of nchunks; its i-th goes through stage i % STAGES.
+__device__ __forceinline__ size_t chunks_of_block(size_t nchunks) {
+  return nchunks > blockIdx.x ? (nchunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+}
+__device__ __forceinline__ size_t chunk_of_block(size_t i) { return blockIdx.x + i * gridDim.x; }
+template <int STAGES, int CHUNK>
+__device__ __forceinline__ void load_stage(char *smem, const char *src, uint64_t *bar, size_t i) {
+  const int s = (int)(i % STAGES);
+  bulk_load(smem + (size_t)s * CHUNK, src + chunk_of_block(i) * CHUNK, CHUNK, &bar[s]);
+}
+// waits for the CTA's i-th chunk to land; returns its stage
+template <int STAGES>
+__device__ __forceinline__ int wait_stage(uint64_t *bar, size_t i) {
+  const int s = (int)(i % STAGES);
+  bar_wait(&bar[s], (uint32_t)((i / STAGES) & 1));
+  return s;
+}
 
 // TMA 1-D bulk copy: one thread per CTA drives STAGES buffers of CHUNK bytes; chunk c of the grid goes
 // blockIdx.x, +gridDim.x, ... so the whole grid sweeps memory front to back together.
@@ -54,22 +71,17 @@ __global__ void copy_bulk(const char *__restrict__ src, char *__restrict__ dst, 
   extern __shared__ __align__(128) char smem[];
   __shared__ __align__(8) uint64_t bar[STAGES];
   if (threadIdx.x != 0) return;
-  size_t nchunks = n / CHUNK;
   bars_init(bar, STAGES);
-  auto issue_load = [&](size_t c, int s) { bulk_load(smem + (size_t)s * CHUNK, src + c * CHUNK, CHUNK, &bar[s]); };
-  size_t my = nchunks > blockIdx.x ? (nchunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
-  for (size_t i = 0; i < my && i < STAGES; i++) issue_load(blockIdx.x + i * gridDim.x, (int)i);
+  const size_t my = chunks_of_block(n / CHUNK);
+  for (size_t i = 0; i < my && i < STAGES; i++) load_stage<STAGES, CHUNK>(smem, src, bar, i);
   for (size_t i = 0; i < my; i++) {
-    int s = (int)(i % STAGES);
-    uint32_t parity = (uint32_t)((i / STAGES) & 1);
-    bar_wait(&bar[s], parity);
-    size_t c = blockIdx.x + i * gridDim.x;
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + c * CHUNK),
+    const int s = wait_stage<STAGES>(bar, i);
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst + chunk_of_block(i) * CHUNK),
                  "r"(sptr(smem + (size_t)s * CHUNK)), "r"(CHUNK) : "memory");
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-    if (i >= 1 && i - 1 + STAGES < my) {
+    if (i >= 1 && i - 1 + STAGES < my) {  // the store of chunk i - 1 has read its stage: refill it
       asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-      issue_load(blockIdx.x + (i - 1 + STAGES) * gridDim.x, (int)((i - 1) % STAGES));
+      load_stage<STAGES, CHUNK>(smem, src, bar, i - 1 + STAGES);
     }
   }
   asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
@@ -81,23 +93,18 @@ template <int STAGES, int CHUNK>
 __global__ void copy_bulk_ld(const char *__restrict__ src, char *__restrict__ dst, size_t n) {
   extern __shared__ __align__(128) char smem[];
   __shared__ __align__(8) uint64_t bar[STAGES];
-  size_t nchunks = n / CHUNK;
   if (threadIdx.x == 0) bars_init(bar, STAGES);
   __syncthreads();
-  auto issue_load = [&](size_t c, int s) { bulk_load(smem + (size_t)s * CHUNK, src + c * CHUNK, CHUNK, &bar[s]); };
-  size_t my = nchunks > blockIdx.x ? (nchunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+  const size_t my = chunks_of_block(n / CHUNK);
   if (threadIdx.x == 0)
-    for (size_t i = 0; i < my && i < STAGES; i++) issue_load(blockIdx.x + i * gridDim.x, (int)i);
+    for (size_t i = 0; i < my && i < STAGES; i++) load_stage<STAGES, CHUNK>(smem, src, bar, i);
   for (size_t i = 0; i < my; i++) {
-    int s = (int)(i % STAGES);
-    uint32_t parity = (uint32_t)((i / STAGES) & 1);
-    bar_wait(&bar[s], parity);
-    size_t c = blockIdx.x + i * gridDim.x;
+    const int s = wait_stage<STAGES>(bar, i);
     const float4 *in = (const float4 *)(smem + (size_t)s * CHUNK);
-    float4 *out = (float4 *)(dst + c * CHUNK);
+    float4 *out = (float4 *)(dst + chunk_of_block(i) * CHUNK);
     for (int k = threadIdx.x; k < CHUNK / 16; k += blockDim.x) out[k] = in[k];
     __syncthreads();  // everyone done reading stage s
-    if (threadIdx.x == 0 && i + STAGES < my) issue_load(blockIdx.x + (i + STAGES) * gridDim.x, s);
+    if (threadIdx.x == 0 && i + STAGES < my) load_stage<STAGES, CHUNK>(smem, src, bar, i + STAGES);
   }
 }
 

@@ -20,6 +20,36 @@ __device__ __forceinline__ float block_sum(float v, float *red) {
   return s;
 }
 
+// The per-element stand-ins for the row's math, shared by every variant. MATH: the forward's exp-sum (one exp
+// per f32 element) and the gradient's exp; else a cheap sum and a scale that depends on the reduction (so the
+// stores wait for it) but is never anything but 1.
+template <bool MATH>
+__device__ __forceinline__ float row_term(uint4 v) {
+  if (MATH)
+    return __expf(__uint_as_float(v.x)) + __expf(__uint_as_float(v.y)) + __expf(__uint_as_float(v.z)) +
+           __expf(__uint_as_float(v.w));
+  return __uint_as_float(v.x) + __uint_as_float(v.y);
+}
+template <bool MATH>
+__device__ __forceinline__ uint4 row_out(uint4 w, float s) {
+  if (MATH) {
+    w.x = __float_as_uint(__expf(__uint_as_float(w.x) - s));
+    w.y = __float_as_uint(__expf(__uint_as_float(w.y) - s));
+    w.z = __float_as_uint(__expf(__uint_as_float(w.z) - s));
+    w.w = __float_as_uint(__expf(__uint_as_float(w.w) - s));
+  } else {
+    w.x = __float_as_uint(__uint_as_float(w.x) * (s == 12345.0f ? 2.0f : 1.0f));
+  }
+  return w;
+}
+// The last CTA to leave resets the counters (next row, CTAs done) for the next launch.
+__device__ __forceinline__ void release_counters(unsigned *ctr) {
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&ctr[1], 1u) == gridDim.x - 1) { ctr[0] = 0; ctr[1] = 0; __threadfence(); }
+  }
+}
+
 // A row's part: ITERS vectors per thread loaded (all in flight), kept in this thread's shared-memory slots;
 // returns the thread's partial sum (the stand-in for the row's reductions).
 template <int ITERS, bool MATH = false>
@@ -30,33 +60,16 @@ __device__ __forceinline__ float load_and_stash(const uint4 *__restrict__ src, u
   float m = 0;
 #pragma unroll
   for (int i = 0; i < ITERS; i++) {
-    if (MATH)  // the forward's exp-sum: one exp per f32 element
-      m += __expf(__uint_as_float(v[i].x)) + __expf(__uint_as_float(v[i].y)) + __expf(__uint_as_float(v[i].z)) +
-           __expf(__uint_as_float(v[i].w));
-    else
-      m += __uint_as_float(v[i].x) + __uint_as_float(v[i].y);
+    m += row_term<MATH>(v[i]);
     stash[i * blockDim.x + threadIdx.x] = v[i];
   }
   return m;
 }
-// The row written back from the slots, scaled by a value that depends on the reduction (so the stores wait
-// for it) but is never anything but 1.
+// The row written back from the slots.
 template <int ITERS, bool MATH = false>
 __device__ __forceinline__ void store_from_stash(uint4 *__restrict__ dst, const uint4 *stash, float s) {
-  const float scale = s == 12345.0f ? 2.0f : 1.0f;
 #pragma unroll 2
-  for (int i = 0; i < ITERS; i++) {
-    uint4 w = stash[i * blockDim.x + threadIdx.x];
-    if (MATH) {  // the gradient: one more exp per element
-      w.x = __float_as_uint(__expf(__uint_as_float(w.x) - s));
-      w.y = __float_as_uint(__expf(__uint_as_float(w.y) - s));
-      w.z = __float_as_uint(__expf(__uint_as_float(w.z) - s));
-      w.w = __float_as_uint(__expf(__uint_as_float(w.w) - s));
-    } else {
-      w.x = __float_as_uint(__uint_as_float(w.x) * scale);
-    }
-    dst[i * blockDim.x + threadIdx.x] = w;
-  }
+  for (int i = 0; i < ITERS; i++) dst[i * blockDim.x + threadIdx.x] = row_out<MATH>(stash[i * blockDim.x + threadIdx.x], s);
 }
 
 // rowbytes/ (PARTS CTAs) per CTA; each thread ITERS uint4. PARTS > 1: a cluster of PARTS CTAs shares a row.
@@ -116,10 +129,7 @@ __global__ void rowcopy_dyn(const uint4 *__restrict__ in, uint4 *__restrict__ ou
     row = next_row;
   }
   if (keep == 12345.0f) *sink = keep;
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&ctr[1], 1u) == gridDim.x - 1) { ctr[0] = 0; ctr[1] = 0; __threadfence(); }
-  }
+  release_counters(ctr);
 }
 // Persistent CTAs from a counter, the row held in registers from its load to its store (no stash), and with
 // PREFETCH the block's next row copied into shared memory (cp.async) while this one is reduced and written:
@@ -159,13 +169,7 @@ __global__ void __launch_bounds__(1024) rowcopy_regs(const uint4 *__restrict__ i
     }
     float m = 0;
 #pragma unroll
-    for (int i = 0; i < ITERS; i++) {
-      if (MATH)  // the forward's exp-sum: one exp per f32 element
-        m += __expf(__uint_as_float(v[i].x)) + __expf(__uint_as_float(v[i].y)) + __expf(__uint_as_float(v[i].z)) +
-             __expf(__uint_as_float(v[i].w));
-      else
-        m += __uint_as_float(v[i].x) + __uint_as_float(v[i].y);
-    }
+    for (int i = 0; i < ITERS; i++) m += row_term<MATH>(v[i]);
     float s = block_sum(m, red);  // its barriers publish next_row[q]
     const int nxt = next_row[q];
     if (PREFETCH && nxt < rows) {
@@ -175,28 +179,13 @@ __global__ void __launch_bounds__(1024) rowcopy_regs(const uint4 *__restrict__ i
       asm volatile("cp.async.commit_group;\n" ::: "memory");
     }
     keep += s;
-    const float scale = s == 12345.0f ? 2.0f : 1.0f;
     uint4 *dst = out + (size_t)row * per_cta;
 #pragma unroll
-    for (int i = 0; i < ITERS; i++) {
-      uint4 w = v[i];
-      if (MATH) {  // the gradient: one more exp per element
-        w.x = __float_as_uint(__expf(__uint_as_float(w.x) - s));
-        w.y = __float_as_uint(__expf(__uint_as_float(w.y) - s));
-        w.z = __float_as_uint(__expf(__uint_as_float(w.z) - s));
-        w.w = __float_as_uint(__expf(__uint_as_float(w.w) - s));
-      } else {
-        w.x = __float_as_uint(__uint_as_float(w.x) * scale);
-      }
-      dst[i * blockDim.x + threadIdx.x] = w;
-    }
+    for (int i = 0; i < ITERS; i++) dst[i * blockDim.x + threadIdx.x] = row_out<MATH>(v[i], s);
     row = nxt;
   }
   if (keep == 12345.0f) *sink = keep;
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&ctr[1], 1u) == gridDim.x - 1) { ctr[0] = 0; ctr[1] = 0; __threadfence(); }
-  }
+  release_counters(ctr);
 }
 // read-only rows (the forward): persistent in a fixed order, one row per CTA, or counter-driven
 template <int ITERS, int MODE>
@@ -231,10 +220,7 @@ __global__ void rowread(const uint4 *__restrict__ in, int rows, float *sink, uns
     }
   }
   if (keep == 12345.0f) *sink = keep;
-  if (MODE == 2 && threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&ctr[1], 1u) == gridDim.x - 1) { ctr[0] = 0; ctr[1] = 0; __threadfence(); }
-  }
+  if (MODE == 2) release_counters(ctr);
 }
 
 
