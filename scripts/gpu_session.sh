@@ -13,12 +13,12 @@
 # comma-separated, as reference/torch_bench.py --items) runs torch.compile on those items
 # while the Release build runs (at most 90 s; its numbers are thrown away), so that
 # --with-torch compiles them from the Inductor and Triton caches; the session waits for it
-# before any GPU test or run. Where the image lacks Google Benchmark, the debs in
-# GPU_SESSION_DEBS (default .debs/: `apt-get download libbenchmark1debian libbenchmark-dev`;
-# carry that ignored folder to the GPU machine) are unpacked into /tmp/sysroot, their absolute
-# paths rewritten to it. FUSEBENCH_GIT_COMMIT=<hash> records the
+# before any GPU test or run. Where the image lacks Google Benchmark, cJSON or zlib, the debs
+# in GPU_SESSION_DEBS (default .debs/, carried) are unpacked into /tmp/sysroot.
+# GPU_SESSION_PARTS="a b" runs scripts/gpu/a.sh, then b.sh (each part's own checks) after the
+# tests, before the suites. FUSEBENCH_GIT_COMMIT=<hash> records the
 # commit in the run file (the GPU machine gets the tree without .git). Logs go to $OUT (the
-# device tool's output folder, which returns at most 8 files) or /tmp/out: build.log (with
+# device tool's output folder, packed as session.tgz) : build.log (with
 # nvidia-smi and the warm-up), checks.log (ctest, the PyTorch cross entropy check, the plans),
 # sass.txt, run.json, run_suite.txt, run2.json, run2.txt, run_suite.err. A short table is
 # printed last.
@@ -31,8 +31,11 @@
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-out=${OUT:-/tmp/out}
+# Everything is written under /tmp/session and, where the device tool's $OUT exists, packed
+# into $OUT/session.tgz at the end (the tool returns at most 8 files).
+out=/tmp/session
 mkdir -p "$out"
+pack() { [ -n "${OUT:-}" ] && [ -d "$OUT" ] && tar czf "$OUT/session.tgz" -C "$out" . 2>/dev/null; return 0; }
 export FUSER_CACHE_DIR=/tmp/fuser-cache
 jobs=$(nproc)
 declare -a rows
@@ -50,16 +53,28 @@ if [ -n "${GPU_SESSION_WARM:-}" ]; then
   warm=$!
 fi
 
-# Google Benchmark from carried debs where the image lacks it.
+# Libraries from carried debs where the image lacks them (GPU_SESSION_DEBS, default .debs/:
+# `apt-get download libbenchmark1debian libbenchmark-dev libcjson1 libcjson-dev zlib1g-dev`; carry
+# that ignored folder): each missing one is unpacked into /tmp/sysroot, absolute paths rewritten.
 debs=${GPU_SESSION_DEBS:-.debs}
-if [ ! -f /usr/include/benchmark/benchmark.h ] && [ ! -f /usr/local/include/benchmark/benchmark.h ] &&
-   ls "$debs"/libbenchmark*.deb >/dev/null 2>&1; then
-  for f in "$debs"/libbenchmark*.deb; do dpkg -x "$f" /tmp/sysroot; done
+unpacked=
+have_header() { [ -f "/usr/include/$1" ] || [ -f "/usr/local/include/$1" ]; }
+for want in "benchmark/benchmark.h:libbenchmark" "cjson/cJSON.h:libcjson" "zlib.h:zlib1g-dev"; do
+  header=${want%%:*} prefix=${want#*:}
+  have_header "$header" && continue
+  ls "$debs/$prefix"*.deb >/dev/null 2>&1 || continue
+  for f in "$debs/$prefix"*.deb; do dpkg -x "$f" /tmp/sysroot; done
+  unpacked="$unpacked $prefix"
+done
+if [ -n "$unpacked" ]; then
   lib=/tmp/sysroot/usr/lib/x86_64-linux-gnu
   find "$lib/cmake" "$lib/pkgconfig" -type f \( -name '*.cmake' -o -name '*.pc' \) \
     -exec sed -i 's#\([" =]\)/usr/#\1/tmp/sysroot/usr/#g' {} + 2>/dev/null
-  export CMAKE_PREFIX_PATH=/tmp/sysroot/usr CPATH=/tmp/sysroot/usr/include LIBRARY_PATH=$lib LD_LIBRARY_PATH=$lib
-  row "Google Benchmark" "missing: $debs/*.deb unpacked into /tmp/sysroot"
+  # zlib's dev package carries only the link-time symlink; the runtime library is the image's.
+  case "$unpacked" in *zlib1g-dev*) ln -sf /usr/lib/x86_64-linux-gnu/libz.so.1 "$lib/libz.so" ;; esac
+  export CMAKE_PREFIX_PATH=/tmp/sysroot/usr CPATH=/tmp/sysroot/usr/include LIBRARY_PATH=$lib \
+    LD_LIBRARY_PATH=$lib PKG_CONFIG_PATH=$lib/pkgconfig
+  row "carried debs" "unpacked into /tmp/sysroot:$unpacked"
 fi
 [ -f /usr/include/cjson/cJSON.h ] || row "cJSON" "missing: the gate is not built"
 
@@ -109,10 +124,25 @@ if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
   done
 fi
 
+pack
 if [ "${GPU_SESSION_SASS:-0}" = 1 ]; then
   scripts/sass_report.sh /tmp/b/fuser/fuser >"$out/sass.txt" 2>&1
   row "compiler report" "sass.txt ($(grep -c '^==' "$out/sass.txt") kernels)"
 fi
+
+# The parts' own GPU checks (scripts/gpu/NAME.sh, each with its own time budget), in the order given.
+for part in ${GPU_SESSION_PARTS:-}; do
+  if [ -x "scripts/gpu/$part.sh" ]; then
+    echo "==== scripts/gpu/$part.sh ====" >>"$out/checks.log"
+    BUILD=/tmp/b OUT=$out timeout 600 "scripts/gpu/$part.sh" >"$out/part_$part.txt" 2>&1
+    rc=$?
+    row "scripts/gpu/$part.sh" "exit $rc"
+    printf '%s\n' "${rows[@]}" >"$out/summary.txt"; pack
+    echo; echo "==== $part (exit $rc) ===="; tail -n 25 "$out/part_$part.txt"
+  else
+    row "scripts/gpu/$part.sh" "missing"
+  fi
+done
 
 if [ $# -gt 0 ] && [ -x /tmp/b/suites/run_suite ]; then
   /tmp/b/suites/run_suite "$@" --out "$out/run.json" >"$out/run_suite.txt" 2>"$out/run_suite.err"
@@ -128,4 +158,5 @@ fi
 
 echo
 echo "==== summary ===="
-printf '%s\n' "${rows[@]}"
+printf '%s\n' "${rows[@]}" | tee "$out/summary.txt"
+pack
