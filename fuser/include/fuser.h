@@ -381,7 +381,11 @@ fu_status fu_host_tensor_convert(const fu_host_tensor *src, fu_dtype dtype, fu_h
 /* NumPy .npy (format 1.0-3.0, little endian, C order): f64, f32, f16, i32,
  * i64, bool, plus u8/i8/i16 read as their widened ints. */
 fu_status fu_npy_read(const char *path, fu_host_tensor *out, fu_error *err);
+/* Writes go to a temporary beside the file, renamed into place at the end: on
+ * failure every file that existed is as it was. */
 fu_status fu_npy_write(const char *path, const fu_host_tensor *t, fu_error *err);
+/* Writes n tensors to n files, all or none (see fu_npy_write). */
+fu_status fu_npy_write_many(int n, const char *const *paths, const fu_host_tensor *const *tensors, fu_error *err);
 
 /* Seeded random inputs for every input of f, shaped as declared: normal(0,1)
  * for floats, uniform in [0, fu_fusion_index_bound) for index inputs, in

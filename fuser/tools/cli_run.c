@@ -5,9 +5,9 @@
  * same inputs and prints how far apart the two are, per output.
  *
  * Nothing is written for a failed run: --output names are checked before
- * running, every output goes to PATH.tmp.PID first, and only when all of them
- * are written are they renamed into place; on any failure the temporaries
- * (and any output already renamed) are removed.
+ * running, and the outputs are written all or none (fu_npy_write_many: each
+ * to a temporary beside it, renamed into place only when all are written; on
+ * any failure every existing file is as it was).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -233,50 +233,27 @@ static void print_summary(const fu_fusion *f, fu_tensor t, const fu_host_tensor 
            fu_shape_str(h->rank, h->shape, shape, sizeof shape), sum, absmax, first);
 }
 
-/* "PATH.tmp.PID", malloc'd. */
-static char *temp_path(const char *path)
-{
-    size_t n = strlen(path) + 32;
-    char *p = fu_malloc(n);
-    if (p) snprintf(p, n, "%s.tmp.%ld", path, (long)getpid());
-    return p;
-}
-
-/* Writes every --output to its temporary, then renames them all. On failure
- * removes the temporaries and whatever was already renamed. */
+/* Writes every --output together: all of them or none (fu_npy_write_many). */
 static fu_status write_outputs(const cli_options *o, const fu_fusion *f, const fu_host_tensor *outs,
                                fu_error *err)
 {
     int n = o->noutputs;
-    char **tmp = fu_calloc((size_t)(n ? n : 1), sizeof *tmp);
-    if (!tmp) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    const char **paths = fu_calloc((size_t)(n ? n : 1), sizeof *paths);
+    const fu_host_tensor **ts = fu_calloc((size_t)(n ? n : 1), sizeof *ts);
     fu_status s = FU_OK;
-    int written = 0, renamed = 0;
-    for (; written < n && !s; written++) {
-        const cli_binding *b = &o->outputs[written];
-        tmp[written] = temp_path(b->path);
-        if (!tmp[written]) {
-            s = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
-            break;
+    if (!paths || !ts) {
+        s = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    } else {
+        for (int i = 0; i < n; i++) {
+            paths[i] = o->outputs[i].path;
+            ts[i] = &outs[find_position(f, true, o->outputs[i].name)];
         }
         fu_error werr;
-        if (fu_npy_write(tmp[written], &outs[find_position(f, true, b->name)], &werr))
-            s = fu_error_set(err, FU_ERR_IO, "--output %s=%s: %s", b->name, b->path, werr.message);
+        if (n > 0 && fu_npy_write_many(n, paths, ts, &werr))
+            s = fu_error_set(err, werr.status, "--output: %s", werr.message);
     }
-    while (!s && renamed < n) {
-        if (rename(tmp[renamed], o->outputs[renamed].path) != 0)
-            s = fu_error_set(err, FU_ERR_IO, "--output %s=%s: cannot rename %s into place: %s",
-                             o->outputs[renamed].name, o->outputs[renamed].path, tmp[renamed], strerror(errno));
-        else
-            renamed++;
-    }
-    if (s) {
-        for (int i = 0; i < renamed; i++) remove(o->outputs[i].path);
-        for (int i = renamed; i < written; i++)
-            if (tmp[i]) remove(tmp[i]);
-    }
-    for (int i = 0; i < n; i++) fu_free(tmp[i]);
-    fu_free(tmp);
+    fu_free(paths);
+    fu_free(ts);
     return s;
 }
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gate.h"
+#include "outset.h"
 #include "report.h"
 #include "run.h"
 #include "thresholds.h"
@@ -69,20 +70,42 @@ static int gate_parse_double(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-static int gate_write_file(const char *path, const char *what, const gate_report *r,
+/* Writes one report into the output set (its temporary); -1 on failure. */
+static int gate_write_file(fu_outset *set, const char *path, const char *what, const gate_report *r,
                            const gate_run *run, const gate_run *base, const gate_options *opt)
 {
-    FILE *f = fopen(path, "w");
+    char why[1200];
+    FILE *f = fu_outset_open(set, path, why, sizeof why);
     if (!f) {
-        fprintf(stderr, "compare: cannot write the %s report %s: %s\n", what, path, strerror(errno));
+        fprintf(stderr, "compare: cannot write the %s report: %s\n", what, why);
         return -1;
     }
     int rc;
     if (strcmp(what, "JSON") == 0) rc = gate_write_json(f, r, run, base, opt);
     else if (strcmp(what, "TSV") == 0) rc = gate_write_tsv(f, r);
     else rc = gate_write_markdown(f, r, run, base, opt);
-    if (fclose(f) != 0) rc = -1;
     if (rc) fprintf(stderr, "compare: writing the %s report %s failed\n", what, path);
+    return rc;
+}
+
+/* The --markdown, --json and --tsv reports, all or none: on any failure every
+ * file that was there is as it was (fu_outset). */
+static int gate_write_reports(const char *md_path, const char *json_path, const char *tsv_path,
+                              const gate_report *r, const gate_run *run, const gate_run *base,
+                              const gate_options *opt)
+{
+    fu_outset set;
+    fu_outset_init(&set);
+    int rc = 0;
+    if (md_path) rc = gate_write_file(&set, md_path, "Markdown", r, run, base, opt);
+    if (!rc && json_path) rc = gate_write_file(&set, json_path, "JSON", r, run, base, opt);
+    if (!rc && tsv_path) rc = gate_write_file(&set, tsv_path, "TSV", r, run, base, opt);
+    char why[1200];
+    if (!rc && fu_outset_commit(&set, why, sizeof why)) {
+        fprintf(stderr, "compare: cannot write the reports: %s\n", why);
+        rc = -1;
+    }
+    fu_outset_free(&set);
     return rc;
 }
 
@@ -176,9 +199,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "compare: %s\n", err);
         goto done;
     }
-    if (md_path && gate_write_file(md_path, "Markdown", &rep, &run, &base, &opt)) goto done;
-    if (json_path && gate_write_file(json_path, "JSON", &rep, &run, &base, &opt)) goto done;
-    if (tsv_path && gate_write_file(tsv_path, "TSV", &rep, &run, &base, &opt)) goto done;
+    if (gate_write_reports(md_path, json_path, tsv_path, &rep, &run, &base, &opt)) goto done;
     if (!quiet) {
         if (!md_path) {
             if (gate_write_markdown(stdout, &rep, &run, &base, &opt)) {

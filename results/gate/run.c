@@ -94,6 +94,8 @@ static int gate_opt_string(const cJSON *obj, const char *key, const char **out)
 
 /* Reads an optional finite number. Returns 0 (1 in *present when there), -1
  * when the member is there but is not a finite number. */
+#define GATE_MAX_COUNT 9007199254740992.0 /* 2^53 */
+
 static int gate_opt_number(const cJSON *obj, const char *key, double *out, int *present)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -209,8 +211,11 @@ static int gate_read_entry(gate_run *run, gate_case_acc **accs, size_t *cap, con
     for (int k = 0; k < 3; k++) {
         double v;
         int present;
-        if (gate_opt_number(e, count_keys[k], &v, &present) || (present && (v < 0 || v != floor(v))))
-            GATE_ENTRY_ERR("\"%s\" is not a non-negative integer", count_keys[k]);
+        /* Range-checked before the conversion: a double past LONG_MAX (1e300) cast
+         * to long is undefined. 2^53 bounds the integers a JSON double holds exactly. */
+        if (gate_opt_number(e, count_keys[k], &v, &present) ||
+            (present && (v < 0 || v != floor(v) || v > GATE_MAX_COUNT)))
+            GATE_ENTRY_ERR("\"%s\" is not a non-negative integer of at most 2^53", count_keys[k]);
         if (present && (long)v > *counts[k]) *counts[k] = (long)v;
     }
     double v;

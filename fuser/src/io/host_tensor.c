@@ -19,10 +19,11 @@ fu_status fu_host_tensor_alloc(fu_host_tensor *t, fu_dtype dtype, int rank, cons
         return fu_error_set(err, FU_ERR_ARG, "host tensor: bad dtype %d or rank %d", (int)dtype, rank);
     t->dtype = dtype;
     t->rank = rank;
-    for (int i = 0; i < rank; i++) {
-        if (shape[i] < 0) return fu_error_set(err, FU_ERR_ARG, "host tensor: negative extent %lld", (long long)shape[i]);
-        t->shape[i] = shape[i];
-    }
+    char why[192], sh[192];
+    if (!fu_shape_fits(rank, shape, NULL, dtype, why, sizeof why))
+        return fu_error_set(err, FU_ERR_ARG, "host tensor %s%s: %s", fu_dtype_name(dtype),
+                            fu_shape_str(rank, shape, sh, sizeof sh), why);
+    for (int i = 0; i < rank; i++) t->shape[i] = shape[i];
     size_t bytes = fu_host_tensor_bytes(t);
     t->data = fu_calloc(bytes ? bytes : 1, 1);
     if (!t->data)

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include "ir.h"
+#include "outset.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -481,7 +482,7 @@ static bool write_data(FILE *fp, const fu_host_tensor *t)
     return true;
 }
 
-fu_status fu_npy_write(const char *path, const fu_host_tensor *t, fu_error *err)
+static fu_status check_writable(const char *path, const fu_host_tensor *t, fu_error *err)
 {
     if (!path || !t) return fu_error_set(err, FU_ERR_ARG, "fu_npy_write: NULL argument");
     if (!write_descr(t->dtype) || t->rank < 0 || t->rank > FU_MAX_RANK)
@@ -492,19 +493,36 @@ fu_status fu_npy_write(const char *path, const fu_host_tensor *t, fu_error *err)
             return fu_error_set(err, FU_ERR_ARG, "%s: negative extent %lld", path, (long long)t->shape[i]);
     if (!t->data && fu_host_tensor_numel(t) > 0)
         return fu_error_set(err, FU_ERR_ARG, "%s: tensor has no data", path);
-    char header[512];
-    size_t hlen = build_header(t, header, sizeof header);
-    FILE *fp = fopen(path, "wb");
-    if (!fp) return fu_error_set(err, FU_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    bool ok = fwrite(header, 1, hlen, fp) == hlen && write_data(fp, t);
-    int saved = errno;
-    if (fclose(fp) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok) {
-        remove(path);
-        return fu_error_set(err, FU_ERR_IO, "%s: write failed: %s", path, strerror(saved));
-    }
     return FU_OK;
+}
+
+fu_status fu_npy_write_many(int n, const char *const *paths, const fu_host_tensor *const *tensors, fu_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        fu_status s = check_writable(paths[i], tensors[i], err);
+        if (s) return s;
+    }
+    fu_outset set;
+    fu_outset_init(&set);
+    fu_status s = FU_OK;
+    char why[1024];
+    for (int i = 0; i < n && !s; i++) {
+        FILE *fp = fu_outset_open(&set, paths[i], why, sizeof why);
+        if (!fp) {
+            s = fu_error_set(err, FU_ERR_IO, "%s", why);
+            break;
+        }
+        char header[512];
+        size_t hlen = build_header(tensors[i], header, sizeof header);
+        if (fwrite(header, 1, hlen, fp) != hlen || !write_data(fp, tensors[i]))
+            s = fu_error_set(err, FU_ERR_IO, "%s: write failed: %s", paths[i], strerror(errno));
+    }
+    if (!s && fu_outset_commit(&set, why, sizeof why)) s = fu_error_set(err, FU_ERR_IO, "%s", why);
+    fu_outset_free(&set); /* removes the temporaries of a failed write */
+    return s;
+}
+
+fu_status fu_npy_write(const char *path, const fu_host_tensor *t, fu_error *err)
+{
+    return fu_npy_write_many(1, &path, &t, err);
 }

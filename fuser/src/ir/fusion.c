@@ -14,6 +14,47 @@ int64_t fu_shape_numel(int rank, const int64_t *shape)
     return n;
 }
 
+bool fu_shape_extent_product(int rank, const int64_t *shape, int64_t *out)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        if (shape[i] != 0 && __builtin_mul_overflow(n, shape[i], &n)) return false;
+    *out = n;
+    return true;
+}
+
+bool fu_shape_fits(int rank, const int64_t *shape, const int64_t *strides, fu_dtype dtype, char *why, size_t n)
+{
+    int64_t elems, last = 0, bytes;
+    for (int i = 0; i < rank; i++)
+        if (shape[i] < 0) {
+            snprintf(why, n, "axis %d has negative extent %lld", i, (long long)shape[i]);
+            return false;
+        }
+    if (!fu_shape_extent_product(rank, shape, &elems)) {
+        snprintf(why, n, "the product of its extents does not fit in int64");
+        return false;
+    }
+    /* The farthest element a strided input reaches; contiguous: elems - 1. */
+    if (strides) {
+        for (int i = 0; i < rank; i++) {
+            int64_t step;
+            if (shape[i] <= 1) continue;
+            if (__builtin_mul_overflow(strides[i], shape[i] - 1, &step) || __builtin_add_overflow(last, step, &last)) {
+                snprintf(why, n, "its strides reach past int64");
+                return false;
+            }
+        }
+        if (last >= elems) elems = last + 1;
+    }
+    if (__builtin_mul_overflow(elems, (int64_t)fu_dtype_size(dtype), &bytes) || bytes > FU_MAX_TENSOR_BYTES) {
+        snprintf(why, n, "it spans %lld elements of %zu bytes, more than the %lld bytes a host or GPU can address",
+                 (long long)elems, fu_dtype_size(dtype), (long long)FU_MAX_TENSOR_BYTES);
+        return false;
+    }
+    return true;
+}
+
 void fu_shape_contiguous_strides(int rank, const int64_t *shape, int64_t *strides)
 {
     int64_t s = 1;
@@ -167,6 +208,13 @@ static fu_tensor new_value(fu_fusion *f, const char *name, fu_dtype dtype, int r
     }
     if (find_name(f, name) >= 0) {
         fu_error_set(&e, FU_ERR_VERIFY, "tensor '%s' is defined twice", name);
+        record_error(f, &e);
+        return -1;
+    }
+    char why[192], sh[192];
+    if (!fu_shape_fits(rank, shape, strides, dtype, why, sizeof why)) {
+        fu_error_set(&e, FU_ERR_VERIFY, "tensor '%s' %s%s is too large: %s", name, fu_dtype_name(dtype),
+                     fu_shape_str(rank, shape, sh, sizeof sh), why);
         record_error(f, &e);
         return -1;
     }
@@ -452,8 +500,8 @@ fu_status fu_infer(const fu_fusion *f, const fu_node *node, const char *out_name
                 infer_at = i;
             } else if (at->shape[i] < 0) {
                 return fail(&c, "extent %lld of axis %d is negative", (long long)at->shape[i], i);
-            } else {
-                known *= at->shape[i];
+            } else if (__builtin_mul_overflow(known, at->shape[i], &known)) {
+                return fail(&c, "the product of the target extents does not fit in int64");
             }
         }
         int64_t n = fu_shape_numel(x->rank, x->shape);
@@ -492,7 +540,7 @@ fu_status fu_infer(const fu_fusion *f, const fu_node *node, const char *out_name
             if (lo < 0 || hi > x->shape[i] || lo > hi)
                 return fail(&c, "slice [%lld:%lld] of axis %d is out of bounds for '%s' %s", (long long)lo,
                             (long long)hi, i, x->name, shp(x, s1, sizeof s1));
-            shape[i] = (hi - lo + st - 1) / st;
+            shape[i] = hi == lo ? 0 : (hi - lo - 1) / st + 1; /* hi - lo + st - 1 can overflow */
         }
         *dtype = x->dtype;
         *rank = x->rank;

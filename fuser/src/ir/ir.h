@@ -58,6 +58,19 @@ static inline bool fu_tensor_valid(const fu_fusion *f, fu_tensor t) { return t >
 /* Shape helpers. */
 int64_t fu_shape_numel(int rank, const int64_t *shape);
 void fu_shape_contiguous_strides(int rank, const int64_t *shape, int64_t *strides);
+
+/* The largest tensor, in bytes: 2^48 (256 TiB), what x86-64 hosts and CUDA's
+ * unified address space can address. Below it every element count, stride and
+ * byte offset of a tensor fits in int64 with room to spare. */
+#define FU_MAX_TENSOR_BYTES ((int64_t)1 << 48)
+/* The product of the nonzero extents (so that the contiguous strides of a
+ * zero-size shape fit too) into *out; false when it overflows int64. */
+bool fu_shape_extent_product(int rank, const int64_t *shape, int64_t *out);
+/* True when a tensor of this shape, strides (NULL: contiguous) and dtype can
+ * exist: extents >= 0, every product in int64, the bytes it spans at most
+ * FU_MAX_TENSOR_BYTES. Otherwise why (n bytes) says what is wrong. Every
+ * tensor of a fusion is checked with it when it is created. */
+bool fu_shape_fits(int rank, const int64_t *shape, const int64_t *strides, fu_dtype dtype, char *why, size_t n);
 /* NumPy broadcast of two shapes; false if incompatible. */
 bool fu_shape_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *rout, int64_t *out);
 /* "[8192, 32768]" into buf. */

@@ -27,6 +27,7 @@
 #define MAX_DEPTH 64          /* parentheses and unary minus nested in one expression */
 #define MAX_EXPR_HEIGHT 256   /* AST height: bounds the recursion of eval and print */
 #define MAX_ATTRS 4           /* most attributes of any op */
+#define FU_PROGRAM_FILE_MAX ((size_t)4 << 20) /* a fusion file is text of a few KB: 4 MiB is plenty */
 
 /* ============================================================ the AST */
 
@@ -1401,8 +1402,9 @@ fu_status fu_program_parse_file(const char *path, fu_program **out, fu_error *er
     if (out) *out = NULL;
     if (!path) return fu_error_set(err, FU_ERR_ARG, "fu_program_parse_file: no path");
     size_t len = 0;
-    char *text = fu_read_file(path, &len);
-    if (!text) return fu_error_set(err, FU_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+    char why[160];
+    char *text = fu_read_file_max(path, FU_PROGRAM_FILE_MAX, &len, why, sizeof why);
+    if (!text) return fu_error_set(err, FU_ERR_IO, "cannot read '%s': %s", path, why);
     size_t n = strlen(text);
     fu_status s;
     if (n != len) {

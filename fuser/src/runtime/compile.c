@@ -258,44 +258,54 @@ static void payload_hash(const void *cubin, size_t cubin_n, const char *log, siz
 
 typedef enum { ENTRY_MISSING, ENTRY_BAD, ENTRY_OK } entry_state;
 
-/* Reads and checks an entry; on ENTRY_OK, *cubin and *log are malloc'd. */
+/* The largest entry body read (a CUBIN and its log); a header claiming more
+ * is treated as corrupt. */
+#define ENTRY_MAX_BODY ((uint64_t)1 << 30)
+
+/* Reads and checks an entry; on ENTRY_OK, *cubin and *log are malloc'd. Only
+ * a regular file is read (a FIFO or a device there is a bad entry, not a hang),
+ * and only as many bytes as its header says, which must be the file's size. */
 static entry_state read_entry(const char *path, const unsigned char key[32], void **cubin,
                               size_t *cubin_n, char **log)
 {
     *cubin = NULL;
     *log = NULL;
-    size_t n = 0;
-    errno = 0;
-    unsigned char *data = (unsigned char *)fu_read_file(path, &n);
-    if (!data) return errno == ENOENT ? ENTRY_MISSING : ENTRY_BAD;
+    struct stat fs;
+    char why[160];
+    int fd = fu_open_regular(path, &fs, why, sizeof why);
+    if (fd < 0) return errno == ENOENT ? ENTRY_MISSING : ENTRY_BAD;
+    unsigned char head[ENTRY_HEADER];
     entry_state st = ENTRY_BAD;
-    if (n >= ENTRY_HEADER && !memcmp(data, ENTRY_MAGIC, 8) && !memcmp(data + 8, key, 32)) {
-        uint64_t cn = get_u64(data + 40), ln = get_u64(data + 48);
-        size_t body = n - ENTRY_HEADER;
-        if (cn > 0 && cn <= body && ln == body - cn) {
-            unsigned char h[32];
-            payload_hash(data + ENTRY_HEADER, (size_t)cn, (const char *)data + ENTRY_HEADER + cn,
-                         (size_t)ln, h);
-            if (!memcmp(h, data + 56, 32)) {
-                *cubin = fu_malloc((size_t)cn);
-                *log = fu_malloc((size_t)ln + 1);
-                if (*cubin && *log) {
-                    memcpy(*cubin, data + ENTRY_HEADER, (size_t)cn);
-                    memcpy(*log, data + ENTRY_HEADER + cn, (size_t)ln);
-                    (*log)[ln] = '\0';
-                    *cubin_n = (size_t)cn;
-                    st = ENTRY_OK;
-                } else {
-                    fu_free(*cubin);
-                    fu_free(*log);
-                    *cubin = NULL;
-                    *log = NULL;
-                    st = ENTRY_MISSING; /* out of memory: just compile */
-                }
-            }
-        }
+    unsigned char *body = NULL;
+    if (fs.st_size < ENTRY_HEADER || fu_read_exact(fd, head, sizeof head) || memcmp(head, ENTRY_MAGIC, 8) ||
+        memcmp(head + 8, key, 32))
+        goto done;
+    uint64_t cn = get_u64(head + 40), ln = get_u64(head + 48);
+    if (cn == 0 || cn > ENTRY_MAX_BODY || ln > ENTRY_MAX_BODY || cn + ln != (uint64_t)fs.st_size - ENTRY_HEADER)
+        goto done;
+    body = fu_malloc((size_t)(cn + ln));
+    if (!body) {
+        st = ENTRY_MISSING; /* out of memory: just compile */
+        goto done;
     }
-    fu_free(data);
+    if (fu_read_exact(fd, body, (size_t)(cn + ln))) goto done;
+    unsigned char h[32];
+    payload_hash(body, (size_t)cn, (const char *)body + cn, (size_t)ln, h);
+    if (memcmp(h, head + 56, 32)) goto done;
+    *log = fu_malloc((size_t)ln + 1);
+    if (!*log) {
+        st = ENTRY_MISSING;
+        goto done;
+    }
+    memcpy(*log, body + cn, (size_t)ln);
+    (*log)[ln] = '\0';
+    *cubin = body; /* the CUBIN is the front of the body; the log copy was taken */
+    body = NULL;
+    *cubin_n = (size_t)cn;
+    st = ENTRY_OK;
+done:
+    fu_free(body);
+    close(fd);
     return st;
 }
 
@@ -544,8 +554,10 @@ fu_status fu_runtime_compile(fu_runtime *rt, const char *source, const char *nam
             info->total_ms = fu_now_ms() - t0;
             return s;
         }
-        if (path[0] && write_entry(dir, path, key, cubin, cubin_n, log) != 0)
-            rt->stats.cache_write_errors++;
+        int we = path[0] ? write_entry(dir, path, key, cubin, cubin_n, log) : 0;
+        if (we != 0 && rt->stats.cache_write_errors++ == 0) /* said once per runtime: the count has the rest */
+            fprintf(stderr, "fuser: warning: the kernel cache could not be written (%s: %s); kernels are compiled "
+                            "again next time\n", path, strerror(we));
     }
     fu_free(opts);
 

@@ -2,8 +2,14 @@
 
 #include "util.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 double fu_now_ms(void)
 {
@@ -103,23 +109,84 @@ char *fu_sb_take(fu_strbuf *sb)
     return d;
 }
 
+/* What kind of file st is, for "not a regular file" messages. */
+static const char *file_kind(const struct stat *st)
+{
+    if (S_ISDIR(st->st_mode)) return "a directory";
+    if (S_ISFIFO(st->st_mode)) return "a FIFO";
+    if (S_ISCHR(st->st_mode)) return "a character device";
+    if (S_ISBLK(st->st_mode)) return "a block device";
+    if (S_ISSOCK(st->st_mode)) return "a socket";
+    return "not a plain file";
+}
+
+int fu_open_regular(const char *path, struct stat *st, char *why, size_t why_n)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(why, why_n, "%s", strerror(e));
+        errno = e;
+        return -1;
+    }
+    if (fstat(fd, st) != 0) {
+        int e = errno;
+        snprintf(why, why_n, "%s", strerror(e));
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        snprintf(why, why_n, "not a regular file (%s)", file_kind(st));
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
+}
+
+int fu_read_exact(int fd, void *buf, size_t n)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t got = read(fd, p, n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return got < 0 ? errno : EIO; /* EIO: the file shrank under us */
+        p += got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+char *fu_read_file_max(const char *path, size_t max_bytes, size_t *len_out, char *why, size_t why_n)
+{
+    struct stat st;
+    int fd = fu_open_regular(path, &st, why, why_n);
+    if (fd < 0) return NULL;
+    if (st.st_size < 0 || (uint64_t)st.st_size > max_bytes) {
+        snprintf(why, why_n, "the file has %lld bytes, more than the %zu allowed", (long long)st.st_size, max_bytes);
+        close(fd);
+        errno = EFBIG;
+        return NULL;
+    }
+    size_t n = (size_t)st.st_size;
+    char *text = fu_malloc(n + 1);
+    int e = text ? fu_read_exact(fd, text, n) : ENOMEM;
+    close(fd);
+    if (e) {
+        snprintf(why, why_n, "%s", strerror(e));
+        fu_free(text);
+        errno = e;
+        return NULL;
+    }
+    text[n] = '\0';
+    if (len_out) *len_out = n;
+    return text;
+}
+
 char *fu_read_file(const char *path, size_t *len_out)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fu_strbuf sb;
-    fu_sb_init(&sb);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) {
-        if (sb_reserve(&sb, n)) break;
-        memcpy(sb.data + sb.len, chunk, n);
-        sb.len += n;
-        sb.data[sb.len] = '\0';
-    }
-    int bad = ferror(fp) || sb.failed;
-    fclose(fp);
-    if (bad) { fu_sb_free(&sb); return NULL; }
-    if (len_out) *len_out = sb.len;
-    return fu_sb_take(&sb);
+    char why[128];
+    return fu_read_file_max(path, FU_READ_FILE_MAX, len_out, why, sizeof why);
 }

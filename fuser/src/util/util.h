@@ -54,7 +54,21 @@ char *fu_sb_take(fu_strbuf *sb);
  * characters escaped). */
 void fu_sb_json_string(fu_strbuf *sb, const char *s);
 
-/* Reads a whole file into a NUL-terminated malloc'd buffer; NULL on error. */
+/* Bounded reads: only regular files are read (a FIFO, a device or a link to
+ * /dev/zero is refused at once, never waited on or read without end), and
+ * never more than the caller's limit. */
+#define FU_READ_FILE_MAX ((size_t)1 << 30)
+struct stat;
+/* Opens path for reading if it is a regular file (non-blocking open, so a FIFO
+ * does not hang); fills *st. -1 with errno and why (why_n bytes) set
+ * otherwise (errno EINVAL: not a regular file). */
+int fu_open_regular(const char *path, struct stat *st, char *why, size_t why_n);
+/* Reads exactly n bytes from fd; 0, or an errno value (EIO at an early end). */
+int fu_read_exact(int fd, void *buf, size_t n);
+/* Reads a whole regular file of at most max_bytes into a NUL-terminated
+ * malloc'd buffer; NULL with errno and why set on error (EFBIG: too large). */
+char *fu_read_file_max(const char *path, size_t max_bytes, size_t *len_out, char *why, size_t why_n);
+/* fu_read_file_max with FU_READ_FILE_MAX (1 GiB). */
 char *fu_read_file(const char *path, size_t *len_out);
 
 #endif
