@@ -81,6 +81,7 @@ static int keep_old(fu_outset_file *f)
 {
     struct stat st;
     if (lstat(f->path, &st) != 0) return errno == ENOENT ? 0 : errno;
+    if (S_ISDIR(st.st_mode)) return 0; /* nothing to keep: the rename fails, and rolls the others back */
     for (int k = 0; k < 1000; k++) {
         size_t cap = strlen(f->path) + 64;
         char *name = malloc(cap);

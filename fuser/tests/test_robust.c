@@ -1,0 +1,398 @@
+/*
+ * test_robust.c -- the inputs of issue 21 that crashed the tools or gave a
+ * wrong number, each with what it must give now:
+ *   - element counts whose product overflows int64, or whose bytes pass what
+ *     a host can address: a FILE:LINE:COL error from the builder, exit 2
+ *     (text, C API, `fuser run/plan --set`, host tensors);
+ *   - a slice step near INT64_MAX: shape [1];
+ *   - reads: `fuser check` of /dev/zero, a FIFO, a too-large file fails at
+ *     once;
+ *   - outputs all or none: a failing second --output, a failing fu_npy_write
+ *     (the file-size limit makes the write fail, even as root), and the
+ *     rollback of fu_outset when a rename fails after another succeeded.
+ * The kernel-cache cases (FIFO and /dev/zero entries, an unwritable cache)
+ * need NVRTC and live in test_robust_cache (label compile).
+ */
+#define _XOPEN_SOURCE 700
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "check.h"
+#include "fuser.h"
+#include "outset.h"
+#include "test_util.h"
+
+static const char *fuser_bin;
+static const char *suites_dir;
+static char dir[256];
+
+static char *path_in(const char *name)
+{
+    static char bufs[32][512];
+    static int next;
+    char *b = bufs[next++ % 32];
+    snprintf(b, 512, "%s/%s", dir, name);
+    return b;
+}
+
+static void spit(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "wb");
+    CHECK(fp != NULL);
+    if (!fp) return;
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static tu_output run_args(const char *const *args)
+{
+    tu_output r = tu_run_capture(fuser_bin, args);
+    CHECK(r.status != TU_NOT_RUN);
+    return r;
+}
+#define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
+
+/* Exit 2 (not a signal: 1000 + N), a "fuser: " message containing needle. */
+static void expect_error(tu_output r, const char *needle, int line)
+{
+    int before = check_failures;
+    CHECK(r.status == 2);
+    CHECK(strncmp(r.err, "fuser: ", 7) == 0);
+    if (needle) CHECK_CONTAINS(r.err, needle);
+    if (check_failures != before) fprintf(stderr, "  (case at line %d) exit %d, stderr: %s\n", line, r.status, r.err);
+    tu_output_free(&r);
+}
+#define EXPECT_ERROR(r, needle) expect_error((r), (needle), __LINE__)
+
+/* No temporary (".tmp.") or kept old file (".old.") left in dir. */
+static int leftovers(void)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp.") || strstr(e->d_name, ".old.")) n++;
+    closedir(d);
+    return n;
+}
+
+/* ------------------------------------------------------------ sizes */
+
+/* Parses and builds text; returns the build status and leaves the message. */
+static fu_status build_text(const char *text, fu_error *err)
+{
+    fu_program *p = NULL;
+    fu_status s = fu_program_parse(text, "big.fusion", &p, err);
+    if (s) return s;
+    fu_fusion *f = NULL;
+    s = fu_program_build(p, NULL, 0, &f, err);
+    fu_fusion_free(f);
+    fu_program_free(p);
+    return s;
+}
+
+static void test_sizes_text(void)
+{
+    static const struct {
+        const char *text, *where;
+    } cases[] = {
+        /* wraps to 0 elements before */
+        {"fusion a\ninput x: f32[4611686018427387904, 2]\ny = neg(x)\noutput y\n", "big.fusion:2:7: "},
+        /* wrote past a heap buffer in the interpreter before */
+        {"fusion b\ny = iota(shape=[4611686018427387904, 4], axis=0)\noutput y\n", "big.fusion:2:5: "},
+        /* wrapped to 4096 elements and ran before */
+        {"fusion c\ninput x: f32[4503599627370497, 4096]\ny = neg(x)\noutput y\n", "big.fusion:2:7: "},
+        /* fits int64 but not an address space: 2^61 f32 */
+        {"fusion d\ninput x: f32[2305843009213693952]\ny = neg(x)\noutput y\n", "big.fusion:2:7: "},
+        /* an op output that grows past int64 by broadcasting */
+        {"fusion e\ninput a: f32[4294967296, 1]\ninput b: f32[1, 4294967296]\ny = add(a, b)\noutput y\n",
+         "big.fusion:4:5: "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fu_error err = {0};
+        fu_status s = build_text(cases[i].text, &err);
+        CHECK(s == FU_ERR_VERIFY);
+        CHECK_CONTAINS(err.message, cases[i].where);
+        CHECK_CONTAINS(err.message, "is too large");
+    }
+    /* the reshape target's own product */
+    fu_error err = {0};
+    CHECK(build_text("fusion r\ninput x: f32[4]\ny = reshape(x, shape=[4611686018427387904, 4, -1])\noutput y\n",
+                     &err) == FU_ERR_VERIFY);
+    CHECK_CONTAINS(err.message, "big.fusion:3:5: ");
+    CHECK_CONTAINS(err.message, "does not fit in int64");
+}
+
+static void test_sizes_api(void)
+{
+    fu_error err;
+    fu_fusion *f = fu_fusion_new("api");
+    int64_t shape[2] = {INT64_C(4611686018427387904), 2};
+    CHECK(fu_input(f, "x", FU_F32, 2, shape) < 0);
+    CHECK(fu_fusion_verify(f, &err) == FU_ERR_VERIFY);
+    CHECK_CONTAINS(err.message, "tensor 'x' f32[4611686018427387904, 2] is too large");
+    fu_fusion_free(f);
+
+    /* strides reaching past int64 */
+    f = fu_fusion_new("strided");
+    int64_t sh[2] = {3, 3}, st[2] = {INT64_C(4611686018427387904), 1};
+    CHECK(fu_input_strided(f, "x", FU_F32, 2, sh, st) < 0);
+    CHECK(fu_fusion_verify(f, &err) == FU_ERR_VERIFY);
+    CHECK_CONTAINS(err.message, "strides");
+    fu_fusion_free(f);
+
+    fu_host_tensor h;
+    CHECK(fu_host_tensor_alloc(&h, FU_F32, 2, shape, &err) == FU_ERR_ARG);
+    CHECK_CONTAINS(err.message, "does not fit in int64");
+}
+
+/* The slice extent ceil((stop - start) / step) without overflow: [1], not [0]. */
+static void test_slice_step(void)
+{
+    fu_error err;
+    fu_program *p = NULL;
+    CHECK(fu_program_parse("fusion s\ninput x: f32[4]\n"
+                           "y = slice(x, start=[0], stop=[4], step=[9223372036854775807])\noutput y\n",
+                           "s.fusion", &p, &err) == FU_OK);
+    fu_fusion *f = NULL;
+    CHECK(p && fu_program_build(p, NULL, 0, &f, &err) == FU_OK);
+    if (f) {
+        fu_tensor y = fu_fusion_output(f, 0);
+        CHECK(fu_tensor_rank(f, y) == 1 && fu_tensor_shape(f, y)[0] == 1);
+        fu_host_tensor in, out;
+        int64_t four = 4;
+        CHECK(fu_host_tensor_alloc(&in, FU_F32, 1, &four, &err) == FU_OK);
+        for (int i = 0; i < 4; i++) fu_host_tensor_set(&in, i, 10 + i);
+        CHECK(fu_interp_run(f, &in, &out, &err) == FU_OK);
+        CHECK(fu_host_tensor_numel(&out) == 1 && fu_host_tensor_get(&out, 0) == 10);
+        fu_host_tensor_free(&out);
+        fu_host_tensor_free(&in);
+    }
+    fu_fusion_free(f);
+    fu_program_free(p);
+    /* the same through the C API, with stop - start + step past INT64_MAX */
+    f = fu_fusion_new("s");
+    int64_t n = 10, start = 3, stop = 10, step = INT64_MAX - 1;
+    fu_tensor x = fu_input(f, "x", FU_F32, 1, &n);
+    fu_tensor y = fu_slice(f, x, &start, &stop, &step, "y");
+    CHECK(y >= 0 && fu_tensor_shape(f, y)[0] == 1);
+    fu_fusion_free(f);
+}
+
+static void test_sizes_cli(void)
+{
+    const char *big = path_in("big.fusion");
+    spit(big, "fusion a\ninput x: f32[4611686018427387904, 2]\ny = neg(x)\noutput y\n");
+    char where[600];
+    snprintf(where, sizeof where, "%s:2:7: ", big);
+    EXPECT_ERROR(RUN("check", big), where);
+    EXPECT_ERROR(RUN("run", big), where);
+
+    char fwd[1024], bwd[1024];
+    snprintf(fwd, sizeof fwd, "%s/embedding/embedding_fwd.fusion", suites_dir);
+    snprintf(bwd, sizeof bwd, "%s/embedding/embedding_bwd.fusion", suites_dir);
+    /* segfaulted before */
+    EXPECT_ERROR(RUN("run", fwd, "--set", "V=4611686018427387904", "--set", "D=4"), "is too large");
+    /* SIGFPE in the planner before */
+    const char *files[2] = {fwd, bwd};
+    for (int i = 0; i < 2; i++) {
+        EXPECT_ERROR(RUN("plan", files[i], "--set", "T=9223372036854775807"), "is too large");
+        EXPECT_ERROR(RUN("codegen", files[i], "--set", "T=9223372036854775807"), "is too large");
+        EXPECT_ERROR(RUN("run", files[i], "--set", "T=9223372036854775807"), "is too large");
+    }
+}
+
+/* ------------------------------------------------------------ reads */
+
+static void test_reads(void)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    EXPECT_ERROR(RUN("check", "/dev/zero"), "not a regular file");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CHECK(t1.tv_sec - t0.tv_sec < 10); /* refused at once; it grew for as long as it ran before */
+
+    const char *fifo = path_in("fifo.fusion");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    EXPECT_ERROR(RUN("check", fifo), "not a regular file (a FIFO)"); /* would hang on open before */
+    unlink(fifo);
+
+    /* a fusion file of more than the limit (4 MiB): refused without parsing */
+    const char *huge = path_in("huge.fusion");
+    FILE *fp = fopen(huge, "wb");
+    CHECK(fp != NULL);
+    if (fp) {
+        fputs("fusion h\ninput x: f32[4]\n", fp);
+        for (int i = 0; i < (5 << 20) / 64; i++) fprintf(fp, "# %060d\n", i);
+        fputs("y = neg(x)\noutput y\n", fp);
+        fclose(fp);
+    }
+    EXPECT_ERROR(RUN("check", huge), "more than the 4194304 allowed");
+    unlink(huge);
+
+    /* the library call behind it */
+    fu_program *p = NULL;
+    fu_error err;
+    CHECK(fu_program_parse_file("/dev/zero", &p, &err) == FU_ERR_IO && p == NULL);
+    CHECK_CONTAINS(err.message, "a character device");
+}
+
+/* ------------------------------------------------------------ outputs */
+
+static char *slurp(const char *path)
+{
+    char *s = tu_read_file(path, NULL);
+    return s ? s : calloc(1, 1);
+}
+
+/* Two outputs, the second of which cannot be renamed into place (an existing
+ * directory): the first, an existing file, keeps its old contents. Before,
+ * it was replaced, then deleted. */
+static void test_outputs_cli(void)
+{
+    const char *file = path_in("two.fusion");
+    spit(file, "fusion two\ninput a: f32[3]\nb = neg(a)\nc = exp(a)\noutput b\noutput c\n");
+    const char *o1 = path_in("first.npy"), *o2 = path_in("second_dir");
+    spit(o1, "OLD CONTENTS");
+    CHECK(mkdir(o2, 0755) == 0);
+    char b1[600], b2[600];
+    snprintf(b1, sizeof b1, "b=%s", o1);
+    snprintf(b2, sizeof b2, "c=%s", o2);
+    EXPECT_ERROR(RUN("run", file, "--output", b1, "--output", b2), "is a directory");
+    char *s = slurp(o1);
+    CHECK(strcmp(s, "OLD CONTENTS") == 0);
+    free(s);
+    CHECK(leftovers() == 0);
+    rmdir(o2);
+
+    /* and both written when both can be */
+    snprintf(b2, sizeof b2, "c=%s", path_in("second.npy"));
+    tu_output r = RUN("run", file, "--output", b1, "--output", b2);
+    CHECK(r.status == 0);
+    tu_output_free(&r);
+    fu_host_tensor t;
+    fu_error err;
+    CHECK(fu_npy_read(o1, &t, &err) == FU_OK && t.dtype == FU_F32 && t.shape[0] == 3);
+    fu_host_tensor_free(&t);
+    CHECK(leftovers() == 0);
+}
+
+/* A write that fails half way (the file-size limit: EFBIG, even for root)
+ * leaves the existing file as it was. Before, fu_npy_write truncated it and
+ * then removed it. */
+static void test_npy_write_fails(void)
+{
+    const char *path = path_in("old.npy");
+    spit(path, "OLD CONTENTS");
+    fu_host_tensor t;
+    fu_error err;
+    int64_t n = 100000;
+    CHECK(fu_host_tensor_alloc(&t, FU_F32, 1, &n, &err) == FU_OK);
+    struct rlimit old, small = {4096, 4096};
+    CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    small.rlim_max = old.rlim_max; /* lowered soft limit only, so it can be put back */
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    CHECK(setrlimit(RLIMIT_FSIZE, &small) == 0);
+    fu_status s = fu_npy_write(path, &t, &err);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, prev);
+    CHECK(s == FU_ERR_IO);
+    CHECK_CONTAINS(err.message, "old.npy");
+    char *text = slurp(path);
+    CHECK(strcmp(text, "OLD CONTENTS") == 0);
+    free(text);
+    CHECK(leftovers() == 0);
+    fu_host_tensor_free(&t);
+}
+
+/* fu_outset: the second rename fails (a directory appeared at its path after
+ * it was opened), so the first, already renamed, is put back. */
+static void test_outset_rollback(void)
+{
+    const char *a = path_in("a.txt"), *b = path_in("b.txt");
+    spit(a, "OLD A");
+    fu_outset set;
+    fu_outset_init(&set);
+    char why[1200];
+    FILE *fa = fu_outset_open(&set, a, why, sizeof why);
+    FILE *fb = fa ? fu_outset_open(&set, b, why, sizeof why) : NULL;
+    CHECK(fa && fb);
+    if (fa && fb) {
+        fputs("NEW A", fa);
+        fputs("NEW B", fb);
+        CHECK(mkdir(b, 0755) == 0);
+        spit(path_in("b.txt/keep"), "x"); /* non-empty: rename(file, dir) must fail */
+        CHECK(fu_outset_commit(&set, why, sizeof why) == -1);
+        CHECK_CONTAINS(why, "b.txt");
+    }
+    fu_outset_free(&set);
+    char *s = slurp(a);
+    CHECK(strcmp(s, "OLD A") == 0);
+    free(s);
+    CHECK(leftovers() == 0);
+    unlink(path_in("b.txt/keep"));
+    rmdir(b);
+
+    /* a new file that did not exist before is gone again after a rollback */
+    unlink(a);
+    fu_outset_init(&set);
+    fa = fu_outset_open(&set, a, why, sizeof why);
+    fb = fa ? fu_outset_open(&set, b, why, sizeof why) : NULL;
+    CHECK(fa && fb);
+    if (fa && fb) {
+        CHECK(mkdir(b, 0755) == 0);
+        spit(path_in("b.txt/keep"), "x");
+        CHECK(fu_outset_commit(&set, why, sizeof why) == -1);
+    }
+    fu_outset_free(&set);
+    CHECK(access(a, F_OK) != 0);
+    CHECK(leftovers() == 0);
+    unlink(path_in("b.txt/keep"));
+    rmdir(b);
+
+    /* success: both replaced, the old contents gone */
+    spit(a, "OLD A");
+    fu_outset_init(&set);
+    fa = fu_outset_open(&set, a, why, sizeof why);
+    fb = fa ? fu_outset_open(&set, b, why, sizeof why) : NULL;
+    CHECK(fa && fb);
+    if (fa && fb) {
+        fputs("NEW A", fa);
+        fputs("NEW B", fb);
+        CHECK(fu_outset_commit(&set, why, sizeof why) == 0);
+    }
+    fu_outset_free(&set);
+    s = slurp(a);
+    CHECK(strcmp(s, "NEW A") == 0);
+    free(s);
+    s = slurp(b);
+    CHECK(strcmp(s, "NEW B") == 0);
+    free(s);
+    CHECK(leftovers() == 0);
+}
+
+int main(void)
+{
+    fuser_bin = getenv("FUSER_BIN");
+    suites_dir = getenv("FUSER_SUITES_DIR");
+    if (!fuser_bin || !suites_dir) {
+        fprintf(stderr, "test_robust: FUSER_BIN and FUSER_SUITES_DIR must be set (ctest sets them)\n");
+        return 1;
+    }
+    if (!tu_make_temp_dir(dir, sizeof dir, "test_robust")) return 1;
+    test_sizes_text();
+    test_sizes_api();
+    test_slice_step();
+    test_sizes_cli();
+    test_reads();
+    test_outputs_cli();
+    test_npy_write_fails();
+    test_outset_rollback();
+    tu_remove_tree(dir);
+    return check_finish("test_robust");
+}
