@@ -7,6 +7,8 @@
  *   - a slice step near INT64_MAX: shape [1];
  *   - reads: `fuser check` of /dev/zero, a FIFO, a too-large file fails at
  *     once;
+ *   - integers in the interpreter are exact: 2^53 + 1 in i64 ops, reductions,
+ *     comparisons, gathers and the out-of-range message; i32 wraps;
  *   - outputs all or none: a failing second --output, a failing fu_npy_write
  *     (the file-size limit makes the write fail, even as root), and the
  *     rollback of fu_outset when a rename fails after another succeeded.
@@ -207,6 +209,130 @@ static void test_sizes_cli(void)
     }
 }
 
+/* ------------------------------------------------------------ exact integers */
+
+#define P53 INT64_C(9007199254740992) /* 2^53 */
+
+/* Builds text (no parameters) and runs it on the interpreter with the given
+ * inputs; the outputs in out (nout of them). */
+static fu_status interp_text(const char *text, const fu_host_tensor *in, fu_host_tensor *out, fu_error *err)
+{
+    fu_program *p = NULL;
+    fu_fusion *f = NULL;
+    fu_status s = fu_program_parse(text, "exact.fusion", &p, err);
+    if (!s) s = fu_program_build(p, NULL, 0, &f, err);
+    if (!s) s = fu_interp_run(f, in, out, err);
+    fu_fusion_free(f);
+    fu_program_free(p);
+    return s;
+}
+
+static fu_host_tensor i64_tensor(int n, const int64_t *v)
+{
+    fu_host_tensor t;
+    int64_t shape = n;
+    fu_error err;
+    CHECK(fu_host_tensor_alloc(&t, FU_I64, 1, &shape, &err) == FU_OK);
+    if (t.data) memcpy(t.data, v, (size_t)n * sizeof *v);
+    return t;
+}
+
+static int64_t i64_at(const fu_host_tensor *t, int i) { return t->data ? ((const int64_t *)t->data)[i] : -12345; }
+
+static void test_exact_integers(void)
+{
+    fu_error err;
+    int64_t av[3] = {P53 + 1, 2, -P53 - 1}, bv[3] = {P53, 2, -P53};
+    fu_host_tensor in[2] = {i64_tensor(3, av), i64_tensor(3, bv)};
+    fu_host_tensor out[8];
+
+    /* add(a, 1) for a = 2^53 + 1 gave 9007199254740992 */
+    CHECK(interp_text("fusion e\ninput a: i64[3]\ninput b: i64[3]\ny = add(a, 1)\nz = sub(a, b)\n"
+                      "m = mul(b, 2)\nn = neg(a)\nq = abs(a)\noutput y\noutput z\noutput m\noutput n\noutput q\n",
+                      in, out, &err) == FU_OK);
+    CHECK(i64_at(&out[0], 0) == P53 + 2);
+    CHECK(i64_at(&out[1], 0) == 1 && i64_at(&out[1], 2) == -1); /* equal through double before */
+    CHECK(i64_at(&out[2], 0) == 2 * P53);
+    CHECK(i64_at(&out[3], 0) == -P53 - 1);
+    CHECK(i64_at(&out[4], 2) == P53 + 1);
+    for (int i = 0; i < 5; i++) fu_host_tensor_free(&out[i]);
+
+    /* reductions and comparisons */
+    CHECK(interp_text("fusion r\ninput a: i64[3]\ninput b: i64[3]\ns = sum(a)\nx = max(a)\nk = min(b)\n"
+                      "e = eq(a, b)\nw = where(e, a, b)\noutput s\noutput x\noutput k\noutput e\noutput w\n",
+                      in, out, &err) == FU_OK);
+    CHECK(i64_at(&out[0], 0) == 2); /* (2^53 + 1) + 2 + (-2^53 - 1) */
+    CHECK(i64_at(&out[1], 0) == P53 + 1);
+    CHECK(i64_at(&out[2], 0) == -P53);
+    CHECK(out[3].data && ((uint8_t *)out[3].data)[0] == 0 && ((uint8_t *)out[3].data)[1] == 1);
+    CHECK(i64_at(&out[4], 0) == P53 && i64_at(&out[4], 1) == 2);
+    for (int i = 0; i < 5; i++) fu_host_tensor_free(&out[i]);
+
+    /* a gather of i64 data and an i64 -> i64 cast chain keep every bit */
+    int64_t iv[2] = {0, 2};
+    fu_host_tensor g_in[2] = {in[0], i64_tensor(2, iv)};
+    CHECK(interp_text("fusion g\ninput a: i64[3]\ninput i: i64[2]\nt = index_select(a, i, axis=0)\n"
+                      "d = cast(t, f64)\nc = cast(t, i64)\noutput c\noutput d\n",
+                      g_in, out, &err) == FU_OK);
+    CHECK(i64_at(&out[0], 0) == P53 + 1 && i64_at(&out[0], 1) == -P53 - 1);
+    CHECK(out[1].data && ((double *)out[1].data)[0] == (double)(P53 + 1)); /* rounds only in the f64 result */
+    fu_host_tensor_free(&out[0]);
+    fu_host_tensor_free(&out[1]);
+    fu_host_tensor_free(&g_in[1]);
+
+    /* i32 arithmetic wraps as on the GPU */
+    fu_host_tensor t32;
+    int64_t two = 2;
+    CHECK(fu_host_tensor_alloc(&t32, FU_I32, 1, &two, &err) == FU_OK);
+    ((int32_t *)t32.data)[0] = INT32_MAX;
+    ((int32_t *)t32.data)[1] = INT32_MIN;
+    CHECK(interp_text("fusion w\ninput a: i32[2]\ny = add(a, 1)\ns = sum(a)\noutput y\noutput s\n", &t32, out, &err) ==
+          FU_OK);
+    CHECK(out[0].data && ((int32_t *)out[0].data)[0] == INT32_MIN && ((int32_t *)out[0].data)[1] == INT32_MIN + 1);
+    CHECK(out[1].data && ((int32_t *)out[1].data)[0] == -1);
+    fu_host_tensor_free(&out[0]);
+    fu_host_tensor_free(&out[1]);
+    fu_host_tensor_free(&t32);
+
+    /* the out-of-range message names the id exactly (it said 9007199254740992) */
+    fu_host_tensor e_in[2];
+    int64_t wshape[2] = {4, 2};
+    CHECK(fu_host_tensor_alloc(&e_in[0], FU_F32, 2, wshape, &err) == FU_OK);
+    int64_t ids[3] = {1, P53 + 1, 0};
+    e_in[1] = i64_tensor(3, ids);
+    CHECK(interp_text("fusion emb\ninput w: f32[4, 2]\ninput ids: i64[3]\ny = embedding(w, ids)\noutput y\n", e_in,
+                      out, &err) == FU_ERR_INDEX);
+    CHECK_CONTAINS(err.message, "index 9007199254740993 at position [1] of 'ids' is out of range [0, 4)");
+    CHECK_CONTAINS(err.message, "exact.fusion:4:5: ");
+    fu_host_tensor_free(&e_in[0]);
+    fu_host_tensor_free(&e_in[1]);
+    fu_host_tensor_free(&in[0]);
+    fu_host_tensor_free(&in[1]);
+}
+
+/* The same through `fuser run`: the output file holds 2^53 + 2 exactly and the
+ * summary line names the first element exactly. */
+static void test_exact_cli(void)
+{
+    const char *file = path_in("exact.fusion"), *a = path_in("a.npy"), *y = path_in("y.npy");
+    spit(file, "fusion e\ninput a: i64[2]\ny = add(a, 1)\noutput y\n");
+    int64_t av[2] = {P53 + 1, 5};
+    fu_host_tensor t = i64_tensor(2, av);
+    fu_error err;
+    CHECK(fu_npy_write(a, &t, &err) == FU_OK);
+    fu_host_tensor_free(&t);
+    char ba[600], by[600];
+    snprintf(ba, sizeof ba, "a=%s", a);
+    snprintf(by, sizeof by, "y=%s", y);
+    tu_output r = RUN("run", file, "--input", ba, "--output", by);
+    CHECK(r.status == 0);
+    CHECK_CONTAINS(r.out, "first=9007199254740994");
+    tu_output_free(&r);
+    CHECK(fu_npy_read(y, &t, &err) == FU_OK);
+    CHECK(i64_at(&t, 0) == P53 + 2 && i64_at(&t, 1) == 6);
+    fu_host_tensor_free(&t);
+}
+
 /* ------------------------------------------------------------ reads */
 
 static void test_reads(void)
@@ -389,6 +515,8 @@ int main(void)
     test_sizes_api();
     test_slice_step();
     test_sizes_cli();
+    test_exact_integers();
+    test_exact_cli();
     test_reads();
     test_outputs_cli();
     test_npy_write_fails();

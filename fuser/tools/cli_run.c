@@ -186,6 +186,16 @@ static fu_status reference_outputs(const fu_fusion *f, const fu_host_tensor *in,
     return FU_OK;
 }
 
+/* Element i of an integer or bool tensor, exactly. */
+static int64_t int_at(const fu_host_tensor *h, int64_t i)
+{
+    switch (h->dtype) {
+    case FU_I32: return ((const int32_t *)h->data)[i];
+    case FU_I64: return ((const int64_t *)h->data)[i];
+    default: return ((const uint8_t *)h->data)[i];
+    }
+}
+
 /* "NAME: max_rel_error=E" (max|gpu - cpu| / max|cpu|; max|gpu - cpu| when the
  * reference is all zero; inf where only one of them is NaN) for floats,
  * "NAME: mismatches=N" for integers and bool. */
@@ -193,9 +203,9 @@ static void print_check(const fu_fusion *f, fu_tensor t, const fu_host_tensor *g
 {
     int64_t n = fu_host_tensor_numel(cpu);
     const char *name = fu_tensor_name(f, t);
-    if (!fu_dtype_is_float(cpu->dtype)) {
+    if (!fu_dtype_is_float(cpu->dtype)) { /* exactly, not through double: 2^53 + 1 is not 2^53 */
         int64_t bad = 0;
-        for (int64_t i = 0; i < n; i++) bad += fu_host_tensor_get(gpu, i) != fu_host_tensor_get(cpu, i);
+        for (int64_t i = 0; i < n; i++) bad += int_at(gpu, i) != int_at(cpu, i);
         printf("%s: mismatches=%lld\n", name, (long long)bad);
         return;
     }
@@ -227,7 +237,8 @@ static void print_summary(const fu_fusion *f, fu_tensor t, const fu_host_tensor 
     }
     if (any_nan) absmax = NAN;
     char shape[256], first[64];
-    if (n > 0) snprintf(first, sizeof first, "%.9g", fu_host_tensor_get(h, 0));
+    if (n > 0 && !fu_dtype_is_float(h->dtype)) snprintf(first, sizeof first, "%lld", (long long)int_at(h, 0));
+    else if (n > 0) snprintf(first, sizeof first, "%.9g", fu_host_tensor_get(h, 0));
     else snprintf(first, sizeof first, "empty");
     printf("%s: %s%s sum=%.9g absmax=%.9g first=%s\n", fu_tensor_name(f, t), fu_dtype_name(h->dtype),
            fu_shape_str(h->rank, h->shape, shape, sizeof shape), sum, absmax, first);

@@ -38,60 +38,62 @@ static void host_to_double(const fu_host_tensor *h, int64_t off, int64_t n, doub
         break;
     }
     case FU_F64: memcpy(dst, (const double *)h->data + off, (size_t)n * sizeof *dst); break;
-    case FU_I32: {
-        const int32_t *s = (const int32_t *)h->data + off;
-        for (int64_t i = 0; i < n; i++) dst[i] = s[i];
-        break;
-    }
-    case FU_I64: {
-        const int64_t *s = (const int64_t *)h->data + off;
-        for (int64_t i = 0; i < n; i++) dst[i] = (double)s[i];
-        break;
-    }
-    case FU_BOOL: {
-        const uint8_t *s = (const uint8_t *)h->data + off;
-        for (int64_t i = 0; i < n; i++) dst[i] = s[i] ? 1.0 : 0.0;
-        break;
-    }
-    default: break;
+    default: FU_ASSERT(!"host_to_double of an integer tensor");
     }
 }
 
-/* Writes doubles (already rounded to h's dtype) into a host tensor. Integers
- * are clamped: converting an out-of-range double to an int is undefined in C. */
-static void double_to_host(const double *src, fu_host_tensor *h)
+/* Widens the n elements of an integer or bool host tensor into int64. */
+static void host_to_int(const fu_host_tensor *h, int64_t n, int64_t *dst)
+{
+    switch (h->dtype) {
+    case FU_I32: {
+        const int32_t *s = h->data;
+        for (int64_t i = 0; i < n; i++) dst[i] = s[i];
+        break;
+    }
+    case FU_I64: memcpy(dst, h->data, (size_t)n * sizeof *dst); break;
+    case FU_BOOL: {
+        const uint8_t *s = h->data;
+        for (int64_t i = 0; i < n; i++) dst[i] = s[i] != 0;
+        break;
+    }
+    default: FU_ASSERT(!"host_to_int of a float tensor");
+    }
+}
+
+/* Writes the values of a buffer (already rounded to h's dtype) into a host
+ * tensor: doubles for the float dtypes, int64 for the others. */
+static void values_to_host(const void *src, fu_host_tensor *h)
 {
     int64_t n = fu_host_tensor_numel(h);
+    const double *f = src;
+    const int64_t *q = src;
     switch (h->dtype) {
     case FU_F32: {
         float *d = h->data;
-        for (int64_t i = 0; i < n; i++) d[i] = (float)src[i];
+        for (int64_t i = 0; i < n; i++) d[i] = (float)f[i];
         break;
     }
     case FU_BF16: {
         uint16_t *d = h->data;
-        for (int64_t i = 0; i < n; i++) d[i] = fu_f64_to_bf16(src[i]);
+        for (int64_t i = 0; i < n; i++) d[i] = fu_f64_to_bf16(f[i]);
         break;
     }
     case FU_F16: {
         uint16_t *d = h->data;
-        for (int64_t i = 0; i < n; i++) d[i] = fu_f64_to_f16(src[i]);
+        for (int64_t i = 0; i < n; i++) d[i] = fu_f64_to_f16(f[i]);
         break;
     }
-    case FU_F64: memcpy(h->data, src, (size_t)n * sizeof *src); break;
+    case FU_F64: memcpy(h->data, f, (size_t)n * sizeof *f); break;
     case FU_I32: {
         int32_t *d = h->data;
-        for (int64_t i = 0; i < n; i++) d[i] = (int32_t)fu_round_to_dtype(src[i], FU_I32);
+        for (int64_t i = 0; i < n; i++) d[i] = (int32_t)q[i]; /* already in range */
         break;
     }
-    case FU_I64: {
-        int64_t *d = h->data;
-        for (int64_t i = 0; i < n; i++) d[i] = fu_f64_to_i64(src[i]);
-        break;
-    }
+    case FU_I64: memcpy(h->data, q, (size_t)n * sizeof *q); break;
     case FU_BOOL: {
         uint8_t *d = h->data;
-        for (int64_t i = 0; i < n; i++) d[i] = src[i] != 0.0;
+        for (int64_t i = 0; i < n; i++) d[i] = q[i] != 0;
         break;
     }
     default: break;
@@ -114,6 +116,14 @@ void interp_round(double *p, int64_t n, fu_dtype dt)
     }
 }
 
+void interp_iround(int64_t *p, int64_t n, fu_dtype dt)
+{
+    if (dt == FU_I32)
+        for (int64_t i = 0; i < n; i++) p[i] = (int32_t)(uint32_t)(uint64_t)p[i]; /* wraps, defined in gcc/clang */
+    else if (dt == FU_BOOL)
+        for (int64_t i = 0; i < n; i++) p[i] = p[i] != 0;
+}
+
 /* ------------------------------------------------------------ errors */
 
 fu_status interp_op_error(interp *it, const fu_node *n, fu_status s, const char *fmt, ...)
@@ -125,12 +135,11 @@ fu_status interp_op_error(interp *it, const fu_node *n, fu_status s, const char 
     return s;
 }
 
-fu_status interp_check_index(interp *it, const fu_node *n, fu_tensor idx, const double *v, int64_t count,
+fu_status interp_check_index(interp *it, const fu_node *n, fu_tensor idx, const int64_t *v, int64_t count,
                              int64_t bound, bool has_skip, int64_t skip)
 {
-    double b = (double)bound, sk = (double)skip;
     for (int64_t i = 0; i < count; i++) {
-        if ((v[i] >= 0.0 && v[i] < b) || (has_skip && v[i] == sk)) continue;
+        if ((v[i] >= 0 && v[i] < bound) || (has_skip && v[i] == skip)) continue;
         /* Position in the index tensor's own coordinates. */
         const fu_value *iv = &it->f->values[idx];
         int64_t pos[FU_MAX_RANK], rest = i;
@@ -138,22 +147,20 @@ fu_status interp_check_index(interp *it, const fu_node *n, fu_tensor idx, const 
             pos[d] = iv->shape[d] ? rest % iv->shape[d] : 0;
             rest = iv->shape[d] ? rest / iv->shape[d] : 0;
         }
-        char ps[192], vs[48], extra[96] = "";
+        char ps[192], extra[96] = "";
         fu_shape_str(iv->rank, pos, ps, sizeof ps);
-        if (fabs(v[i]) < 9.2e18) snprintf(vs, sizeof vs, "%lld", (long long)v[i]);
-        else snprintf(vs, sizeof vs, "%.0f", v[i]);
         if (has_skip) snprintf(extra, sizeof extra, " (and is not ignore_index %lld)", (long long)skip);
-        return interp_op_error(it, n, FU_ERR_INDEX, "index %s at position %s of '%s' is out of range [0, %lld)%s",
-                               vs, ps, iv->name, (long long)bound, extra);
+        return interp_op_error(it, n, FU_ERR_INDEX, "index %lld at position %s of '%s' is out of range [0, %lld)%s",
+                               (long long)v[i], ps, iv->name, (long long)bound, extra);
     }
     return FU_OK;
 }
 
 /* ------------------------------------------------------------ storage */
 
-/* n doubles (at least one), zeroed when asked; NULL when n is negative, too
- * big for a size_t count of bytes, or the allocation fails. */
-static double *doubles_new(int64_t n, bool zeroed)
+/* n 8-byte elements (at least one), zeroed when asked; NULL when n is
+ * negative, too big for a size_t count of bytes, or the allocation fails. */
+static void *elems_new(int64_t n, bool zeroed)
 {
     if (n < 0 || (uint64_t)n >= SIZE_MAX / sizeof(double)) return NULL;
     size_t count = n ? (size_t)n : 1;
@@ -163,11 +170,11 @@ static double *doubles_new(int64_t n, bool zeroed)
 static interp_buf *buf_new(interp *it, int64_t n, const char *name)
 {
     interp_buf *b = fu_calloc(1, sizeof *b);
-    double *d = doubles_new(n, true);
+    void *d = elems_new(n, true);
     if (!b || !d) {
         fu_free(b);
         fu_free(d);
-        fu_error_set(it->err, FU_ERR_NOMEM, "out of memory: %lld doubles for tensor '%s'", (long long)n, name);
+        fu_error_set(it->err, FU_ERR_NOMEM, "out of memory: %lld values for tensor '%s'", (long long)n, name);
         return NULL;
     }
     b->data = d;
@@ -177,7 +184,7 @@ static interp_buf *buf_new(interp *it, int64_t n, const char *name)
 
 double *interp_scratch_new(interp *it, int64_t n, const char *what)
 {
-    double *p = doubles_new(n, false);
+    double *p = elems_new(n, false);
     if (!p) fu_error_set(it->err, FU_ERR_NOMEM, "out of memory: %lld doubles of scratch for %s", (long long)n, what);
     return p;
 }
@@ -192,18 +199,18 @@ static void release(interp *it, fu_tensor t)
     }
 }
 
-const double *interp_vals(interp *it, fu_tensor t)
+const void *interp_raw(interp *it, fu_tensor t)
 {
     interp_slot *s = &it->slots[t];
     if (s->buf) return s->buf->data;
     FU_ASSERT(s->host); /* ops run in order, so only inputs can be missing */
-    if (s->host->dtype == FU_F64) { /* already doubles: read the caller's array */
+    if (s->host->dtype == FU_F64 || s->host->dtype == FU_I64) { /* already 8-byte values: read the caller's array */
         interp_buf *b = fu_calloc(1, sizeof *b);
         if (!b) {
             fu_error_set(it->err, FU_ERR_NOMEM, "out of memory reading input '%s'", it->f->values[t].name);
             return NULL;
         }
-        b->data = (double *)s->host->data; /* never written: ops write only fresh buffers */
+        b->data = s->host->data; /* never written: ops write only fresh buffers */
         b->refs = 1;
         b->borrowed = true;
         s->buf = b;
@@ -212,21 +219,35 @@ const double *interp_vals(interp *it, fu_tensor t)
     int64_t n = interp_numel(it, t);
     interp_buf *b = buf_new(it, n, it->f->values[t].name);
     if (!b) return NULL;
-    host_to_double(s->host, 0, n, b->data);
+    if (interp_is_int(s->host->dtype)) host_to_int(s->host, n, b->data);
+    else host_to_double(s->host, 0, n, b->data);
     s->buf = b;
     return b->data;
 }
 
+const double *interp_vals(interp *it, fu_tensor t)
+{
+    FU_ASSERT(!interp_is_int(it->f->values[t].dtype));
+    return interp_raw(it, t);
+}
+
+const int64_t *interp_ivals(interp *it, fu_tensor t)
+{
+    FU_ASSERT(interp_is_int(it->f->values[t].dtype));
+    return interp_raw(it, t);
+}
+
 const double *interp_row(interp *it, fu_tensor t, int64_t off, int64_t n, double *scratch)
 {
+    FU_ASSERT(!interp_is_int(it->f->values[t].dtype));
     interp_slot *s = &it->slots[t];
-    if (s->buf) return s->buf->data + off;
+    if (s->buf) return (const double *)s->buf->data + off;
     if (s->host->dtype == FU_F64) return (const double *)s->host->data + off;
     host_to_double(s->host, off, n, scratch);
     return scratch;
 }
 
-double *interp_new_output(interp *it, const fu_node *n)
+void *interp_new_raw(interp *it, const fu_node *n)
 {
     interp_buf *b = buf_new(it, interp_numel(it, n->output), it->f->values[n->output].name);
     if (!b) return NULL;
@@ -234,9 +255,21 @@ double *interp_new_output(interp *it, const fu_node *n)
     return b->data;
 }
 
+double *interp_new_output(interp *it, const fu_node *n)
+{
+    FU_ASSERT(!interp_is_int(it->f->values[n->output].dtype));
+    return interp_new_raw(it, n);
+}
+
+int64_t *interp_new_ioutput(interp *it, const fu_node *n)
+{
+    FU_ASSERT(interp_is_int(it->f->values[n->output].dtype));
+    return interp_new_raw(it, n);
+}
+
 fu_status interp_alias(interp *it, const fu_node *n, fu_tensor src)
 {
-    if (!interp_vals(it, src)) return interp_nomem(it);
+    if (!interp_raw(it, src)) return interp_nomem(it);
     interp_buf *b = it->slots[src].buf;
     b->refs++;
     it->slots[n->output].buf = b;
@@ -312,10 +345,10 @@ fu_status fu_interp_run(const fu_fusion *f, const fu_host_tensor *inputs, fu_hos
         if ((s = exec_node(&it, n))) goto done;
         FU_ASSERT(it.slots[n->output].buf);
         int o = out_index[n->output];
-        if (o >= 0) { /* write outputs as soon as they exist, so their doubles can go early */
+        if (o >= 0) { /* write outputs as soon as they exist, so their buffers can go early */
             const fu_value *v = &f->values[n->output];
             if ((s = fu_host_tensor_alloc(&outputs[o], v->dtype, v->rank, v->shape, err))) goto done;
-            double_to_host(it.slots[n->output].buf->data, &outputs[o]);
+            values_to_host(it.slots[n->output].buf->data, &outputs[o]);
         }
         for (int k = 0; k < n->ninputs; k++)
             if (last_use[n->inputs[k]] == i) release(&it, n->inputs[k]);

@@ -89,7 +89,7 @@ static fu_status exec_cross_entropy(interp *it, const fu_node *n)
     const fu_attrs *at = &n->attrs;
     int64_t rows = xv->shape[0], C = xv->shape[1];
     double eps = at->label_smoothing;
-    const double *tgt = interp_vals(it, n->inputs[1]);
+    const int64_t *tgt = interp_ivals(it, n->inputs[1]);
     if (!tgt) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], tgt, rows, C, true, at->ignore_index);
     if (s) return s;
@@ -97,8 +97,8 @@ static fu_status exec_cross_entropy(interp *it, const fu_node *n)
     double *scratch = o ? interp_scratch_new(it, C, "cross_entropy") : NULL;
     if (!scratch) return interp_nomem(it);
 
-    double total = 0.0, ignore = (double)at->ignore_index;
-    int64_t count = 0;
+    double total = 0.0;
+    int64_t count = 0, ignore = at->ignore_index;
     for (int64_t i = 0; i < rows; i++) {
         double loss = 0.0;
         if (tgt[i] != ignore) {
@@ -112,7 +112,7 @@ static fu_status exec_cross_entropy(interp *it, const fu_node *n)
             else
                 for (int64_t c = 0; c < C; c++) se += exp(x[c] - m);
             double lse = m + log(se);
-            double nll = lse - x[(int64_t)tgt[i]];
+            double nll = lse - x[tgt[i]];
             loss = eps != 0.0 ? (1.0 - eps) * nll + eps * (lse - sx / (double)C) : nll;
             count++;
         }
@@ -132,8 +132,9 @@ static fu_status exec_cross_entropy_bwd(interp *it, const fu_node *n)
     const fu_value *xv = &it->f->values[n->inputs[0]];
     const fu_attrs *at = &n->attrs;
     int64_t rows = xv->shape[0], C = xv->shape[1];
-    double eps = at->label_smoothing, ignore = (double)at->ignore_index;
-    const double *tgt = interp_vals(it, n->inputs[1]);
+    double eps = at->label_smoothing;
+    int64_t ignore = at->ignore_index;
+    const int64_t *tgt = interp_ivals(it, n->inputs[1]);
     const double *g = tgt ? interp_vals(it, n->inputs[2]) : NULL;
     if (!g) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], tgt, rows, C, true, at->ignore_index);
@@ -155,7 +156,7 @@ static fu_status exec_cross_entropy_bwd(interp *it, const fu_node *n)
         for (int64_t c = 0; c < C; c++) se += (y[c] = exp(x[c] - m));
         double scale = gi / se, off = gi * eps / (double)C;
         for (int64_t c = 0; c < C; c++) y[c] = y[c] * scale - off;
-        y[(int64_t)tgt[i]] -= gi * (1.0 - eps);
+        y[tgt[i]] -= gi * (1.0 - eps);
         interp_round(y, C, xv->dtype);
     }
     fu_free(scratch);
@@ -169,7 +170,7 @@ static fu_status exec_embedding(interp *it, const fu_node *n)
 {
     const fu_value *wv = &it->f->values[n->inputs[0]];
     int64_t V = wv->shape[0], D = wv->shape[1], k = interp_numel(it, n->inputs[1]);
-    const double *ids = interp_vals(it, n->inputs[1]);
+    const int64_t *ids = interp_ivals(it, n->inputs[1]);
     if (!ids) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], ids, k, V, false, 0);
     if (s) return s;
@@ -177,7 +178,7 @@ static fu_status exec_embedding(interp *it, const fu_node *n)
     if (!o) return interp_nomem(it);
     for (int64_t i = 0; i < k; i++) {
         double *y = o + i * D;
-        const double *w = interp_row(it, n->inputs[0], (int64_t)ids[i] * D, D, y); /* may convert into y */
+        const double *w = interp_row(it, n->inputs[0], ids[i] * D, D, y); /* may convert into y */
         if (w != y) memcpy(y, w, (size_t)D * sizeof *y);
     }
     return FU_OK;
@@ -188,18 +189,18 @@ static fu_status exec_embedding_bwd(interp *it, const fu_node *n)
 {
     const fu_value *ov = &it->f->values[n->output];
     int64_t W = n->attrs.num_weights, D = ov->shape[1], k = interp_numel(it, n->inputs[1]);
-    const double *ids = interp_vals(it, n->inputs[1]);
+    const int64_t *ids = interp_ivals(it, n->inputs[1]);
     if (!ids) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], ids, k, W, false, 0);
     if (s) return s;
     double *o = interp_new_output(it, n);
     double *scratch = o ? interp_scratch_new(it, D, "embedding_backward") : NULL;
     if (!scratch) return interp_nomem(it);
-    double pad = n->attrs.padding_idx >= 0 ? (double)n->attrs.padding_idx : -1.0;
+    int64_t pad = n->attrs.padding_idx >= 0 ? n->attrs.padding_idx : -1;
     for (int64_t i = 0; i < k; i++) {
         if (ids[i] == pad) continue;
         const double *gr = interp_row(it, n->inputs[0], i * D, D, scratch);
-        double *y = o + (int64_t)ids[i] * D;
+        double *y = o + ids[i] * D;
         for (int64_t j = 0; j < D; j++) y[j] += gr[j];
     }
     interp_round(o, W * D, ov->dtype);

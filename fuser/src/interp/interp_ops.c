@@ -3,7 +3,10 @@
  * broadcasting), cast, broadcast, reductions, reshape/permute/slice, full,
  * iota, gathers and scatters.
  *
- * Strided walks go through nd_iter, which merges axes that can be walked as
+ * Float tensors are computed in double, integer and bool ones in int64
+ * (exact; i32 results wrap as on the GPU), so an op has a float and an
+ * integer loop; ops that only move values copy 8-byte elements whatever they
+ * hold. Strided walks go through nd_iter, which merges axes that can be walked as
  * one and hands out whole innermost rows, so each op's switch sits outside a
  * tight loop and no element costs a division.
  */
@@ -87,22 +90,40 @@ static void bcast_strides(int r, const fu_value *v, int64_t *st)
     }
 }
 
-/* Copies a strided walk of src (strides sst over shape) into contiguous dst. */
-static void strided_copy(double *dst, const double *src, int rank, const int64_t *shape, const int64_t *sst)
+/* Copies a strided walk of src (strides sst over shape, in elements) into
+ * contiguous dst. Elements are 8 bytes of either kind, moved as bytes. */
+static void strided_copy(void *dst, const void *src, int rank, const int64_t *shape, const int64_t *sst)
 {
     int64_t st[2][FU_MAX_RANK];
     fu_shape_contiguous_strides(rank, shape, st[0]);
     memcpy(st[1], sst, (size_t)rank * sizeof *sst);
     nd_iter w;
     nd_init(&w, rank, shape, 2, st);
+    const size_t E = sizeof(double);
     for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
-        double *o = dst + w.off[0];
-        const double *a = src + w.off[1];
+        unsigned char *o = (unsigned char *)dst + (size_t)w.off[0] * E;
+        const unsigned char *a = (const unsigned char *)src + (size_t)w.off[1] * E;
         int64_t so = w.inner_st[0], sa = w.inner_st[1];
-        if (so == 1 && sa == 1) memcpy(o, a, (size_t)w.inner * sizeof *o);
+        if (so == 1 && sa == 1) memcpy(o, a, (size_t)w.inner * E);
         else
-            for (int64_t j = 0; j < w.inner; j++) o[j * so] = a[j * sa];
+            for (int64_t j = 0; j < w.inner; j++) memcpy(o + (size_t)(j * so) * E, a + (size_t)(j * sa) * E, E);
     }
+}
+
+/* Wrapping int64 arithmetic (two's complement, as the GPU computes), without
+ * the undefined behaviour of signed overflow in C. */
+static inline int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static inline int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static inline int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
+/* A double as a value of integer dtype dt, as fu_round_to_dtype rounds it
+ * (truncated, saturated, NaN as 0; bool: nonzero is 1), never an undefined
+ * conversion. */
+static int64_t double_to_int(double v, fu_dtype dt)
+{
+    if (dt == FU_BOOL) return v != 0.0;
+    if (dt == FU_I64) return fu_f64_to_i64(v);
+    return (int64_t)fu_round_to_dtype(v, dt); /* i32: within range once rounded */
 }
 
 /* ------------------------------------------------------------ pointwise */
@@ -160,23 +181,100 @@ static void binary_span(fu_op op, const double *a, int64_t sa, const double *b, 
 #undef B
 }
 
+static void unary_ispan(fu_op op, const int64_t *restrict a, int64_t *restrict o, int64_t n)
+{
+    switch (op) {
+    case FU_OP_NEG:
+        for (int64_t j = 0; j < n; j++) o[j] = wrap_sub(0, a[j]);
+        break;
+    case FU_OP_ABS:
+        for (int64_t j = 0; j < n; j++) o[j] = a[j] < 0 ? wrap_sub(0, a[j]) : a[j];
+        break;
+    case FU_OP_LOGICAL_NOT:
+        for (int64_t j = 0; j < n; j++) o[j] = a[j] == 0;
+        break;
+    default: FU_ASSERT(!"integer unary op");
+    }
+}
+
 static fu_status exec_unary(interp *it, const fu_node *n)
 {
+    fu_dtype dt = it->f->values[n->output].dtype;
+    int64_t cnt = interp_numel(it, n->output);
+    if (interp_is_int(dt)) {
+        const int64_t *a = interp_ivals(it, n->inputs[0]);
+        int64_t *o = a ? interp_new_ioutput(it, n) : NULL;
+        if (!o) return interp_nomem(it);
+        unary_ispan(n->op, a, o, cnt);
+        interp_iround(o, cnt, dt);
+        return FU_OK;
+    }
     const double *a = interp_vals(it, n->inputs[0]);
     double *o = a ? interp_new_output(it, n) : NULL;
     if (!o) return interp_nomem(it);
-    int64_t cnt = interp_numel(it, n->output);
     unary_span(n->op, a, o, cnt);
-    interp_round(o, cnt, it->f->values[n->output].dtype);
+    interp_round(o, cnt, dt);
     return FU_OK;
+}
+
+/* Comparisons of doubles into bool (int64 0/1). */
+static void compare_span(fu_op op, const double *a, int64_t sa, const double *b, int64_t sb, int64_t *restrict o,
+                         int64_t so, int64_t n)
+{
+#define C(expr)                                                          \
+    for (int64_t j = 0; j < n; j++) {                                    \
+        double x = a[j * sa], y = b[j * sb];                             \
+        o[j * so] = (expr);                                              \
+    }                                                                    \
+    break
+    switch (op) {
+    case FU_OP_EQ: C(x == y);
+    case FU_OP_NE: C(x != y);
+    case FU_OP_LT: C(x < y);
+    case FU_OP_LE: C(x <= y);
+    case FU_OP_GT: C(x > y);
+    case FU_OP_GE: C(x >= y);
+    default: FU_ASSERT(!"comparison op");
+    }
+#undef C
+}
+
+/* Integer and bool binary ops, exact (wrapping like the GPU's arithmetic). */
+static void binary_ispan(fu_op op, const int64_t *a, int64_t sa, const int64_t *b, int64_t sb, int64_t *restrict o,
+                         int64_t so, int64_t n)
+{
+#define I(expr)                                                          \
+    for (int64_t j = 0; j < n; j++) {                                    \
+        int64_t x = a[j * sa], y = b[j * sb];                            \
+        o[j * so] = (expr);                                              \
+    }                                                                    \
+    break
+    switch (op) {
+    case FU_OP_ADD: I(wrap_add(x, y));
+    case FU_OP_SUB: I(wrap_sub(x, y));
+    case FU_OP_MUL: I(wrap_mul(x, y));
+    case FU_OP_MAX: I(x > y ? x : y);
+    case FU_OP_MIN: I(x < y ? x : y);
+    case FU_OP_EQ: I(x == y);
+    case FU_OP_NE: I(x != y);
+    case FU_OP_LT: I(x < y);
+    case FU_OP_LE: I(x <= y);
+    case FU_OP_GT: I(x > y);
+    case FU_OP_GE: I(x >= y);
+    case FU_OP_LOGICAL_AND: I(x != 0 && y != 0);
+    case FU_OP_LOGICAL_OR: I(x != 0 || y != 0);
+    default: FU_ASSERT(!"integer binary op");
+    }
+#undef I
 }
 
 static fu_status exec_binary(interp *it, const fu_node *n)
 {
     const fu_value *ov = &it->f->values[n->output];
-    const double *a = interp_vals(it, n->inputs[0]);
-    const double *b = a ? interp_vals(it, n->inputs[1]) : NULL;
-    double *o = b ? interp_new_output(it, n) : NULL;
+    bool int_in = interp_is_int(it->f->values[n->inputs[0]].dtype), int_out = interp_is_int(ov->dtype);
+    const void *a = interp_raw(it, n->inputs[0]);
+    const void *b = a ? interp_raw(it, n->inputs[1]) : NULL;
+    void *o = b ? interp_new_raw(it, n) : NULL;
     if (!o) return interp_nomem(it);
     int64_t st[3][FU_MAX_RANK];
     fu_shape_contiguous_strides(ov->rank, ov->shape, st[0]);
@@ -184,55 +282,86 @@ static fu_status exec_binary(interp *it, const fu_node *n)
     bcast_strides(ov->rank, &it->f->values[n->inputs[1]], st[2]);
     nd_iter w;
     nd_init(&w, ov->rank, ov->shape, 3, st);
-    for (int64_t r = 0; r < w.rows; r++, nd_next(&w))
-        binary_span(n->op, a + w.off[1], w.inner_st[1], b + w.off[2], w.inner_st[2], o + w.off[0],
-                    w.inner_st[0], w.inner);
-    interp_round(o, interp_numel(it, n->output), ov->dtype);
+    for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
+        int64_t sa = w.inner_st[1], sb = w.inner_st[2], so = w.inner_st[0];
+        if (int_in)
+            binary_ispan(n->op, (const int64_t *)a + w.off[1], sa, (const int64_t *)b + w.off[2], sb,
+                         (int64_t *)o + w.off[0], so, w.inner);
+        else if (int_out) /* a comparison of floats */
+            compare_span(n->op, (const double *)a + w.off[1], sa, (const double *)b + w.off[2], sb,
+                         (int64_t *)o + w.off[0], so, w.inner);
+        else
+            binary_span(n->op, (const double *)a + w.off[1], sa, (const double *)b + w.off[2], sb,
+                        (double *)o + w.off[0], so, w.inner);
+    }
+    int64_t cnt = interp_numel(it, n->output);
+    if (int_out) interp_iround(o, cnt, ov->dtype);
+    else interp_round(o, cnt, ov->dtype);
     return FU_OK;
 }
 
 static fu_status exec_where(interp *it, const fu_node *n)
 {
     const fu_value *ov = &it->f->values[n->output];
-    const double *c = interp_vals(it, n->inputs[0]);
-    const double *a = c ? interp_vals(it, n->inputs[1]) : NULL;
-    const double *b = a ? interp_vals(it, n->inputs[2]) : NULL;
-    double *o = b ? interp_new_output(it, n) : NULL;
+    const int64_t *c = interp_ivals(it, n->inputs[0]);
+    const void *a = c ? interp_raw(it, n->inputs[1]) : NULL;
+    const void *b = a ? interp_raw(it, n->inputs[2]) : NULL;
+    void *o = b ? interp_new_raw(it, n) : NULL;
     if (!o) return interp_nomem(it);
     int64_t st[4][FU_MAX_RANK];
     fu_shape_contiguous_strides(ov->rank, ov->shape, st[0]);
     for (int k = 0; k < 3; k++) bcast_strides(ov->rank, &it->f->values[n->inputs[k]], st[k + 1]);
     nd_iter w;
     nd_init(&w, ov->rank, ov->shape, 4, st);
+    const size_t E = sizeof(double);
     for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
-        double *oo = o + w.off[0];
-        const double *cc = c + w.off[1], *aa = a + w.off[2], *bb = b + w.off[3];
+        unsigned char *oo = (unsigned char *)o + (size_t)w.off[0] * E;
+        const int64_t *cc = c + w.off[1];
+        const unsigned char *aa = (const unsigned char *)a + (size_t)w.off[2] * E;
+        const unsigned char *bb = (const unsigned char *)b + (size_t)w.off[3] * E;
         int64_t so = w.inner_st[0], sc = w.inner_st[1], sa = w.inner_st[2], sb = w.inner_st[3];
-        for (int64_t j = 0; j < w.inner; j++) oo[j * so] = cc[j * sc] != 0.0 ? aa[j * sa] : bb[j * sb];
+        for (int64_t j = 0; j < w.inner; j++)
+            memcpy(oo + (size_t)(j * so) * E, cc[j * sc] != 0 ? aa + (size_t)(j * sa) * E : bb + (size_t)(j * sb) * E, E);
     }
     return FU_OK; /* a and b already hold values of the output dtype */
 }
 
-/* True when every value of dtype `from` is exactly a value of `to`, so a cast
- * changes nothing in the double representation. */
+/* True when every value of dtype `from` is held exactly as the same element
+ * in dtype `to` (same kind of element, no rounding), so a cast can share its
+ * operand's values. */
 static bool cast_is_identity(fu_dtype from, fu_dtype to)
 {
-    if (from == to || to == FU_F64 || from == FU_BOOL) return true;
-    if ((from == FU_F16 || from == FU_BF16) && to == FU_F32) return true;
-    if (from == FU_I32 && to == FU_I64) return true;
-    return false;
+    if (from == to) return true;
+    if (interp_is_int(from) != interp_is_int(to)) return false;
+    if (interp_is_int(to)) return to == FU_I64 || from == FU_BOOL; /* i32 -> i64, bool -> i32/i64 */
+    return to == FU_F64 || ((from == FU_F16 || from == FU_BF16) && to == FU_F32);
 }
 
 static fu_status exec_cast(interp *it, const fu_node *n)
 {
     fu_dtype from = it->f->values[n->inputs[0]].dtype, to = it->f->values[n->output].dtype;
     if (cast_is_identity(from, to)) return interp_alias(it, n, n->inputs[0]);
-    const double *a = interp_vals(it, n->inputs[0]);
-    double *o = a ? interp_new_output(it, n) : NULL;
+    const void *a = interp_raw(it, n->inputs[0]);
+    void *o = a ? interp_new_raw(it, n) : NULL;
     if (!o) return interp_nomem(it);
     int64_t cnt = interp_numel(it, n->output);
-    memcpy(o, a, (size_t)cnt * sizeof *o);
-    interp_round(o, cnt, to);
+    bool int_from = interp_is_int(from), int_to = interp_is_int(to);
+    if (int_from && int_to) { /* i64 -> i32 wraps, as the GPU's (int) does; -> bool: nonzero */
+        memcpy(o, a, (size_t)cnt * sizeof(int64_t));
+        interp_iround(o, cnt, to);
+    } else if (int_from) {
+        const int64_t *x = a;
+        double *y = o;
+        for (int64_t i = 0; i < cnt; i++) y[i] = (double)x[i];
+        interp_round(y, cnt, to);
+    } else if (int_to) {
+        const double *x = a;
+        int64_t *y = o;
+        for (int64_t i = 0; i < cnt; i++) y[i] = double_to_int(x[i], to);
+    } else {
+        memcpy(o, a, (size_t)cnt * sizeof(double));
+        interp_round(o, cnt, to);
+    }
     return FU_OK;
 }
 
@@ -242,8 +371,8 @@ static fu_status exec_broadcast(interp *it, const fu_node *n)
     int64_t cnt = interp_numel(it, n->output);
     /* Only extents of 1 grow, so equal sizes mean the same row-major data. */
     if (cnt > 0 && cnt == interp_numel(it, n->inputs[0])) return interp_alias(it, n, n->inputs[0]);
-    const double *a = interp_vals(it, n->inputs[0]);
-    double *o = a ? interp_new_output(it, n) : NULL;
+    const void *a = interp_raw(it, n->inputs[0]);
+    void *o = a ? interp_new_raw(it, n) : NULL;
     if (!o) return interp_nomem(it);
     int64_t st[FU_MAX_RANK];
     bcast_strides(ov->rank, &it->f->values[n->inputs[0]], st);
@@ -253,14 +382,27 @@ static fu_status exec_broadcast(interp *it, const fu_node *n)
 
 /* ------------------------------------------------------------ reductions */
 
+/* Integer and bool reductions: exact, sums wrapping like the GPU's. */
+static void reduce_int(fu_op op, const int64_t *a, int64_t *o, int64_t ocnt, nd_iter *w)
+{
+    int64_t init = op == FU_OP_RMAX ? INT64_MIN : op == FU_OP_RMIN ? INT64_MAX : 0;
+    for (int64_t i = 0; i < ocnt; i++) o[i] = init;
+    for (int64_t r = 0; r < w->rows; r++, nd_next(w)) {
+        const int64_t *x = a + w->off[0];
+        int64_t *y = o + w->off[1];
+        int64_t sx = w->inner_st[0], sy = w->inner_st[1], m = w->inner;
+        for (int64_t j = 0; j < m; j++) {
+            int64_t v = x[j * sx], *p = &y[j * sy];
+            if (op == FU_OP_SUM) *p = wrap_add(*p, v);
+            else if (op == FU_OP_RMAX ? v > *p : v < *p) *p = v;
+        }
+    }
+}
+
 static fu_status exec_reduce(interp *it, const fu_node *n)
 {
     const fu_value *xv = &it->f->values[n->inputs[0]], *ov = &it->f->values[n->output];
     const fu_attrs *at = &n->attrs;
-    const double *a = interp_vals(it, n->inputs[0]);
-    double *o = a ? interp_new_output(it, n) : NULL;
-    if (!o) return interp_nomem(it);
-
     bool reduced[FU_MAX_RANK];
     fu_reduced_axes(at, xv->rank, reduced);
 
@@ -277,11 +419,21 @@ static fu_status exec_reduce(interp *it, const fu_node *n)
         if (reduced[i]) st[1][i] = 0;
 
     int64_t ocnt = interp_numel(it, n->output);
-    double init = n->op == FU_OP_RMAX ? -INFINITY : n->op == FU_OP_RMIN ? INFINITY : 0.0;
-    for (int64_t i = 0; i < ocnt; i++) o[i] = init;
-
     nd_iter w;
     nd_init(&w, xv->rank, xv->shape, 2, st);
+    if (interp_is_int(xv->dtype)) {
+        const int64_t *ia = interp_ivals(it, n->inputs[0]);
+        int64_t *io = ia ? interp_new_ioutput(it, n) : NULL;
+        if (!io) return interp_nomem(it);
+        reduce_int(n->op, ia, io, ocnt, &w);
+        interp_iround(io, ocnt, ov->dtype);
+        return FU_OK;
+    }
+    const double *a = interp_vals(it, n->inputs[0]);
+    double *o = a ? interp_new_output(it, n) : NULL;
+    if (!o) return interp_nomem(it);
+    double init = n->op == FU_OP_RMAX ? -INFINITY : n->op == FU_OP_RMIN ? INFINITY : 0.0;
+    for (int64_t i = 0; i < ocnt; i++) o[i] = init;
     for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
         const double *x = a + w.off[0];
         double *y = o + w.off[1];
@@ -343,8 +495,8 @@ static fu_status exec_permute(interp *it, const fu_node *n)
         last = n->attrs.perm[i];
     }
     if (!moves) return interp_alias(it, n, n->inputs[0]);
-    const double *a = interp_vals(it, n->inputs[0]);
-    double *o = a ? interp_new_output(it, n) : NULL;
+    const void *a = interp_raw(it, n->inputs[0]);
+    void *o = a ? interp_new_raw(it, n) : NULL;
     if (!o) return interp_nomem(it);
     int64_t xs[FU_MAX_RANK], st[FU_MAX_RANK];
     contiguous(xv, xs);
@@ -359,8 +511,8 @@ static fu_status exec_slice(interp *it, const fu_node *n)
     /* In-bounds slices keep their shape only when they take everything. */
     if (memcmp(xv->shape, ov->shape, (size_t)ov->rank * sizeof *ov->shape) == 0)
         return interp_alias(it, n, n->inputs[0]);
-    const double *a = interp_vals(it, n->inputs[0]);
-    double *o = a ? interp_new_output(it, n) : NULL;
+    const void *a = interp_raw(it, n->inputs[0]);
+    void *o = a ? interp_new_raw(it, n) : NULL;
     if (!o) return interp_nomem(it);
     int64_t xs[FU_MAX_RANK], st[FU_MAX_RANK], base = 0;
     contiguous(xv, xs);
@@ -368,16 +520,25 @@ static fu_status exec_slice(interp *it, const fu_node *n)
         st[i] = xs[i] * n->attrs.step[i];
         base += xs[i] * n->attrs.start[i];
     }
-    if (interp_numel(it, n->output) > 0) strided_copy(o, a + base, ov->rank, ov->shape, st);
+    if (interp_numel(it, n->output) > 0)
+        strided_copy(o, (const unsigned char *)a + (size_t)base * sizeof(double), ov->rank, ov->shape, st);
     return FU_OK;
 }
 
 static fu_status exec_full(interp *it, const fu_node *n)
 {
+    fu_dtype dt = it->f->values[n->output].dtype;
+    int64_t cnt = interp_numel(it, n->output);
+    if (interp_is_int(dt)) {
+        int64_t *o = interp_new_ioutput(it, n);
+        if (!o) return interp_nomem(it);
+        int64_t v = double_to_int(n->attrs.value, dt);
+        for (int64_t i = 0; i < cnt; i++) o[i] = v;
+        return FU_OK;
+    }
     double *o = interp_new_output(it, n);
     if (!o) return interp_nomem(it);
-    double v = fu_round_to_dtype(n->attrs.value, it->f->values[n->output].dtype);
-    int64_t cnt = interp_numel(it, n->output);
+    double v = fu_round_to_dtype(n->attrs.value, dt);
     for (int64_t i = 0; i < cnt; i++) o[i] = v;
     return FU_OK;
 }
@@ -385,21 +546,29 @@ static fu_status exec_full(interp *it, const fu_node *n)
 static fu_status exec_iota(interp *it, const fu_node *n)
 {
     const fu_value *ov = &it->f->values[n->output];
-    double *o = interp_new_output(it, n);
+    bool is_int = interp_is_int(ov->dtype);
+    void *o = interp_new_raw(it, n);
     if (!o) return interp_nomem(it);
     int axis = n->attrs.axis;
     int64_t outer, ext, inner;
     interp_axis_split(ov, axis, &outer, &ext, &inner);
     for (int64_t a = 0; a < outer; a++)
         for (int64_t k = 0; k < ext; k++) {
-            double v = fu_round_to_dtype((double)k, ov->dtype); /* f16 cannot count past 2048 */
-            double *p = o + (a * ext + k) * inner;
-            for (int64_t j = 0; j < inner; j++) p[j] = v;
+            int64_t at = (a * ext + k) * inner;
+            if (is_int) { /* exact; an i32 iota past 2^31 wraps like the GPU's int */
+                int64_t v = ov->dtype == FU_I32 ? (int32_t)(uint32_t)(uint64_t)k : k;
+                for (int64_t j = 0; j < inner; j++) ((int64_t *)o)[at + j] = v;
+            } else {
+                double v = fu_round_to_dtype((double)k, ov->dtype); /* f16 cannot count past 2048 */
+                for (int64_t j = 0; j < inner; j++) ((double *)o)[at + j] = v;
+            }
         }
     return FU_OK;
 }
 
 /* ------------------------------------------------------------ gathers and scatters */
+
+#define ELEM sizeof(double) /* bytes of one held value, double or int64 */
 
 /* index_select and take: out[a, k..., b] = x[a, index[k...], b] */
 static fu_status exec_select(interp *it, const fu_node *n)
@@ -409,16 +578,17 @@ static fu_status exec_select(interp *it, const fu_node *n)
     int64_t outer, ext, inner;
     interp_axis_split(xv, axis, &outer, &ext, &inner);
     int64_t k = interp_numel(it, n->inputs[1]);
-    const double *x = interp_vals(it, n->inputs[0]);
-    const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
+    const unsigned char *x = interp_raw(it, n->inputs[0]);
+    const int64_t *idx = x ? interp_ivals(it, n->inputs[1]) : NULL;
     if (!idx) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], idx, k, ext, false, 0);
     if (s) return s;
-    double *o = interp_new_output(it, n);
+    unsigned char *o = interp_new_raw(it, n);
     if (!o) return interp_nomem(it);
     for (int64_t a = 0; a < outer; a++)
         for (int64_t i = 0; i < k; i++)
-            memcpy(o + (a * k + i) * inner, x + (a * ext + (int64_t)idx[i]) * inner, (size_t)inner * sizeof *o);
+            memcpy(o + (size_t)((a * k + i) * inner) * ELEM, x + (size_t)((a * ext + idx[i]) * inner) * ELEM,
+                   (size_t)inner * ELEM);
     return FU_OK;
 }
 
@@ -427,13 +597,13 @@ static fu_status exec_take_along(interp *it, const fu_node *n)
 {
     const fu_value *xv = &it->f->values[n->inputs[0]], *iv = &it->f->values[n->inputs[1]];
     int axis = n->attrs.axis;
-    const double *x = interp_vals(it, n->inputs[0]);
-    const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
+    const unsigned char *x = interp_raw(it, n->inputs[0]);
+    const int64_t *idx = x ? interp_ivals(it, n->inputs[1]) : NULL;
     if (!idx) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], idx, interp_numel(it, n->inputs[1]), xv->shape[axis],
                                      false, 0);
     if (s) return s;
-    double *o = interp_new_output(it, n);
+    unsigned char *o = interp_new_raw(it, n);
     if (!o) return interp_nomem(it);
     int64_t st[2][FU_MAX_RANK], xs[FU_MAX_RANK];
     contiguous(iv, st[0]); /* index and output share a shape */
@@ -444,39 +614,59 @@ static fu_status exec_take_along(interp *it, const fu_node *n)
     nd_iter w;
     nd_init(&w, iv->rank, iv->shape, 2, st);
     for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
-        const double *ii = idx + w.off[0], *xx = x + w.off[1];
-        double *oo = o + w.off[0];
+        const int64_t *ii = idx + w.off[0];
         int64_t si = w.inner_st[0], sx = w.inner_st[1];
-        for (int64_t j = 0; j < w.inner; j++) oo[j * si] = xx[j * sx + (int64_t)ii[j * si] * sa];
+        for (int64_t j = 0; j < w.inner; j++)
+            memcpy(o + (size_t)(w.off[0] + j * si) * ELEM, x + (size_t)(w.off[1] + j * sx + ii[j * si] * sa) * ELEM,
+                   ELEM);
     }
     return FU_OK;
+}
+
+/* dst[j] += src[j] for n values of a float (double) or integer (int64) tensor. */
+static void add_values(bool is_int, void *dst, int64_t di, const void *src, int64_t si, int64_t n)
+{
+    if (is_int) {
+        int64_t *p = (int64_t *)dst + di;
+        const int64_t *q = (const int64_t *)src + si;
+        for (int64_t j = 0; j < n; j++) p[j] = wrap_add(p[j], q[j]);
+    } else {
+        double *p = (double *)dst + di;
+        const double *q = (const double *)src + si;
+        for (int64_t j = 0; j < n; j++) p[j] += q[j];
+    }
+}
+
+/* Rounds a scatter's output to its dtype. */
+static void round_values(bool is_int, void *o, int64_t cnt, fu_dtype dt)
+{
+    if (is_int) interp_iround(o, cnt, dt);
+    else interp_round(o, cnt, dt);
 }
 
 /* index_add: out = x; out[a, index[k], b] += src[a, k, b] */
 static fu_status exec_index_add(interp *it, const fu_node *n)
 {
     const fu_value *xv = &it->f->values[n->inputs[0]];
+    bool is_int = interp_is_int(xv->dtype);
     int axis = n->attrs.axis;
     int64_t outer, ext, inner;
     interp_axis_split(xv, axis, &outer, &ext, &inner);
     int64_t k = interp_numel(it, n->inputs[1]);
-    const double *x = interp_vals(it, n->inputs[0]);
-    const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
-    const double *src = idx ? interp_vals(it, n->inputs[2]) : NULL;
+    const void *x = interp_raw(it, n->inputs[0]);
+    const int64_t *idx = x ? interp_ivals(it, n->inputs[1]) : NULL;
+    const void *src = idx ? interp_raw(it, n->inputs[2]) : NULL;
     if (!src) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], idx, k, ext, false, 0);
     if (s) return s;
-    double *o = interp_new_output(it, n);
+    void *o = interp_new_raw(it, n);
     if (!o) return interp_nomem(it);
     int64_t cnt = interp_numel(it, n->output);
-    memcpy(o, x, (size_t)cnt * sizeof *o);
+    memcpy(o, x, (size_t)cnt * ELEM);
     for (int64_t a = 0; a < outer; a++)
-        for (int64_t i = 0; i < k; i++) {
-            double *p = o + (a * ext + (int64_t)idx[i]) * inner;
-            const double *q = src + (a * k + i) * inner;
-            for (int64_t j = 0; j < inner; j++) p[j] += q[j];
-        }
-    interp_round(o, cnt, xv->dtype);
+        for (int64_t i = 0; i < k; i++)
+            add_values(is_int, o, (a * ext + idx[i]) * inner, src, (a * k + i) * inner, inner);
+    round_values(is_int, o, cnt, xv->dtype);
     return FU_OK;
 }
 
@@ -484,18 +674,19 @@ static fu_status exec_index_add(interp *it, const fu_node *n)
 static fu_status exec_scatter_add(interp *it, const fu_node *n)
 {
     const fu_value *xv = &it->f->values[n->inputs[0]], *iv = &it->f->values[n->inputs[1]];
+    bool is_int = interp_is_int(xv->dtype);
     int axis = n->attrs.axis;
-    const double *x = interp_vals(it, n->inputs[0]);
-    const double *idx = x ? interp_vals(it, n->inputs[1]) : NULL;
-    const double *src = idx ? interp_vals(it, n->inputs[2]) : NULL;
+    const void *x = interp_raw(it, n->inputs[0]);
+    const int64_t *idx = x ? interp_ivals(it, n->inputs[1]) : NULL;
+    const void *src = idx ? interp_raw(it, n->inputs[2]) : NULL;
     if (!src) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], idx, interp_numel(it, n->inputs[1]), xv->shape[axis],
                                      false, 0);
     if (s) return s;
-    double *o = interp_new_output(it, n);
+    void *o = interp_new_raw(it, n);
     if (!o) return interp_nomem(it);
     int64_t cnt = interp_numel(it, n->output);
-    memcpy(o, x, (size_t)cnt * sizeof *o);
+    memcpy(o, x, (size_t)cnt * ELEM);
     int64_t st[3][FU_MAX_RANK], xs[FU_MAX_RANK];
     contiguous(iv, st[0]);
     contiguous(&it->f->values[n->inputs[2]], st[1]);
@@ -506,12 +697,12 @@ static fu_status exec_scatter_add(interp *it, const fu_node *n)
     nd_iter w;
     nd_init(&w, iv->rank, iv->shape, 3, st);
     for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
-        const double *ii = idx + w.off[0], *ss = src + w.off[1];
-        double *oo = o + w.off[2];
+        const int64_t *ii = idx + w.off[0];
         int64_t si = w.inner_st[0], sv = w.inner_st[1], so = w.inner_st[2];
-        for (int64_t j = 0; j < w.inner; j++) oo[j * so + (int64_t)ii[j * si] * sa] += ss[j * sv];
+        for (int64_t j = 0; j < w.inner; j++)
+            add_values(is_int, o, w.off[2] + j * so + ii[j * si] * sa, src, w.off[1] + j * sv, 1);
     }
-    interp_round(o, cnt, xv->dtype);
+    round_values(is_int, o, cnt, xv->dtype);
     return FU_OK;
 }
 
