@@ -138,7 +138,7 @@ int main(int argc, char **argv)
     do {                                                                 \
         if (!val) {                                                      \
             fprintf(stderr, "history: option '%s' needs a value\n", a);  \
-            return 2;                                                    \
+            goto bad_args;                                                    \
         }                                                                \
         i++;                                                             \
     } while (0)
@@ -150,16 +150,16 @@ int main(int argc, char **argv)
         if (end == val || *end || errno || !(d >= (lo) && d <= (hi))) {                        \
             fprintf(stderr, "history: option '%s' needs a number in [%g, %g], not '%s'\n", a, \
                     (double)(lo), (double)(hi), val);                                          \
-            return 2;                                                                          \
+            goto bad_args;                                                                          \
         }                                                                                      \
         dst = d;                                                                               \
     } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
-            return 0;
+            goto good_args;
         } else if (!strcmp(a, "--version")) {
             printf("fusebench-history %s\n", FUSEBENCH_VERSION);
-            return 0;
+            goto good_args;
         } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             quiet = 1;
         } else if (!strcmp(a, "--runs")) {
@@ -192,20 +192,28 @@ int main(int argc, char **argv)
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "history: unknown option '%s'\n", a);
             usage(stderr);
-            return 2;
+            goto bad_args;
         } else {
             files[nfiles++] = (char *)a;
         }
+    }
+    if (0) {
+    bad_args:
+        free(files);
+        return 2;
+    good_args:
+        free(files);
+        return 0;
     }
     char **owned = NULL;
     long nrun_files = nfiles;
     if (nfiles && runs_dir) {
         fprintf(stderr, "history: give --runs DIR or files, not both\n");
-        return 2;
+        goto bad_args;
     }
     if (!nfiles) {
         nrun_files = list_runs(runs_dir ? runs_dir : "results/runs", &owned);
-        if (nrun_files < 0) return 2;
+        if (nrun_files < 0) goto bad_args;
         free(files);
         files = owned;
     } else {
@@ -214,6 +222,7 @@ int main(int argc, char **argv)
     if (nrun_files == 0) {
         fprintf(stderr, "history: no stored runs (*.json, *.json.gz) in %s\n",
                 runs_dir ? runs_dir : "results/runs");
+        free(files);
         return 2;
     }
 
@@ -222,7 +231,10 @@ int main(int argc, char **argv)
     size_t nruns = 0;
     int status = 2;
     char err[1024];
-    if (!runs) return 2;
+    if (!runs) {
+        status = 2;
+        goto done;
+    }
     for (long f = 0; f < nrun_files; f++) {
         hist_run *h = &runs[nruns];
         if (gate_run_load(&h->run, files[f], err, sizeof err)) {
