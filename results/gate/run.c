@@ -239,9 +239,10 @@ static int gate_read_entry(gate_run *run, gate_case_acc **accs, size_t *cap, con
     if (gate_opt_string(e, "status", &status)) GATE_ENTRY_ERR("\"status\" is not a string");
     if (status && strcmp(status, "ok") && strcmp(status, "failed") && strcmp(status, "skipped"))
         GATE_ENTRY_ERR("\"status\" is \"%s\"; expected ok, failed or skipped", status);
-    if (!status) {
+    if (!status) { /* Google Benchmark's own forms */
         const cJSON *eo = cJSON_GetObjectItemCaseSensitive(e, "error_occurred");
-        status = cJSON_IsTrue(eo) ? "failed" : "ok";
+        const cJSON *sk = cJSON_GetObjectItemCaseSensitive(e, "skipped");
+        status = cJSON_IsTrue(eo) ? "failed" : cJSON_IsTrue(sk) ? "skipped" : "ok";
     }
 
     size_t ci;
@@ -282,6 +283,7 @@ static int gate_read_entry(gate_run *run, gate_case_acc **accs, size_t *cap, con
     const char *error = NULL;
     if (gate_opt_string(e, "error", &error)) GATE_ENTRY_ERR("\"error\" is not a string");
     if (!error) gate_opt_string(e, "error_message", &error); /* Google Benchmark's own */
+    if (!error) gate_opt_string(e, "skip_message", &error);
     if (error && *error && !c->error && strcmp(status, "ok") != 0) {
         c->error = gate_strdup(error);
         if (!c->error) GATE_ENTRY_ERR("out of memory");
