@@ -1,13 +1,15 @@
 /*
  * compare.c -- fusebench-compare, the regression gate (scripts/compare runs it).
  *
- *   fusebench-compare RUN.json BASELINE.json [options]
+ *   fusebench-compare BASELINE.json RUN.json [options]
  *
- * Decides SAME, FASTER, SLOWER, UNKNOWN or REGRESSION for every case (gate.h
- * has the rules) and reports in Markdown (stdout or --markdown FILE), JSON
- * (--json FILE) and TSV (--tsv FILE). Exit status: 0 nothing regressed, 1 a
- * case is SLOWER or a REGRESSION, 2 bad input (a missing or malformed file, a
- * schema mismatch, runs from different GPU models, a bad option).
+ * The baseline first, as Google Benchmark's compare.py and nvbench's
+ * nvbench_compare.py take them. Decides SAME, FASTER, SLOWER, AMBIGUOUS,
+ * UNKNOWN or REGRESSION for every case (gate.h has the rules) and reports in
+ * Markdown (stdout or --markdown FILE), JSON (--json FILE) and TSV (--tsv
+ * FILE). Exit status: 0 nothing gated regressed, 1 a gated case is SLOWER or a
+ * REGRESSION, 2 bad input (a missing or malformed file, a schema mismatch,
+ * runs from different GPU models, a bad option).
  */
 #include <errno.h>
 #include <math.h>
@@ -27,19 +29,29 @@
 
 static void gate_usage(FILE *f)
 {
-    fputs("usage: compare RUN.json BASELINE.json [options]\n"
+    fputs("usage: compare BASELINE.json RUN.json [options]   (the baseline first, as compare.py)\n"
           "  --threshold PCT     minimum effect, in percent, where no thresholds rule matches (default 3)\n"
           "  --thresholds FILE   rules `PATTERN PERCENT` (glob on the case name; last match wins);\n"
           "                      scripts/compare passes results/thresholds.txt; the last option given counts\n"
-          "  --alpha P           significance level of the two-sided Mann-Whitney U test (default 0.01)\n"
-          "  --min-samples N     fewer samples on either side => UNKNOWN (default 5)\n"
+          "  --alpha P           significance level of the test (default 0.01)\n"
+          "  --test welch|mwu    Welch's t-test on the logs of the repetition medians (default), or the\n"
+          "                      Mann-Whitney U test on them\n"
+          "  --min-reps N        fewer passing repetitions on either side => UNKNOWN (default 3)\n"
+          "  --min-samples N     a repetition with fewer samples => UNKNOWN (default 5)\n"
+          "  --max-noise PCT     repetition noise (relative stddev) above PCT => AMBIGUOUS (default 5)\n"
+          "  --gate-variants V   comma-separated variants that can fail the gate, or all\n"
+          "                      (default fuser,reference; the others are reported, informational)\n"
           "  --filter GLOB       only the cases whose name matches GLOB\n"
+          "  --only-changed      the Markdown table lists only the cases that are not SAME\n"
           "  --require-all       a baseline case missing from the run is a REGRESSION (default: UNKNOWN)\n"
           "  --markdown FILE     the Markdown report to FILE instead of stdout\n"
           "  --json FILE         the JSON report to FILE\n"
           "  --tsv FILE          the TSV report (one line per case) to FILE\n"
           "  -q, --quiet         no report on stdout (files named by options are still written)\n"
-          "exit status: 0 nothing regressed, 1 a case is SLOWER or a REGRESSION, 2 bad input\n",
+          "  --version           the version\n"
+          "Files may be gzip-compressed (.json.gz). A warning says so when the baseline is newer\n"
+          "than the run (context.date): the files may be swapped.\n"
+          "exit status: 0 nothing gated regressed, 1 a gated case is SLOWER or a REGRESSION, 2 bad input\n",
           f);
 }
 
@@ -123,6 +135,23 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             gate_usage(stdout);
             return GATE_EXIT_OK;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("fusebench-compare %s\n", FUSEBENCH_VERSION);
+            return GATE_EXIT_OK;
+        } else if (strcmp(argv[i], "--only-changed") == 0) {
+            opt.only_changed = 1;
+        } else if ((m = gate_opt(argc, argv, &i, "--test", &v)) != 0) {
+            if (m < 0 || (strcmp(v, "welch") != 0 && strcmp(v, "mwu") != 0)) goto bad_value;
+            opt.test_mwu = strcmp(v, "mwu") == 0;
+        } else if ((m = gate_opt(argc, argv, &i, "--min-reps", &v)) != 0) {
+            double d;
+            if (m < 0 || gate_parse_double(v, 2, 1e9, &d) || d != floor(d)) goto bad_value;
+            opt.min_reps = (size_t)d;
+        } else if ((m = gate_opt(argc, argv, &i, "--max-noise", &v)) != 0) {
+            if (m < 0 || gate_parse_double(v, 0, 1e6, &opt.max_noise_pct)) goto bad_value;
+        } else if ((m = gate_opt(argc, argv, &i, "--gate-variants", &v)) != 0) {
+            if (m < 0 || !*v) goto bad_value;
+            opt.gate_variants = v;
         } else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
             quiet = 1;
         } else if (strcmp(argv[i], "--require-all") == 0) {
@@ -157,7 +186,7 @@ int main(int argc, char **argv)
         } else if (nfiles < 2) {
             files[nfiles++] = argv[i];
         } else {
-            fprintf(stderr, "compare: too many files ('%s'); give RUN.json and BASELINE.json\n", argv[i]);
+            fprintf(stderr, "compare: too many files ('%s'); give BASELINE.json and RUN.json\n", argv[i]);
             return GATE_EXIT_BAD_INPUT;
         }
         continue;
@@ -167,7 +196,7 @@ int main(int argc, char **argv)
         return GATE_EXIT_BAD_INPUT;
     }
     if (nfiles != 2) {
-        fprintf(stderr, "compare: give a run and a baseline\n");
+        fprintf(stderr, "compare: give a baseline and a run (the baseline first)\n");
         gate_usage(stderr);
         return GATE_EXIT_BAD_INPUT;
     }
@@ -178,16 +207,23 @@ int main(int argc, char **argv)
     gate_report rep = {0};
     int status = GATE_EXIT_BAD_INPUT;
     int have_run = 0, have_base = 0;
-    if (gate_run_load(&run, files[0], err, sizeof err)) {
-        fprintf(stderr, "compare: run: %s\n", err);
-        goto done;
-    }
-    have_run = 1;
-    if (gate_run_load(&base, files[1], err, sizeof err)) {
+    if (gate_run_load(&base, files[0], err, sizeof err)) {
         fprintf(stderr, "compare: baseline: %s\n", err);
         goto done;
     }
     have_base = 1;
+    if (gate_run_load(&run, files[1], err, sizeof err)) {
+        fprintf(stderr, "compare: run: %s\n", err);
+        goto done;
+    }
+    have_run = 1;
+    /* ISO 8601 dates of one form compare as strings. */
+    if (*base.date && *run.date && strlen(base.date) == strlen(run.date) &&
+        strcmp(base.date, run.date) > 0)
+        fprintf(stderr,
+                "compare: warning: the baseline %s (%s) is newer than the run %s (%s); the "
+                "baseline comes first (compare BASELINE RUN): are the files swapped?\n",
+                base.path, base.date, run.path, run.date);
     if (thresholds_path && *thresholds_path) {
         if (gate_thresholds_load(&thr, thresholds_path, err, sizeof err)) {
             fprintf(stderr, "compare: thresholds: %s\n", err);

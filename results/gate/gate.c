@@ -11,11 +11,12 @@
 #include <string.h>
 
 #include "mwu.h"
+#include "welch.h"
 #include "util.h"
 
 static const char *const gate_verdict_names[GATE_VERDICT_COUNT] = {
     [GATE_SAME] = "SAME",       [GATE_FASTER] = "FASTER",         [GATE_SLOWER] = "SLOWER",
-    [GATE_UNKNOWN] = "UNKNOWN", [GATE_REGRESSION] = "REGRESSION",
+    [GATE_AMBIGUOUS] = "AMBIGUOUS", [GATE_UNKNOWN] = "UNKNOWN", [GATE_REGRESSION] = "REGRESSION",
 };
 
 const char *gate_verdict_name(gate_verdict v)
@@ -29,6 +30,23 @@ void gate_options_default(gate_options *opt)
     opt->alpha = 0.01;
     opt->threshold_pct = 3.0;
     opt->min_samples = 5;
+    opt->min_reps = 3;
+    opt->max_noise_pct = 5.0;
+}
+
+int gate_variant_gated(const gate_options *opt, const char *variant)
+{
+    const char *list = opt->gate_variants ? opt->gate_variants : GATE_DEFAULT_VARIANTS;
+    size_t vn = strlen(variant ? variant : "");
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if ((n == 3 && strncmp(p, "all", 3) == 0) || (n == 1 && *p == '*')) return 1;
+        if (n == vn && vn && strncmp(p, variant, n) == 0) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
 }
 
 void gate_report_free(gate_report *r)
@@ -84,35 +102,64 @@ static void gate_decide_timing(const gate_case *b, const gate_case *r, const gat
         snprintf(detail, dsize, "failed in the baseline, so there is no baseline time");
         return;
     }
-    if (res->n_base < opt->min_samples || res->n_run < opt->min_samples) {
-        snprintf(detail, dsize, "too few samples to tell (baseline %zu, run %zu; at least %zu each)",
-                 res->n_base, res->n_run, opt->min_samples);
+    if (res->n_base < opt->min_reps || res->n_run < opt->min_reps) {
+        snprintf(detail, dsize,
+                 "too few repetitions to tell (baseline %zu, run %zu; at least %zu each)",
+                 res->n_base, res->n_run, opt->min_reps);
         return;
     }
-    if (!(res->base_median > 0) || isnan(res->run_median)) {
-        snprintf(detail, dsize, "the baseline median is 0; no ratio");
+    if ((b->min_rep_samples && b->min_rep_samples < opt->min_samples) ||
+        (r->min_rep_samples && r->min_rep_samples < opt->min_samples)) {
+        snprintf(detail, dsize,
+                 "too few samples to tell: a repetition has %zu (baseline) / %zu (run); at least "
+                 "%zu each",
+                 b->min_rep_samples, r->min_rep_samples, opt->min_samples);
         return;
     }
-    gate_mwu t;
-    if (gate_mwu_test(r->samples, r->n_samples, b->samples, b->n_samples, &t)) {
-        snprintf(detail, dsize, "out of memory for the rank test");
+    gate_welch w;
+    if (gate_welch_log_test(r->rep_medians, r->n_reps_ok, b->rep_medians, b->n_reps_ok, opt->alpha,
+                            &w)) {
+        snprintf(detail, dsize, "a repetition's median is 0; no ratio");
         return;
     }
-    res->p_value = t.p;
-    res->exact = t.exact;
-    double change = res->change_pct, thr = res->threshold_pct;
-    if (t.p < opt->alpha && fabs(change) >= thr) {
+    double change = (exp(w.diff) - 1.0) * 100.0, thr = res->threshold_pct;
+    res->change_pct = change;
+    res->ci_low_pct = (exp(w.diff - w.half_width) - 1.0) * 100.0;
+    res->ci_high_pct = (exp(w.diff + w.half_width) - 1.0) * 100.0;
+    res->p_value = w.p;
+    if (opt->test_mwu) {
+        gate_mwu t;
+        if (gate_mwu_test(r->rep_medians, r->n_reps_ok, b->rep_medians, b->n_reps_ok, &t)) {
+            snprintf(detail, dsize, "out of memory for the rank test");
+            return;
+        }
+        res->p_value = t.p;
+        res->exact = t.exact;
+    }
+    if (res->noise_pct > opt->max_noise_pct) {
+        res->timing = GATE_AMBIGUOUS;
+        *reason = "noise";
+        snprintf(detail, dsize, "%+.2f%%, but the repetitions' noise %.2f%% is above %g%%", change,
+                 res->noise_pct, opt->max_noise_pct);
+        return;
+    }
+    if (res->p_value < opt->alpha && fabs(change) >= thr) {
         res->timing = change > 0 ? GATE_SLOWER : GATE_FASTER;
         *reason = "time";
-        snprintf(detail, dsize, "%+.2f%% (threshold %g%%), p = %.2g < %g", change, thr, t.p,
-                 opt->alpha);
-    } else {
+        snprintf(detail, dsize, "%+.2f%% [%+.2f, %+.2f] (threshold %g%%), p = %.2g < %g", change,
+                 res->ci_low_pct, res->ci_high_pct, thr, res->p_value, opt->alpha);
+    } else if (res->ci_low_pct > -thr && res->ci_high_pct < thr) {
         res->timing = GATE_SAME;
         *reason = "";
-        if (t.p >= opt->alpha)
-            snprintf(detail, dsize, "not significant: p = %.2g >= %g", t.p, opt->alpha);
-        else
-            snprintf(detail, dsize, "%+.2f%% is within the %g%% threshold", change, thr);
+        snprintf(detail, dsize, "%+.2f%% [%+.2f, %+.2f] is inside the %g%% threshold", change,
+                 res->ci_low_pct, res->ci_high_pct, thr);
+    } else {
+        res->timing = GATE_AMBIGUOUS;
+        *reason = "interval";
+        snprintf(detail, dsize,
+                 "%+.2f%% [%+.2f, %+.2f], p = %.2g: the interval reaches past +-%g%%; more "
+                 "repetitions would tell",
+                 change, res->ci_low_pct, res->ci_high_pct, res->p_value, thr);
     }
 }
 
@@ -124,14 +171,23 @@ static void gate_decide(const char *name, const gate_case *b, const gate_case *r
     res->base = b;
     res->run = r;
     res->threshold_pct = gate_thresholds_lookup(opt->thresholds, name, opt->threshold_pct);
-    res->n_base = b ? b->n_samples : 0;
-    res->n_run = r ? r->n_samples : 0;
-    res->base_median = res->n_base ? gate_median(b->samples, b->n_samples) : NAN;
-    res->run_median = res->n_run ? gate_median(r->samples, r->n_samples) : NAN;
+    res->n_base = b ? b->n_reps_ok : 0;
+    res->n_run = r ? r->n_reps_ok : 0;
+    res->base_median = res->n_base ? gate_median(b->rep_medians, b->n_reps_ok) : NAN;
+    res->run_median = res->n_run ? gate_median(r->rep_medians, r->n_reps_ok) : NAN;
+    /* Until the test says better: the ratio of the medians of the repetitions. */
     res->change_pct = res->base_median > 0 && !isnan(res->run_median)
                           ? (res->run_median / res->base_median - 1.0) * 100.0
                           : NAN;
-    res->p_value = NAN;
+    res->p_value = res->ci_low_pct = res->ci_high_pct = NAN;
+    res->base_noise_pct = b ? gate_log_noise_pct(b->rep_medians, b->n_reps_ok) : NAN;
+    res->run_noise_pct = r ? gate_log_noise_pct(r->rep_medians, r->n_reps_ok) : NAN;
+    res->noise_pct = isnan(res->base_noise_pct) ? res->run_noise_pct
+                     : isnan(res->run_noise_pct) ? res->base_noise_pct
+                     : fmax(res->base_noise_pct, res->run_noise_pct);
+    const gate_case *any = r ? r : b;
+    /* A case that names no variant is someone's code we cannot tell: gated. */
+    res->gated = !any || !any->variant || !*any->variant || gate_variant_gated(opt, any->variant);
 
     const char *treason;
     char tdetail[sizeof res->detail];
@@ -207,7 +263,8 @@ int gate_compare(const gate_run *run, const gate_run *base, const gate_options *
     }
     for (size_t i = 0; i < out->n; i++) {
         out->counts[out->results[i].verdict]++;
-        if (out->results[i].verdict == GATE_SLOWER || out->results[i].verdict == GATE_REGRESSION)
+        if (out->results[i].gated &&
+            (out->results[i].verdict == GATE_SLOWER || out->results[i].verdict == GATE_REGRESSION))
             out->regressed = 1;
     }
     return 0;

@@ -111,7 +111,11 @@ static void gate_print_samples(const gate_run *run)
 int main(int argc, char **argv)
 {
     if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-        puts("usage: fusebench-json2tsv context|cases|samples RUN.json");
+        puts("usage: fusebench-json2tsv context|cases|samples RUN.json   (RUN.json may be .json.gz)");
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("fusebench-json2tsv %s\n", FUSEBENCH_VERSION);
         return 0;
     }
     if (argc != 3 || (strcmp(argv[1], "context") && strcmp(argv[1], "cases") &&

@@ -60,6 +60,10 @@ int main(int argc, char **argv)
             gate_merge_usage(stdout);
             free(inputs);
             return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("fusebench-merge %s\n", FUSEBENCH_VERSION);
+            free(inputs);
+            return 0;
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             out = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {

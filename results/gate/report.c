@@ -53,21 +53,89 @@ static const char *gate_samples_word(const gate_run *run)
     return "samples_us of every repetition";
 }
 
+/* Geometric mean of run/baseline over the cases of one (suite, variant) with
+ * both medians, one line each, in the order the pairs first appear. */
+static void gate_md_geomeans(FILE *f, const gate_report *r)
+{
+    int any = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const gate_result *x = &r->results[i];
+        const gate_case *c = x->run ? x->run : x->base;
+        if (!c || !c->suite || !c->variant) continue;
+        int seen = 0;
+        for (size_t k = 0; k < i && !seen; k++) {
+            const gate_case *o = r->results[k].run ? r->results[k].run : r->results[k].base;
+            seen = o && o->suite && o->variant && strcmp(o->suite, c->suite) == 0 &&
+                   strcmp(o->variant, c->variant) == 0;
+        }
+        if (seen) continue;
+        double logsum = 0;
+        size_t n = 0, cases = 0;
+        for (size_t k = i; k < r->n; k++) {
+            const gate_result *y = &r->results[k];
+            const gate_case *o = y->run ? y->run : y->base;
+            if (!o || !o->suite || !o->variant || strcmp(o->suite, c->suite) != 0 ||
+                strcmp(o->variant, c->variant) != 0)
+                continue;
+            cases++;
+            if (isfinite(y->change_pct) && y->change_pct > -100) {
+                logsum += log1p(y->change_pct / 100.0);
+                n++;
+            }
+        }
+        if (!any) {
+            fprintf(f, "\n### Geometric mean of the change, per suite and variant\n\n");
+            fprintf(f, "| suite | variant | gated | cases timed | geomean change |\n|---|---|---|---:|---:|\n");
+            any = 1;
+        }
+        char buf[64];
+        fputs("| ", f);
+        gate_md_cell(f, *c->suite ? c->suite : "-");
+        fputs(" | ", f);
+        gate_md_cell(f, *c->variant ? c->variant : "-");
+        fprintf(f, " | %s | %zu of %zu | %s |\n", x->gated ? "yes" : "no", n, cases,
+                n ? gate_fmt_pct(buf, sizeof buf, (exp(logsum / (double)n) - 1.0) * 100.0) : "-");
+    }
+}
+
+static const char *gate_fmt_interval(char *buf, size_t size, double lo, double hi)
+{
+    if (isnan(lo) || isnan(hi)) snprintf(buf, size, "-");
+    else snprintf(buf, size, "[%+.1f, %+.1f]", lo, hi);
+    return buf;
+}
+
+static const char *gate_fmt_noise(char *buf, size_t size, double pct)
+{
+    if (isnan(pct)) snprintf(buf, size, "-");
+    else snprintf(buf, size, "%.2f%%", pct);
+    return buf;
+}
+
 int gate_write_markdown(FILE *f, const gate_report *r, const gate_run *run, const gate_run *base,
                         const gate_options *opt)
 {
-    char a[64], b[64], c[64], d[64];
+    char a[64], b[64], c[64], d[64], e[64], g[64];
     fprintf(f, "## Regression gate: %s\n\n", r->regressed ? "FAILED" : "passed");
     fprintf(f, "- GPU: %s\n", run->gpu_name);
-    fprintf(f, "- Run: `%s` (commit %s, %s)\n", run->path, *run->git_commit ? run->git_commit : "?",
-            *run->date ? run->date : "no date");
     fprintf(f, "- Baseline: `%s` (commit %s, %s)\n", base->path,
             *base->git_commit ? base->git_commit : "?", *base->date ? base->date : "no date");
+    fprintf(f, "- Run: `%s` (commit %s, %s)\n", run->path, *run->git_commit ? run->git_commit : "?",
+            *run->date ? run->date : "no date");
     fprintf(f,
-            "- Rule: Mann-Whitney U two-sided p < %g and |median change| >= the case's threshold "
-            "(%g%% unless results/thresholds.txt says otherwise) => SLOWER/FASTER; fewer than %zu "
-            "samples => UNKNOWN; a failed check or more kernels/launches/segments => REGRESSION\n",
-            opt->alpha, opt->threshold_pct, opt->min_samples);
+            "- Rule: one value per repetition (the median of its samples); %s on their logs, "
+            "p < %g and |change| >= the case's threshold (%g%% unless results/thresholds.txt says "
+            "otherwise) => SLOWER/FASTER; the %g%% interval of the change inside the threshold => "
+            "SAME; otherwise, or repetition noise above %g%%, => AMBIGUOUS; fewer than %zu "
+            "repetitions or %zu samples in one => UNKNOWN; a failed check or more "
+            "kernels/launches/segments => REGRESSION\n",
+            opt->test_mwu ? "the Mann-Whitney U test" : "Welch's t-test", opt->alpha,
+            opt->threshold_pct, 100.0 * (1.0 - opt->alpha), opt->max_noise_pct, opt->min_reps,
+            opt->min_samples);
+    fprintf(f,
+            "- Gated: the variants %s can fail the gate (column \"gated\"); the other rows are "
+            "informational: reported, never a failure\n",
+            opt->gate_variants ? opt->gate_variants : GATE_DEFAULT_VARIANTS);
     fprintf(f, "- Samples: run: %s; baseline: %s\n", gate_samples_word(run), gate_samples_word(base));
     if (opt->filter) fprintf(f, "- Cases: those matching `%s`\n", opt->filter);
     fprintf(f, "- Verdicts: %zu cases:", r->n);
@@ -75,30 +143,56 @@ int gate_write_markdown(FILE *f, const gate_report *r, const gate_run *run, cons
         fprintf(f, " %zu %s%s", r->counts[v], gate_verdict_name((gate_verdict)v),
                 v + 1 < GATE_VERDICT_COUNT ? "," : "\n");
 
+    int bad_info = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const gate_result *x = &r->results[i];
+        if (x->verdict != GATE_SLOWER && x->verdict != GATE_REGRESSION) continue;
+        if (!x->gated) {
+            bad_info++;
+            continue;
+        }
+    }
     if (r->regressed) {
-        fprintf(f, "\n### Regressions\n\n");
+        fprintf(f, "\n### Regressions (gated)\n\n");
         for (size_t i = 0; i < r->n; i++) {
             const gate_result *x = &r->results[i];
-            if (x->verdict != GATE_SLOWER && x->verdict != GATE_REGRESSION) continue;
+            if (!x->gated || (x->verdict != GATE_SLOWER && x->verdict != GATE_REGRESSION)) continue;
             fprintf(f, "- `%s`: **%s** (%s): ", x->name, gate_verdict_name(x->verdict),
                     *x->reason ? x->reason : "time");
             gate_md_cell(f, x->detail);
             fputc('\n', f);
         }
     }
+    if (bad_info) {
+        fprintf(f, "\n### Slower or regressed, informational (not gated)\n\n");
+        for (size_t i = 0; i < r->n; i++) {
+            const gate_result *x = &r->results[i];
+            if (x->gated || (x->verdict != GATE_SLOWER && x->verdict != GATE_REGRESSION)) continue;
+            fprintf(f, "- `%s`: %s (%s): ", x->name, gate_verdict_name(x->verdict),
+                    *x->reason ? x->reason : "time");
+            gate_md_cell(f, x->detail);
+            fputc('\n', f);
+        }
+    }
+    gate_md_geomeans(f, r);
 
-    fprintf(f, "\n### Cases\n\n");
-    fprintf(f, "| case | baseline median (us) | run median (us) | change | p-value | verdict | reason |\n");
-    fprintf(f, "|---|---:|---:|---:|---:|---|---|\n");
+    fprintf(f, "\n### Cases%s\n\n", opt->only_changed ? " (only those not SAME)" : "");
+    fprintf(f, "| case | gated | baseline median (us) | run median (us) | change | %g%% interval | "
+               "noise | p-value | verdict | reason |\n",
+            100.0 * (1.0 - opt->alpha));
+    fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|---|---|\n");
     for (size_t i = 0; i < r->n; i++) {
         const gate_result *x = &r->results[i];
-        int bad = x->verdict == GATE_SLOWER || x->verdict == GATE_REGRESSION;
+        if (opt->only_changed && x->verdict == GATE_SAME) continue;
+        int bad = x->gated && (x->verdict == GATE_SLOWER || x->verdict == GATE_REGRESSION);
         fputs("| ", f);
         gate_md_cell(f, x->name);
-        fprintf(f, " | %s | %s | %s | %s | %s%s%s | ", gate_fmt_us(a, sizeof a, x->base_median),
-                gate_fmt_us(b, sizeof b, x->run_median), gate_fmt_pct(c, sizeof c, x->change_pct),
-                gate_fmt_p(d, sizeof d, x->p_value), bad ? "**" : "",
-                gate_verdict_name(x->verdict), bad ? "**" : "");
+        fprintf(f, " | %s | %s | %s | %s | %s | %s | %s | %s%s%s | ", x->gated ? "yes" : "no",
+                gate_fmt_us(a, sizeof a, x->base_median), gate_fmt_us(b, sizeof b, x->run_median),
+                gate_fmt_pct(c, sizeof c, x->change_pct),
+                gate_fmt_interval(e, sizeof e, x->ci_low_pct, x->ci_high_pct),
+                gate_fmt_noise(g, sizeof g, x->noise_pct), gate_fmt_p(d, sizeof d, x->p_value),
+                bad ? "**" : "", gate_verdict_name(x->verdict), bad ? "**" : "");
         if (*x->reason) {
             gate_md_cell(f, x->reason);
             fputs(": ", f);
@@ -149,6 +243,11 @@ int gate_write_json(FILE *f, const gate_report *r, const gate_run *run, const ga
         cJSON_AddNumberToObject(rule, "alpha", opt->alpha);
         cJSON_AddNumberToObject(rule, "default_threshold_pct", opt->threshold_pct);
         cJSON_AddNumberToObject(rule, "min_samples", (double)opt->min_samples);
+        cJSON_AddNumberToObject(rule, "min_reps", (double)opt->min_reps);
+        cJSON_AddNumberToObject(rule, "max_noise_pct", opt->max_noise_pct);
+        cJSON_AddStringToObject(rule, "test", opt->test_mwu ? "mann-whitney" : "welch-log");
+        cJSON_AddStringToObject(rule, "gate_variants",
+                                opt->gate_variants ? opt->gate_variants : GATE_DEFAULT_VARIANTS);
         cJSON_AddBoolToObject(rule, "require_all", opt->require_all);
         if (opt->filter) cJSON_AddStringToObject(rule, "filter", opt->filter);
     }
@@ -164,6 +263,7 @@ int gate_write_json(FILE *f, const gate_report *r, const gate_run *run, const ga
         cJSON_AddItemToArray(cases, o);
         cJSON_AddStringToObject(o, "name", x->name);
         cJSON_AddStringToObject(o, "verdict", gate_verdict_name(x->verdict));
+        cJSON_AddBoolToObject(o, "gated", x->gated);
         cJSON_AddStringToObject(o, "timing", gate_verdict_name(x->timing));
         cJSON_AddStringToObject(o, "reason", x->reason);
         cJSON_AddStringToObject(o, "detail", x->detail);
@@ -172,6 +272,9 @@ int gate_write_json(FILE *f, const gate_report *r, const gate_run *run, const ga
         cJSON_AddItemToObject(o, "change_pct", gate_num_or_null(x->change_pct));
         cJSON_AddItemToObject(o, "p_value", gate_num_or_null(x->p_value));
         cJSON_AddBoolToObject(o, "exact_p", x->exact);
+        cJSON_AddItemToObject(o, "ci_low_pct", gate_num_or_null(x->ci_low_pct));
+        cJSON_AddItemToObject(o, "ci_high_pct", gate_num_or_null(x->ci_high_pct));
+        cJSON_AddItemToObject(o, "noise_pct", gate_num_or_null(x->noise_pct));
         cJSON_AddNumberToObject(o, "threshold_pct", x->threshold_pct);
         cJSON_AddNumberToObject(o, "n_baseline", (double)x->n_base);
         cJSON_AddNumberToObject(o, "n_run", (double)x->n_run);
@@ -206,7 +309,7 @@ static void gate_tsv_num(FILE *f, double v)
 int gate_write_tsv(FILE *f, const gate_report *r)
 {
     fputs("name\tverdict\ttiming\treason\tbaseline_median_us\trun_median_us\tchange_pct\tp_value\t"
-          "threshold_pct\tn_baseline\tn_run\tdetail\n",
+          "threshold_pct\tn_baseline\tn_run\tdetail\tgated\tnoise_pct\tci_low_pct\tci_high_pct\n",
           f);
     for (size_t i = 0; i < r->n; i++) {
         const gate_result *x = &r->results[i];
@@ -220,6 +323,10 @@ int gate_write_tsv(FILE *f, const gate_report *r)
         gate_tsv_num(f, x->threshold_pct);
         fprintf(f, "\t%zu\t%zu\t", x->n_base, x->n_run);
         gate_tsv_field(f, x->detail);
+        fprintf(f, "\t%d", x->gated);
+        gate_tsv_num(f, x->noise_pct);
+        gate_tsv_num(f, x->ci_low_pct);
+        gate_tsv_num(f, x->ci_high_pct);
         fputc('\n', f);
     }
     fflush(f);

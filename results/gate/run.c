@@ -17,6 +17,7 @@ typedef struct gate_case_acc {
     double *gbps;
     size_t n_gbps, cap_gbps;
     int ok_with_samples; /* passing repetitions that had samples_us */
+    size_t cap_rep_medians;
 } gate_case_acc;
 
 static int gate_push(double **a, size_t *n, size_t *cap, double v)
@@ -41,6 +42,8 @@ static void gate_case_free(gate_case *c)
     free(c->dtype);
     free(c->size);
     free(c->samples);
+    free(c->rep_medians);
+    free(c->kernels_id);
     free(c->error);
 }
 
@@ -162,6 +165,60 @@ static double gate_time_unit_us(const char *unit)
     return NAN;
 }
 
+/* The kernels_id of an entry (run.h): kernel_source_hash, else a signature of
+ * its kernel_records; NULL when it has neither (or memory ran out). Records
+ * that are not objects of the documented shape count as absent. */
+static char *gate_kernels_id(const cJSON *e)
+{
+    const char *hash = NULL;
+    if (gate_opt_string(e, "kernel_source_hash", &hash) == 0 && hash && *hash) return gate_strdup(hash);
+    const cJSON *recs = cJSON_GetObjectItemCaseSensitive(e, "kernel_records");
+    if (!cJSON_IsArray(recs) || cJSON_GetArraySize(recs) == 0) return NULL;
+    size_t cap = 256, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) return NULL;
+    buf[0] = '\0';
+    const cJSON *r;
+    cJSON_ArrayForEach(r, recs)
+    {
+        const char *name = NULL;
+        if (!cJSON_IsObject(r) || gate_opt_string(r, "name", &name) || !name) continue;
+        char part[512];
+        int len = snprintf(part, sizeof part, "%s%s", n ? ";" : "", name);
+        static const char *const keys[5] = {"grid", "block", "registers", "static_shared",
+                                            "dynamic_shared"};
+        for (int k = 0; k < 5 && len > 0 && (size_t)len < sizeof part; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, keys[k]);
+            if (cJSON_IsArray(v)) {
+                const cJSON *x;
+                len += snprintf(part + len, sizeof part - (size_t)len, ":");
+                cJSON_ArrayForEach(x, v) if (cJSON_IsNumber(x) && (size_t)len < sizeof part)
+                    len += snprintf(part + len, sizeof part - (size_t)len, "%.0f,", x->valuedouble);
+            } else if (cJSON_IsNumber(v) && (size_t)len < sizeof part) {
+                len += snprintf(part + len, sizeof part - (size_t)len, ":%.0f", v->valuedouble);
+            }
+        }
+        if (len < 0) continue;
+        if ((size_t)len >= sizeof part) len = (int)sizeof part - 1;
+        if (n + (size_t)len + 1 > cap) {
+            while (n + (size_t)len + 1 > cap) cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                return NULL;
+            }
+            buf = nb;
+        }
+        memcpy(buf + n, part, (size_t)len + 1);
+        n += (size_t)len;
+    }
+    if (n == 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 #define GATE_ENTRY_ERR(...)                                                                  \
     do {                                                                                     \
         char gate_what_[256];                                                                \
@@ -184,9 +241,10 @@ static int gate_read_entry(gate_run *run, gate_case_acc **accs, size_t *cap, con
     if (gate_opt_string(e, "status", &status)) GATE_ENTRY_ERR("\"status\" is not a string");
     if (status && strcmp(status, "ok") && strcmp(status, "failed") && strcmp(status, "skipped"))
         GATE_ENTRY_ERR("\"status\" is \"%s\"; expected ok, failed or skipped", status);
-    if (!status) {
+    if (!status) { /* Google Benchmark's own forms */
         const cJSON *eo = cJSON_GetObjectItemCaseSensitive(e, "error_occurred");
-        status = cJSON_IsTrue(eo) ? "failed" : "ok";
+        const cJSON *sk = cJSON_GetObjectItemCaseSensitive(e, "skipped");
+        status = cJSON_IsTrue(eo) ? "failed" : cJSON_IsTrue(sk) ? "skipped" : "ok";
     }
 
     size_t ci;
@@ -230,6 +288,7 @@ static int gate_read_entry(gate_run *run, gate_case_acc **accs, size_t *cap, con
     const char *error = NULL;
     if (gate_opt_string(e, "error", &error)) GATE_ENTRY_ERR("\"error\" is not a string");
     if (!error) gate_opt_string(e, "error_message", &error); /* Google Benchmark's own */
+    if (!error) gate_opt_string(e, "skip_message", &error);
     if (error && *error && !c->error && strcmp(status, "ok") != 0) {
         c->error = gate_strdup(error);
         if (!c->error) GATE_ENTRY_ERR("out of memory");
@@ -252,12 +311,15 @@ static int gate_read_entry(gate_run *run, gate_case_acc **accs, size_t *cap, con
         GATE_ENTRY_ERR("status ok but no non-negative \"real_time\"");
     if (gate_push(&acc->real_times, &acc->n_real_times, &acc->cap_real_times, v * scale))
         GATE_ENTRY_ERR("out of memory");
+    double rep_time = v * scale;
+    if (!c->kernels_id) c->kernels_id = gate_kernels_id(e);
     if (gate_opt_number(e, "GB/s", &v, &present) || (present && v < 0))
         GATE_ENTRY_ERR("\"GB/s\" is not a non-negative number");
     if (present && gate_push(&acc->gbps, &acc->n_gbps, &acc->cap_gbps, v))
         GATE_ENTRY_ERR("out of memory");
 
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(e, "samples_us");
+    size_t first_sample = c->n_samples;
     if (samples && !cJSON_IsNull(samples)) {
         if (!cJSON_IsArray(samples)) GATE_ENTRY_ERR("\"samples_us\" is not an array");
         int k = 0, had = 0;
@@ -273,6 +335,13 @@ static int gate_read_entry(gate_run *run, gate_case_acc **accs, size_t *cap, con
         }
         acc->ok_with_samples += had;
     }
+    size_t nrep_samples = c->n_samples - first_sample;
+    if (nrep_samples) {
+        rep_time = gate_median(c->samples + first_sample, nrep_samples);
+        if (!c->min_rep_samples || nrep_samples < c->min_rep_samples) c->min_rep_samples = nrep_samples;
+    }
+    if (gate_push(&c->rep_medians, &c->n_reps_ok, &acc->cap_rep_medians, rep_time))
+        GATE_ENTRY_ERR("out of memory");
     return 0;
 fail:
     return -1;

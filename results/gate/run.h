@@ -7,6 +7,12 @@
  * Samples of a case: all `samples_us` of all of its passing repetitions, in
  * order, when every passing repetition has them; otherwise one value per
  * passing repetition, its `real_time` (converted to us from `time_unit`).
+ * The gate's test uses one value per passing repetition (rep_medians): samples
+ * of one repetition share its clocks and placement, so they are not
+ * independent; repetitions are.
+ *
+ * Files are read through zlib: a gzip-compressed run file (.json.gz) reads as
+ * the plain one.
  *
  * Loading checks the shape of the file and never crashes on bad input: any
  * problem comes back as -1 with a message that names the file, the entry and
@@ -34,6 +40,17 @@ typedef struct gate_case {
     double *samples;                             /* us; see gate_sample_source */
     size_t n_samples;
     gate_sample_source source;
+    double *rep_medians;                         /* us: one per passing repetition, the
+                                                    median of its samples_us (its real_time
+                                                    where it has none): the gate's units */
+    size_t n_reps_ok;                            /* their number (== n_ok) */
+    size_t min_rep_samples;                      /* fewest samples_us of a passing repetition
+                                                    that has them; 0 when none has */
+    char *kernels_id;                            /* what identifies the kernels it ran:
+                                                    kernel_source_hash when written, else
+                                                    the kernel_records' names, grids, blocks,
+                                                    registers and shared memory; NULL when
+                                                    neither is there */
     long kernels, launches, segments;            /* max over repetitions; -1 when absent */
     double bytes;                                /* -1 when absent */
     double gbps;                                 /* median of GB/s fields; NAN when absent */

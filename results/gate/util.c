@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zlib.h>
+
 char *gate_strdup(const char *s)
 {
     if (!s) return NULL;
@@ -32,7 +34,14 @@ int gate_errf(char *err, size_t errlen, const char *fmt, ...)
 
 char *gate_read_file(const char *path, size_t *len, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
+    /* gzread reads a plain file as it is and a gzip one inflated. */
+    FILE *probe = fopen(path, "rb");
+    if (!probe) {
+        gate_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    fclose(probe);
+    gzFile f = gzopen(path, "rb");
     if (!f) {
         gate_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
@@ -40,36 +49,60 @@ char *gate_read_file(const char *path, size_t *len, char *err, size_t errlen)
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
-        fclose(f);
+        gzclose(f);
         gate_errf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     for (;;) {
         if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
+            char *nb = cap < ((size_t)1 << 40) ? realloc(buf, cap * 2) : NULL;
             if (!nb) {
                 free(buf);
-                fclose(f);
+                gzclose(f);
                 gate_errf(err, errlen, "%s: out of memory", path);
                 return NULL;
             }
             buf = nb;
             cap *= 2;
         }
-        size_t got = fread(buf + n, 1, cap - 1 - n, f);
-        n += got;
+        size_t want = cap - 1 - n;
+        if (want > (1u << 30)) want = 1u << 30;
+        int got = gzread(f, buf + n, (unsigned)want);
+        if (got < 0) {
+            int zerr = 0;
+            const char *msg = gzerror(f, &zerr);
+            gate_errf(err, errlen, "%s: read error%s: %s", path,
+                      zerr == Z_ERRNO ? "" : " (a broken compressed file)",
+                      zerr == Z_ERRNO ? strerror(errno) : msg);
+            free(buf);
+            gzclose(f);
+            return NULL;
+        }
         if (got == 0) break;
+        n += (size_t)got;
     }
-    if (ferror(f)) {
-        gate_errf(err, errlen, "%s: read error: %s", path, strerror(errno));
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
+    gzclose(f);
     buf[n] = '\0';
     if (len) *len = n;
     return buf;
+}
+
+int gate_write_file_gz(const char *path, const char *text, size_t len, char *err, size_t errlen)
+{
+    gzFile f = gzopen(path, "wb9");
+    if (!f) return gate_errf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    size_t done = 0;
+    while (done < len) {
+        size_t chunk = len - done > (1u << 30) ? (1u << 30) : len - done;
+        int put = gzwrite(f, text + done, (unsigned)chunk);
+        if (put <= 0) {
+            gzclose(f);
+            return gate_errf(err, errlen, "%s: write error", path);
+        }
+        done += (size_t)put;
+    }
+    if (gzclose(f) != Z_OK) return gate_errf(err, errlen, "%s: write error", path);
+    return 0;
 }
 
 static int gate_cmp_double(const void *a, const void *b)

@@ -2,7 +2,27 @@
  * json.c -- a small streaming JSON writer, and the run file of
  * docs/results-schema.md on top of it: Google Benchmark's own JSON (context
  * and benchmarks, with its keys) plus our fields. Unit-tested in
- * suites/tests/test_harness_unit.c (round trip through a parser).
+ * suites/tests/test_harness_unit.c (round trip through a parser, and the
+ * keys against Google Benchmark's documented ones).
+ *
+ * Google Benchmark's meaning, kept for every row:
+ *   - iterations: how many times the timed code ran: the samples of the
+ *     repetition (each one call);
+ *   - real_time: wall (here CUDA-event) time per iteration; ours is the median
+ *     of the samples, not GB's mean, and the row says so (real_time_statistic);
+ *   - cpu_time: host CPU time per iteration. No row measures it: the samples
+ *     are taken outside Google Benchmark's timed loop (bench_shim.cc runs
+ *     one empty iteration with the median as its manual time, so GB's own
+ *     cpu_time is that empty loop's), and the PyTorch rows time the GPU only.
+ *     So cpu_time repeats real_time (compare.py's cpu column then agrees with
+ *     its real one) and every timed row says so: cpu_time_measured: false;
+ *   - a failed entry: error_occurred true and error_message; a skipped one:
+ *     skipped true and skip_message (GB >= 1.8). Neither has a time, so GB's
+ *     compare.py must never pair them with a timed baseline entry (it would
+ *     read a time of 0 as a 100% speed-up): their `name` carries the suffix
+ *     "/failed" or "/skipped" (GB's names carry suffixes, such as
+ *     "/repeats:3", and compare.py pairs by name), while `run_name` stays the
+ *     case's, which is what our gate matches.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -318,6 +338,8 @@ static void write_context(hb_json *j, const hb_context *c)
         hb_json_array_end(j);
     }
     kv_string(j, "library_build_type", h->library_build_type[0] ? h->library_build_type : "release");
+    kv_int(j, "json_schema_version", 1); /* Google Benchmark's JSON schema */
+    kv_string(j, "library_version", "fusebench " FUSEBENCH_VERSION);
     /* ours */
     kv_string(j, "schema", "fusebench-run/1");
     kv_string(j, "gpu_name", c->gpu_name[0] ? c->gpu_name : "none");
@@ -346,7 +368,13 @@ static void write_context(hb_json *j, const hb_context *c)
 static void write_entry(hb_json *j, const hb_entry *e)
 {
     hb_json_object_begin(j);
-    kv_string(j, "name", e->name);
+    if (e->status == HB_STATUS_OK || e->aggregate) {
+        kv_string(j, "name", e->name);
+    } else {
+        char name[sizeof e->name + 16];
+        snprintf(name, sizeof name, "%s/%s", e->name, e->status == HB_STATUS_FAILED ? "failed" : "skipped");
+        kv_string(j, "name", name);
+    }
     kv_int(j, "family_index", e->family_index);
     kv_int(j, "per_family_instance_index", e->per_family_instance_index);
     kv_string(j, "run_name", e->run_name);
@@ -358,17 +386,29 @@ static void write_entry(hb_json *j, const hb_entry *e)
         kv_string(j, "aggregate_name", e->aggregate_name);
         kv_string(j, "aggregate_unit", e->aggregate_unit[0] ? e->aggregate_unit : "time");
     }
+    bool ok = e->status == HB_STATUS_OK;
     if (e->status == HB_STATUS_FAILED) { /* as Google Benchmark writes a run that failed */
         hb_json_key(j, "error_occurred");
         hb_json_bool(j, true);
         kv_string(j, "error_message", e->error);
+    } else if (e->status == HB_STATUS_SKIPPED) { /* and one that was skipped */
+        hb_json_key(j, "skipped");
+        hb_json_bool(j, true);
+        kv_string(j, "skip_message", e->error);
     }
-    kv_int(j, "iterations", e->iterations);
+    /* iterations: the calls timed (see the top of this file); none when not ok. */
+    int64_t iterations = !ok ? 0 : (!e->aggregate && e->nsamples > 0 && e->samples_us) ? e->nsamples : e->iterations;
+    kv_int(j, "iterations", iterations);
     hb_json_key(j, "real_time");
-    hb_json_number(j, e->status == HB_STATUS_OK ? e->real_time : 0.0);
+    hb_json_number(j, ok ? e->real_time : 0.0);
     hb_json_key(j, "cpu_time");
-    hb_json_number(j, e->status == HB_STATUS_OK ? e->cpu_time : 0.0);
+    hb_json_number(j, ok ? e->real_time : 0.0); /* not measured: see the top of this file */
     kv_string(j, "time_unit", e->time_unit[0] ? e->time_unit : "us");
+    if (ok && !e->aggregate) kv_string(j, "real_time_statistic", "median");
+    if (ok) {
+        hb_json_key(j, "cpu_time_measured");
+        hb_json_bool(j, false);
+    }
     /* ours */
     kv_string(j, "suite", e->suite);
     kv_string(j, "case", e->case_name);

@@ -320,6 +320,54 @@ static void test_json_writer(void)
     CHECK(strcmp(key, "none") == 0);
 }
 
+
+/* The keys Google Benchmark documents for its JSON (docs/user_guide.md,
+ * src/json_reporter.cc of v1.8: context; each benchmark entry, before the
+ * user counters), with their types; and the rule that makes a failed or
+ * skipped entry unreadable as a speed-up by tools/compare.py: it carries
+ * error_occurred/skipped, and no timed entry shares its name (compare.py
+ * pairs entries by name and would read its time of 0 as -100%). */
+static void check_gb_schema(const jv *v)
+{
+    static const char *const ctx_strings[] = {"date", "host_name", "executable", "library_build_type",
+                                              "library_version"};
+    static const char *const ctx_numbers[] = {"num_cpus", "mhz_per_cpu", "json_schema_version"};
+    const jv *ctx = jv_get(v, "context");
+    for (size_t i = 0; i < sizeof ctx_strings / sizeof *ctx_strings; i++)
+        CHECK(jv_str(ctx, ctx_strings[i]) != NULL);
+    for (size_t i = 0; i < sizeof ctx_numbers / sizeof *ctx_numbers; i++)
+        CHECK(jv_get(ctx, ctx_numbers[i]) && jv_get(ctx, ctx_numbers[i])->kind == JV_NUM);
+    CHECK(jv_get(ctx, "caches") && jv_get(ctx, "caches")->kind == JV_ARR);
+    const jv *b = jv_get(v, "benchmarks");
+    CHECK(b && b->kind == JV_ARR);
+    for (int i = 0; b && i < b->n; i++) {
+        const jv *e = &b->items[i];
+        static const char *const strings[] = {"name", "run_name", "run_type", "time_unit"};
+        static const char *const numbers[] = {"family_index", "per_family_instance_index", "repetitions",
+                                              "threads", "iterations", "real_time", "cpu_time"};
+        for (size_t k = 0; k < sizeof strings / sizeof *strings; k++) CHECK(jv_str(e, strings[k]) != NULL);
+        for (size_t k = 0; k < sizeof numbers / sizeof *numbers; k++)
+            CHECK(jv_get(e, numbers[k]) && jv_get(e, numbers[k])->kind == JV_NUM);
+        const char *rt = jv_str(e, "run_type"), *unit = jv_str(e, "time_unit");
+        CHECK(rt && (strcmp(rt, "iteration") == 0 || strcmp(rt, "aggregate") == 0));
+        CHECK(unit && (!strcmp(unit, "ns") || !strcmp(unit, "us") || !strcmp(unit, "ms") || !strcmp(unit, "s")));
+        if (rt && strcmp(rt, "iteration") == 0) CHECK(jv_get(e, "repetition_index") != NULL);
+        if (rt && strcmp(rt, "aggregate") == 0) CHECK(jv_str(e, "aggregate_name") != NULL);
+        const jv *eo = jv_get(e, "error_occurred"), *sk = jv_get(e, "skipped");
+        if (eo) CHECK(eo->kind == JV_BOOL && eo->b && jv_str(e, "error_message") != NULL);
+        if (sk) CHECK(sk->kind == JV_BOOL && sk->b && jv_str(e, "skip_message") != NULL);
+        int untimed = (eo && eo->b) || (sk && sk->b);
+        /* A time of 0 only with a reason; a reason only without a time. */
+        CHECK(untimed == (jv_num(e, "real_time") == 0));
+        if (untimed)
+            for (int k = 0; k < b->n; k++) {
+                const jv *o = &b->items[k];
+                if (k == i || jv_get(o, "error_occurred") || jv_get(o, "skipped")) continue;
+                CHECK(strcmp(jv_str(o, "name"), jv_str(e, "name")) != 0);
+            }
+    }
+}
+
 static void test_run_file(void)
 {
     hb_context c;
@@ -339,10 +387,10 @@ static void test_run_file(void)
     snprintf(c.build_type, sizeof c.build_type, "Release");
     snprintf(c.timing_mode, sizeof c.timing_mode, "cold");
 
-    hb_entry e[3];
+    hb_entry e[4];
     double samples[] = {280.5, 281.25, 279.75};
     hb_kernel_record k = {.name = "ce_fwd_k0", .grid = {8192, 1, 1}, .block = {512, 1, 1}, .registers = 40, .us = 270};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         hb_entry_init(&e[i]);
         snprintf(e[i].name, sizeof e[i].name, "cross_entropy/fwd/fuser/f32/8192x32768");
         snprintf(e[i].run_name, sizeof e[i].run_name, "cross_entropy/fwd/fuser/f32/8192x32768");
@@ -375,13 +423,18 @@ static void test_run_file(void)
     snprintf(e[2].name, sizeof e[2].name, "cross_entropy/fwd/fuser/f32/8192x32768_median");
     snprintf(e[2].aggregate_name, sizeof e[2].aggregate_name, "median");
     e[2].real_time = 280.5;
+    snprintf(e[3].run_name, sizeof e[3].run_name, "cross_entropy/fwd/fuser/bf16/8192x32768");
+    snprintf(e[3].name, sizeof e[3].name, "cross_entropy/fwd/fuser/bf16/8192x32768");
+    e[3].status = HB_STATUS_SKIPPED;
+    e[3].real_time = 99;
+    snprintf(e[3].error, sizeof e[3].error, "no GPU");
     CHECK(hb_entry_get_counter(&e[2], "kernels") == 1);
     CHECK(isnan(hb_entry_get_counter(&e[2], "launches")));
 
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    CHECK(hb_json_write_run(f, &c, e, 3));
+    CHECK(hb_json_write_run(f, &c, e, 4));
     fclose(f);
     char err[256];
     jv *v = jv_parse(buf, err, sizeof err);
@@ -405,17 +458,23 @@ static void test_run_file(void)
     CHECK(jv_str(ctx, "date") && jv_str(ctx, "host_name") && jv_str(ctx, "executable"));
     CHECK(jv_num(ctx, "num_cpus") >= 1 && jv_get(ctx, "mhz_per_cpu") && jv_str(ctx, "library_build_type"));
     CHECK(jv_get(ctx, "caches") && jv_get(ctx, "caches")->kind == JV_ARR);
+    CHECK(jv_num(ctx, "json_schema_version") == 1);
+    CHECK(jv_str(ctx, "library_version") && strncmp(jv_str(ctx, "library_version"), "fusebench ", 10) == 0);
+    check_gb_schema(v);
 
     const jv *b = jv_get(v, "benchmarks");
-    CHECK(b && b->kind == JV_ARR && b->n == 3);
-    if (b && b->n == 3) {
+    CHECK(b && b->kind == JV_ARR && b->n == 4);
+    if (b && b->n == 4) {
         const jv *it = &b->items[0], *failed = &b->items[1], *agg = &b->items[2];
         CHECK(strcmp(jv_str(it, "name"), "cross_entropy/fwd/fuser/f32/8192x32768") == 0);
         CHECK(strcmp(jv_str(it, "run_name"), "cross_entropy/fwd/fuser/f32/8192x32768") == 0);
         CHECK(strcmp(jv_str(it, "run_type"), "iteration") == 0);
         CHECK(jv_num(it, "repetitions") == 2 && jv_num(it, "repetition_index") == 0 && jv_num(it, "threads") == 1);
-        CHECK(jv_num(it, "iterations") == 1);
-        CHECK(jv_num(it, "real_time") == 280.5 && jv_num(it, "cpu_time") == 1000);
+        CHECK(jv_num(it, "iterations") == 3); /* the calls timed: its samples */
+        /* cpu_time is not measured: it repeats real_time, and the row says so */
+        CHECK(jv_num(it, "real_time") == 280.5 && jv_num(it, "cpu_time") == 280.5);
+        CHECK(jv_get(it, "cpu_time_measured") && !jv_get(it, "cpu_time_measured")->b);
+        CHECK(strcmp(jv_str(it, "real_time_statistic"), "median") == 0);
         CHECK(strcmp(jv_str(it, "time_unit"), "us") == 0);
         CHECK(strcmp(jv_str(it, "suite"), "cross_entropy") == 0 && strcmp(jv_str(it, "case"), "fwd") == 0);
         CHECK(strcmp(jv_str(it, "variant"), "fuser") == 0 && strcmp(jv_str(it, "dtype"), "f32") == 0);
@@ -443,6 +502,16 @@ static void test_run_file(void)
         CHECK(jv_get(failed, "error_occurred") && jv_get(failed, "error_occurred")->b); /* Google Benchmark's keys */
         CHECK(jv_str(failed, "error_message") && strcmp(jv_str(failed, "error_message"), "output 'loss' differs") == 0);
         CHECK(jv_get(it, "error_occurred") == NULL);
+        /* compare.py pairs by name: a failed entry must not pair with a timed one */
+        CHECK(strcmp(jv_str(failed, "name"), "cross_entropy/fwd/fuser/f32/8192x32768/failed") == 0);
+        CHECK(strcmp(jv_str(failed, "run_name"), "cross_entropy/fwd/fuser/f32/8192x32768") == 0);
+        CHECK(jv_num(failed, "iterations") == 0);
+        const jv *sk = &b->items[3];
+        CHECK(jv_get(sk, "skipped") && jv_get(sk, "skipped")->b);
+        CHECK(strcmp(jv_str(sk, "skip_message"), "no GPU") == 0);
+        CHECK(jv_get(sk, "error_occurred") == NULL);
+        CHECK(strcmp(jv_str(sk, "name"), "cross_entropy/fwd/fuser/bf16/8192x32768/skipped") == 0);
+        CHECK(jv_num(sk, "real_time") == 0 && jv_num(sk, "iterations") == 0);
 
         CHECK(strcmp(jv_str(agg, "run_type"), "aggregate") == 0);
         CHECK(strcmp(jv_str(agg, "aggregate_name"), "median") == 0);

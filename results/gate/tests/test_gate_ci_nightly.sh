@@ -25,26 +25,41 @@ FAKE_DATE=2025-06-01T01:00:00Z FAKE_COMMIT=aaa0001 nightly --out "$tmp/n1"
 check '[ $? = 0 ]' "the first night passes: $(cat "$tmp/stderr")"
 check "grep -q 'no baseline for NVIDIA H200' '$tmp/stderr'" "it says there was no baseline"
 check "[ -f '$res/baselines/nvidia_h200.json' ]" "the run becomes the baseline"
-check "[ -f '$res/runs/2025-06-01T010000Z_aaa0001_nvidia_h200.json' ]" "the run is kept"
+check "[ -f '$res/runs/2025-06-01T010000Z_aaa0001_nvidia_h200.json.gz' ]" "the run is kept (compressed)"
 check "[ -s '$tmp/n1/plots/bandwidth_cross_entropy_fwd_bf16.png' ]" "bandwidth plots are drawn"
 
 # Night 2: the same speed: passes, reports written.
+FAKE_ARGS_LOG=$tmp/args.log FAKE_SEED=2 FAKE_DATE=2025-06-02T01:00:00Z FAKE_COMMIT=aaa0002 nightly --out "$tmp/n2x" \
+    --filter qkv --time-limit 0.5
 FAKE_SEED=2 FAKE_DATE=2025-06-02T01:00:00Z FAKE_COMMIT=aaa0002 nightly --out "$tmp/n2" --repetitions 8
 check '[ $? = 0 ]' "an unchanged night passes: $(cat "$tmp/stderr")"
 check "grep -q 'Regression gate: passed' '$tmp/stdout'" "the gate's report is printed"
 check "[ -s '$tmp/n2/gate.md' ] && [ -s '$tmp/n2/gate.json' ] && [ -s '$tmp/n2/gate.tsv' ]" "reports are kept"
-check "grep -q '\"n_run\":	80' '$tmp/n2/gate.json' || grep -q '\"n_run\": 80' '$tmp/n2/gate.json'" "--repetitions reaches run_suite"
+check "grep -q '\"n_run\":	8,' '$tmp/n2/gate.json' || grep -q '\"n_run\": 8,' '$tmp/n2/gate.json'" "--repetitions reaches run_suite (the gate's units)"
+check "grep -q -- '--repetitions 5' '$tmp/args.log'" "the nightly's default is 5 repetitions"
+check "grep -q -- '--filter qkv --time-limit 0.5' '$tmp/args.log'" "--filter and --time-limit reach run_suite"
 
 # Night 3: qkv_split 8% slower: exit 1, history plots of the regressed cases.
 FAKE_SEED=3 FAKE_SCALE=1.08 FAKE_SLOW='qkv_split/*' FAKE_DATE=2025-06-03T01:00:00Z FAKE_COMMIT=aaa0003 nightly --out "$tmp/n3"
 check '[ $? = 1 ]' "a slower night exits 1: $(cat "$tmp/stderr")"
 check "grep -q 'Regression gate: FAILED' '$tmp/n3/gate.md'" "the report says FAILED"
-check "[ -f '$res/runs/2025-06-03T010000Z_aaa0003_nvidia_h200.json' ]" "a failing run is kept too"
+check "[ -f '$res/runs/2025-06-03T010000Z_aaa0003_nvidia_h200.json.gz' ]" "a failing run is kept too"
 check "[ -s '$tmp/n3/plots/history_qkv_split_fwd_fuser_bf16_12x1024x768.png' ]" "history plots of regressed cases"
-check '[ "$(ls "$tmp/n3/plots" | grep -c "^history_.*png$")" = 4 ]' "only of the regressed cases"
+check '[ "$(ls "$tmp/n3/plots" | grep -c "^history_.*png$")" = 2 ]' "only of the gated regressed cases"
 check "grep -q '4 SLOWER' '$tmp/n3/gate.md'" "the 4 qkv_split cases are SLOWER"
-check "cmp -s '$res/baselines/nvidia_h200.json' '$res/runs/2025-06-01T010000Z_aaa0001_nvidia_h200.json'" \
+check "grep -q 'informational (not gated)' '$tmp/n3/gate.md'" "the torch_compile ones are informational"
+check "grep -q 'qkv_split/fwd/fuser/bf16/12x1024x768.: \*\*SLOWER' '$tmp/n3/gate.md'" "the gated ones are named"
+check "gzip -dc '$res/runs/2025-06-01T010000Z_aaa0001_nvidia_h200.json.gz' | cmp -s '$res/baselines/nvidia_h200.json' -" \
     "the baseline is not replaced by a nightly"
+
+# Only torch rows slower: reported, and the night passes.
+FAKE_SEED=6 FAKE_SCALE=1.2 FAKE_SLOW='*/torch_*' FAKE_DATE=2025-06-03T02:00:00Z FAKE_COMMIT=aaa0006 nightly --out "$tmp/n3t"
+check '[ $? = 0 ]' "torch rows slower do not fail the night: $(cat "$tmp/stderr")"
+FAKE_SEED=6 FAKE_SCALE=1.2 FAKE_SLOW='*/torch_*' FAKE_DATE=2025-06-03T03:00:00Z FAKE_COMMIT=aaa0006 \
+    nightly --out "$tmp/n3u" --gate-args "--gate-variants all"
+check '[ $? = 1 ]' "unless --gate-args '--gate-variants all' says so"
+check "'$root/ci/nightly' --help | grep -q 'usage: ci/nightly' && ! '$root/ci/nightly' --help | grep -q 'set -eu'" "--help is help"
+check "'$root/ci/nightly' --version | grep -q 'nightly (fusebench)'" "--version"
 
 # Sharded: three devices, one per suite at a time, merged into one run.
 : > "$FAKE_LOG"

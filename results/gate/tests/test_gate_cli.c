@@ -110,47 +110,47 @@ static void test_compare(const cli_env *env)
     write_text(env, "thr.txt", "# overrides\nembedding/* 10\n");
     write_text(env, "badthr.txt", "embedding/* ten\n");
 
-    expect(env, c, "aa.json base.json", 0, "## Regression gate: passed");
+    expect(env, c, "base.json aa.json", 0, "## Regression gate: passed");
     expect(env, c, "base.json base.json", 0, "0 SLOWER");
-    expect(env, c, "slow.json base.json", 1, "**SLOWER**");
-    expect(env, c, "kernels.json base.json", 1, "launches: kernels 1 -> 2");
-    expect(env, c, "failed.json base.json", 1, "correctness");
-    expect(env, c, "slow.json base.json --threshold 8", 0, NULL);
-    expect(env, c, "slow.json base.json --threshold=8", 0, NULL);
-    expect(env, c, "slow.json base.json --filter 'embedding/*' --thresholds thr.txt", 0, "SAME");
-    expect(env, c, "slow.json base.json --thresholds thr.txt", 1, NULL);
-    expect(env, c, "slow.json base.json --alpha 1e-300", 0, NULL);
+    expect(env, c, "base.json slow.json", 1, "**SLOWER**");
+    expect(env, c, "base.json kernels.json", 1, "launches: kernels 1 -> 2");
+    expect(env, c, "base.json failed.json", 1, "correctness");
+    expect(env, c, "base.json slow.json --threshold 8", 0, NULL);
+    expect(env, c, "base.json slow.json --threshold=8", 0, NULL);
+    expect(env, c, "base.json slow.json --filter 'embedding/*' --thresholds thr.txt", 0, "SAME");
+    expect(env, c, "base.json slow.json --thresholds thr.txt", 1, NULL);
+    expect(env, c, "base.json slow.json --alpha 1e-300", 0, NULL);
     expect(env, c, "--help", 0, "usage");
 
     /* Bad input: exit 2 and a message that says what is wrong. */
-    expect(env, c, "nothere.json base.json", 2, "nothere.json: cannot open");
-    expect(env, c, "aa.json nothere.json", 2, "baseline: nothere.json");
-    expect(env, c, "a100.json base.json", 2, "different GPU models");
-    expect(env, c, "a100.json base.json", 2, "NVIDIA A100-SXM4-80GB");
-    expect(env, c, "a100.json base.json", 2, "\"NVIDIA H200\"");
-    expect(env, c, "v0.json base.json", 2, "schema mismatch");
+    expect(env, c, "base.json nothere.json", 2, "nothere.json: cannot open");
+    expect(env, c, "nothere.json aa.json", 2, "baseline: nothere.json");
+    expect(env, c, "base.json a100.json", 2, "different GPU models");
+    expect(env, c, "base.json a100.json", 2, "NVIDIA A100-SXM4-80GB");
+    expect(env, c, "base.json a100.json", 2, "\"NVIDIA H200\"");
+    expect(env, c, "base.json v0.json", 2, "schema mismatch");
     expect(env, c, "aa.json v0.json", 2, "fusebench-run/0");
-    expect(env, c, "gb.json base.json", 2, "schema mismatch");
-    expect(env, c, "broken.json base.json", 2, "broken.json:2:");
-    expect(env, c, "empty.json base.json", 2, "empty file");
-    expect(env, c, "aa.json", 2, "give a run and a baseline");
-    expect(env, c, "aa.json base.json more.json", 2, "too many files");
-    expect(env, c, "aa.json base.json --bogus", 2, "unknown option '--bogus'");
-    expect(env, c, "aa.json base.json --threshold", 2, "needs a valid value");
-    expect(env, c, "aa.json base.json --threshold -3", 2, "needs a valid value");
-    expect(env, c, "aa.json base.json --alpha 2", 2, "needs a valid value");
-    expect(env, c, "aa.json base.json --min-samples 2.5", 2, "needs a valid value");
-    expect(env, c, "aa.json base.json --thresholds none.txt", 2, "none.txt");
-    expect(env, c, "aa.json base.json --thresholds badthr.txt", 2, "badthr.txt:1:");
-    expect(env, c, "aa.json base.json --json /nonexistent/dir/g.json", 2, "cannot write the JSON report");
+    expect(env, c, "base.json gb.json", 2, "schema mismatch");
+    expect(env, c, "base.json broken.json", 2, "broken.json:2:");
+    expect(env, c, "base.json empty.json", 2, "empty file");
+    expect(env, c, "aa.json", 2, "give a baseline and a run");
+    expect(env, c, "base.json aa.json more.json", 2, "too many files");
+    expect(env, c, "base.json aa.json --bogus", 2, "unknown option '--bogus'");
+    expect(env, c, "base.json aa.json --threshold", 2, "needs a valid value");
+    expect(env, c, "base.json aa.json --threshold -3", 2, "needs a valid value");
+    expect(env, c, "base.json aa.json --alpha 2", 2, "needs a valid value");
+    expect(env, c, "base.json aa.json --min-samples 2.5", 2, "needs a valid value");
+    expect(env, c, "base.json aa.json --thresholds none.txt", 2, "none.txt");
+    expect(env, c, "base.json aa.json --thresholds badthr.txt", 2, "badthr.txt:1:");
+    expect(env, c, "base.json aa.json --json /nonexistent/dir/g.json", 2, "cannot write the JSON report");
 
     /* Reports in files. */
-    expect(env, c, "slow.json base.json --markdown g.md --json g.json --tsv g.tsv", 1,
+    expect(env, c, "base.json slow.json --markdown g.md --json g.json --tsv g.tsv", 1,
            "compare: FAILED");
     char p[512];
     path_in(env, "g.md", p, sizeof p);
     char *md = tu_read_file(p, NULL);
-    CHECK_CONTAINS(md, "| case | baseline median (us) | run median (us) | change | p-value | verdict | reason |");
+    CHECK_CONTAINS(md, "| case | gated | baseline median (us) | run median (us) | change | 99% interval | noise | p-value | verdict | reason |");
     CHECK_CONTAINS(md, "| embedding/fwd/fuser/bf16/8192x768 |");
     free(md);
     path_in(env, "g.json", p, sizeof p);
@@ -166,7 +166,17 @@ static void test_compare(const cli_env *env)
     CHECK_CONTAINS(tsv, "name\tverdict\ttiming\treason\t");
     CHECK_CONTAINS(tsv, "\tSLOWER\tSLOWER\ttime\t");
     free(tsv);
-    expect(env, c, "aa.json base.json -q", 0, NULL);
+    expect(env, c, "base.json aa.json -q", 0, NULL);
+    expect(env, c, "--version", 0, "fusebench-compare ");
+    expect(env, c, "--help", 0, "BASELINE.json RUN.json");
+    expect(env, c, "base.json slow.json --only-changed", 1, "(only those not SAME)");
+    expect(env, c, "base.json slow.json --gate-variants torch_eager --filter '*/fuser/*'", 0, "| no |");
+    expect(env, c, "base.json slow.json --max-noise 0", 0, "AMBIGUOUS");
+    expect(env, c, "base.json slow.json --test mwu", 1, "Mann-Whitney");
+    expect(env, c, "base.json slow.json --test t", 2, "needs a valid value");
+    expect(env, c, "base.json slow.json --min-reps 1", 2, "needs a valid value");
+    expect(env, c, "base.json slow.json --gate-variants=", 2, "needs a valid value");
+    expect(env, c, "base.json aa.json", 0, "Geometric mean of the change");
 }
 
 static void test_json2tsv(const cli_env *env)
@@ -234,7 +244,7 @@ static void test_merge(const cli_env *env)
     /* The merged file is a run the gate reads: every case of both shards. */
     expect(env, env->json2tsv, "cases merged.json", 0, "embedding/bwd/torch_compile/bf16/32768x4096\t");
     expect(env, env->json2tsv, "cases merged.json", 0, "qkv_split/fwd/torch_compile/bf16/16x1024x1600\t");
-    expect(env, env->compare, "merged.json base.json", 0, "not in the run");
+    expect(env, env->compare, "base.json merged.json", 0, "not in the run");
 
     expect(env, m, "-o m2.json s_embedding.json s_h100.json", 2, "different GPU models");
     expect(env, m, "-o m2.json s_embedding.json s_dup.json", 2, "is in both");

@@ -118,8 +118,10 @@ static void test_slowdown(void)
             CHECK(strcmp(x->reason, "time") == 0);
             CHECK_NEAR(x->change_pct, 5.0, 0.25);
             CHECK(x->p_value < 1e-3);
-            CHECK(x->n_run == (m ? 200u : 10u));
-            CHECK(x->exact == (m == 0)); /* 10 x 10 without ties: exact */
+            CHECK(x->n_run == 10u); /* the units are repetitions, with or without samples */
+            CHECK(!x->exact);       /* Welch, not the exact rank distribution */
+            CHECK(x->ci_low_pct > 3.0 && x->ci_high_pct < 7.0);
+            CHECK(x->noise_pct > 0.3 && x->noise_pct < 3.0);
             CHECK_CONTAINS(x->detail, "threshold 3%");
         }
         done(&rep, &run, &base);
@@ -147,6 +149,82 @@ static void test_slowdown(void)
     done(&rep, &run, &base);
 }
 
+/* Gated and informational rows: a torch row slower never fails the gate
+ * unless --gate-variants says so; the default nightly's 3 repetitions never
+ * call an A/A SLOWER; AMBIGUOUS where the data cannot tell. */
+static void test_gated_and_ambiguous(void)
+{
+    gate_options opt;
+    gate_options_default(&opt);
+    synth_opts b, r;
+    synth_defaults(&b);
+    synth_defaults(&r);
+    r.seed = 7;
+    r.scale = 1.10;
+    r.slow = "*/torch_*";
+    gate_report rep;
+    gate_run run, base;
+    CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
+    CHECK(count(&rep, GATE_SLOWER) > 0);
+    CHECK(!rep.regressed);
+    for (size_t i = 0; i < rep.n; i++) {
+        const gate_result *x = &rep.results[i];
+        int torch = strstr(x->name, "/torch_") != NULL;
+        CHECK(x->gated == !torch);
+        CHECK(x->verdict == (torch ? GATE_SLOWER : GATE_SAME));
+    }
+    done(&rep, &run, &base);
+    opt.gate_variants = "fuser,torch_compile";
+    CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
+    CHECK(rep.regressed);
+    CHECK(find(&rep, "qkv_split/fwd/torch_compile/bf16/12x1024x768")->gated);
+    CHECK(!find(&rep, "embedding/fwd/reference/bf16/8192x768")->gated);
+    done(&rep, &run, &base);
+    opt.gate_variants = "all";
+    CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
+    CHECK(rep.regressed && find(&rep, "embedding/fwd/reference/bf16/8192x768")->gated);
+    done(&rep, &run, &base);
+
+    /* A/A with 3 repetitions of 20 samples, 1% noise: never SLOWER or FASTER. */
+    gate_options_default(&opt);
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        synth_defaults(&b);
+        synth_defaults(&r);
+        b.reps = r.reps = 3;
+        b.samples = r.samples = 20;
+        b.seed = seed;
+        r.seed = seed + 500;
+        CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
+        CHECK(count(&rep, GATE_SLOWER) == 0 && count(&rep, GATE_FASTER) == 0);
+        CHECK(!rep.regressed);
+        done(&rep, &run, &base);
+    }
+
+    /* 3% noise per repetition, 3 a side, 4% slower: the interval straddles the
+     * threshold: AMBIGUOUS (passes), not SAME and not SLOWER. */
+    synth_defaults(&b);
+    synth_defaults(&r);
+    b.reps = r.reps = 3;
+    b.noise = r.noise = 0.03;
+    r.seed = 11;
+    r.scale = 1.04;
+    CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
+    CHECK(count(&rep, GATE_AMBIGUOUS) > rep.n / 2);
+    CHECK(count(&rep, GATE_SAME) == 0);
+    CHECK(!rep.regressed);
+    done(&rep, &run, &base);
+
+    /* --max-noise: noise above it is AMBIGUOUS whatever the change. */
+    b.noise = r.noise = 0.01;
+    b.reps = r.reps = 10;
+    r.scale = 1.2;
+    opt.max_noise_pct = 0.1;
+    CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
+    CHECK(count(&rep, GATE_AMBIGUOUS) == rep.n);
+    CHECK(strcmp(rep.results[0].reason, "noise") == 0);
+    done(&rep, &run, &base);
+}
+
 static void test_threshold(void)
 {
     /* 2% slower with 200 samples a side: significant, but under 3%. */
@@ -164,7 +242,7 @@ static void test_threshold(void)
     CHECK(count(&rep, GATE_SAME) == rep.n);
     const gate_result *x = find(&rep, "qkv_split/fwd/fuser/bf16/12x1024x768");
     CHECK(x && x->p_value < 0.01);
-    if (x) CHECK_CONTAINS(x->detail, "within the 3% threshold");
+    if (x) CHECK_CONTAINS(x->detail, "inside the 3% threshold");
     done(&rep, &run, &base);
 
     /* --threshold 1 */
@@ -189,20 +267,29 @@ static void test_threshold(void)
     done(&rep, &run, &base);
     gate_thresholds_free(&t);
 
-    /* alpha: with 5 repetitions a side the smallest exact p is 2/252 = 0.0079,
-     * so alpha 0.005 can never be met. */
+    /* alpha: with --test mwu and 5 repetitions a side the smallest exact p is
+     * 2/252 = 0.0079, so alpha 0.005 can never be met: the interval is far from
+     * the threshold but the test does not say, so AMBIGUOUS, never SAME. */
     synth_defaults(&b);
     synth_defaults(&r);
     b.reps = r.reps = 5;
     r.scale = 1.2;
     gate_options_default(&opt);
+    opt.test_mwu = 1;
     CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
     CHECK(count(&rep, GATE_SLOWER) == rep.n);
+    CHECK(rep.results[0].exact);
     done(&rep, &run, &base);
     opt.alpha = 0.005;
     CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
-    CHECK(count(&rep, GATE_SAME) == rep.n);
-    CHECK_CONTAINS(rep.results[0].detail, "not significant");
+    CHECK(count(&rep, GATE_AMBIGUOUS) == rep.n);
+    CHECK(!rep.regressed);
+    CHECK_CONTAINS(rep.results[0].detail, "p = 0.0079");
+    done(&rep, &run, &base);
+    /* Welch at alpha 0.005 sees it. */
+    opt.test_mwu = 0;
+    CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
+    CHECK(count(&rep, GATE_SLOWER) == rep.n);
     done(&rep, &run, &base);
 }
 
@@ -242,9 +329,9 @@ static void test_counts(void)
     const char *keys[3] = {"kernels", "launches", "segments"};
     for (int k = 0; k < 3; k++) {
         synth_defaults(&b);
-        b.reps = 3;
+        b.reps = 2;
         cJSON *bj = synth_run(&b), *rj = synth_run(&b);
-        CHECK(synth_bump(rj, "qkv_split/fwd/torch_compile/bf16/12x1024x768", keys[k], 2) == 3);
+        CHECK(synth_bump(rj, "qkv_split/fwd/torch_compile/bf16/12x1024x768", keys[k], 2) == 2);
         CHECK(parse_json(&run, rj, "run.json") == 0);
         CHECK(parse_json(&base, bj, "base.json") == 0);
         char err[256];
@@ -310,23 +397,38 @@ static void test_failed_missing_unknown(void)
     CHECK(x && x->verdict == GATE_UNKNOWN && strcmp(x->reason, "new") == 0);
     done(&rep, &run, &base);
 
-    /* Too few samples: 4 repetitions, no samples_us, 20% slower: UNKNOWN. */
+    /* Too few repetitions: 2, no samples_us, 20% slower: UNKNOWN. */
     synth_defaults(&b);
     synth_defaults(&r);
-    b.reps = r.reps = 4;
+    b.reps = r.reps = 2;
     r.scale = 1.2;
     CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
     CHECK(count(&rep, GATE_UNKNOWN) == rep.n);
     CHECK(!rep.regressed);
+    CHECK_CONTAINS(rep.results[0].detail, "too few repetitions");
+    done(&rep, &run, &base);
+    /* Too few samples in a repetition: 3 samples each, --min-samples 5. */
+    b.reps = r.reps = 6;
+    b.samples = r.samples = 3;
+    CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
+    CHECK(count(&rep, GATE_UNKNOWN) == rep.n);
     CHECK_CONTAINS(rep.results[0].detail, "too few samples");
     done(&rep, &run, &base);
-    /* Allowed to test 4 against 4: the smallest exact p is 2/70 = 0.029, so
-     * only a looser alpha can call it. */
-    opt.min_samples = 4;
+    opt.min_samples = 3;
     CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
-    CHECK(count(&rep, GATE_SAME) == rep.n);
-    CHECK_CONTAINS(rep.results[0].detail, "not significant: p = 0.029");
+    CHECK(count(&rep, GATE_SLOWER) == rep.n);
     done(&rep, &run, &base);
+    b.samples = r.samples = 0;
+    opt.min_samples = 5;
+    /* The rank test on 4 against 4: the smallest exact p is 2/70 = 0.029, so
+     * it cannot tell at 0.01: AMBIGUOUS, with the p that says why. */
+    b.reps = r.reps = 4;
+    opt.test_mwu = 1;
+    CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
+    CHECK(count(&rep, GATE_AMBIGUOUS) == rep.n);
+    CHECK_CONTAINS(rep.results[0].detail, "p = 0.029");
+    done(&rep, &run, &base);
+    opt.test_mwu = 0;
     opt.alpha = 0.05;
     CHECK(compare_opts(&r, &b, &opt, &rep, &run, &base) == 0);
     CHECK(count(&rep, GATE_SLOWER) == rep.n);
@@ -509,9 +611,11 @@ static void test_reports(void)
     char *md = tu_read_stream(f, NULL);
     fclose(f);
     CHECK_CONTAINS(md, "## Regression gate: FAILED");
-    CHECK_CONTAINS(md, "| case | baseline median (us) | run median (us) | change | p-value | verdict | reason |");
-    CHECK_CONTAINS(md, "| qkv_split/fwd/torch_compile/bf16/12x1024x768 |");
-    CHECK_CONTAINS(md, "**SLOWER**");
+    CHECK_CONTAINS(md, "| case | gated | baseline median (us) | run median (us) | change | 99% interval | noise | p-value | verdict | reason |");
+    CHECK_CONTAINS(md, "| qkv_split/fwd/torch_compile/bf16/12x1024x768 | no |");
+    CHECK_CONTAINS(md, "Slower or regressed, informational (not gated)");
+    CHECK_CONTAINS(md, "| qkv_split | fuser | yes | ");
+    CHECK_CONTAINS(md, "- Gated: the variants fuser,reference can fail the gate");
     CHECK_CONTAINS(md, "**REGRESSION** | launches: kernels 1 -> 2");
     CHECK_CONTAINS(md, "### Regressions");
     CHECK_CONTAINS(md, "missing: not in the run");
@@ -554,6 +658,7 @@ static void test_reports(void)
 
 int main(void)
 {
+    test_gated_and_ambiguous();
     test_aa();
     test_slowdown();
     test_threshold();

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 5; i++) {
         write_run("bad.json", bad[i]);
         char *err;
-        int st = run(compare, "bad.json base.json", &err);
+        int st = run(compare, "base.json bad.json", &err);
         CHECK(st == 2);
         CHECK_CONTAINS(err, "\"kernels\" is not a non-negative integer");
         if (st != 2) fprintf(stderr, "  kernels %s: exit %d, stderr: %s\n", bad[i], st, err);
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
     }
     write_run("ok.json", "9007199254740992"); /* 2^53: the largest allowed */
     char *err;
-    CHECK(run(compare, "ok.json base.json", &err) == 1); /* a rise in kernels: a regression, not an input error */
+    CHECK(run(compare, "base.json ok.json", &err) == 1); /* baseline first; a rise in kernels: a regression, not an input error */
     free(err);
 
     write_text("report.md", "OLD REPORT");

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_gate_save_baseline.sh -- scripts/save_baseline, the contract that
 # `./run_suite ... --save-baseline` relies on: a run file is copied unchanged
-# to RESULTS/baselines/<gpu_key>.json and RESULTS/runs/<date>_<commit>_<gpu_key>.json
+# to RESULTS/baselines/<gpu_key>.json and RESULTS/runs/<date>_<commit>_<gpu_key>.json.gz (compressed)
 # (--history-only: only the latter); bad input exits 2 and writes nothing.
 # scripts/compare then gates a run against the saved baseline.
 # Environment (set by CTest): GATE_SYNTH, FUSEBENCH_GATE_DIR, FUSEBENCH_ROOT.
@@ -18,24 +18,31 @@ res=$tmp/results
 out=$("$root/scripts/save_baseline" "$tmp/run.json" --results "$res" 2> "$tmp/err")
 check '[ $? = 0 ]' "save_baseline failed: $(cat "$tmp/err")"
 check "cmp -s '$tmp/run.json' '$res/baselines/nvidia_h200.json'" "the baseline is the run, unchanged"
-check "cmp -s '$tmp/run.json' '$res/runs/2025-05-06T050809Z_1b454c5_nvidia_h200.json'" \
-    "the run is kept as <UTC date>_<commit>_<gpu_key>.json"
+check "gzip -dc '$res/runs/2025-05-06T050809Z_1b454c5_nvidia_h200.json.gz' | cmp -s '$tmp/run.json' -" \
+    "the run is kept, gzip-compressed, as <UTC date>_<commit>_<gpu_key>.json.gz"
+check "[ \$(wc -c < '$res/runs/2025-05-06T050809Z_1b454c5_nvidia_h200.json.gz') -lt \$((\$(wc -c < '$tmp/run.json') / 3)) ]" \
+    "the stored run is at most a third of the plain file"
+"$root/scripts/compare" "$res/runs/2025-05-06T050809Z_1b454c5_nvidia_h200.json.gz" "$tmp/run.json" -q
+check "[ $? = 0 ]" "the gate reads the compressed run as the plain one"
+check "\"$root/scripts/save_baseline\" --help | grep -q 'usage: scripts/save_baseline' && ! \"$root/scripts/save_baseline\" --help | grep -q 'set -eu'" \
+    "--help prints help, not the script"
+check "\"$root/scripts/save_baseline\" --version | grep -q '(fusebench) '" "--version"
 check "printf '%s\n' \"\$out\" | grep -qx '$res/baselines/nvidia_h200.json'" "the paths written are printed"
 check '[ -z "$(ls -a "$res/baselines" | grep tmp)" ]' "no temporary file left"
 
 # The gate reads what was saved: the same run is SAME everywhere (exit 0); a
 # slower one regresses (exit 1).
-"$root/scripts/compare" "$tmp/run.json" "$res/baselines/nvidia_h200.json" -q
+"$root/scripts/compare" "$res/baselines/nvidia_h200.json" "$tmp/run.json" -q
 check '[ $? = 0 ]' "a run compared with itself passes"
 "$synth" "$tmp/slow.json" --seed 2 --scale 1.1 --date 2025-05-07T07:08:09Z --commit 2c55d6e || exit 1
-"$root/scripts/compare" "$tmp/slow.json" "$res/baselines/nvidia_h200.json" -q
+"$root/scripts/compare" "$res/baselines/nvidia_h200.json" "$tmp/slow.json" -q
 check '[ $? = 1 ]' "a 10% slower run regresses"
 
 # --history-only keeps the baseline as it was.
 "$root/scripts/save_baseline" "$tmp/slow.json" --history-only --results "$res" > /dev/null 2> "$tmp/err"
 check '[ $? = 0 ]' "save_baseline --history-only: $(cat "$tmp/err")"
 check "cmp -s '$tmp/run.json' '$res/baselines/nvidia_h200.json'" "--history-only leaves the baseline alone"
-check "[ -f '$res/runs/2025-05-07T070809Z_2c55d6e_nvidia_h200.json' ]" "--history-only keeps the run"
+check "[ -f '$res/runs/2025-05-07T070809Z_2c55d6e_nvidia_h200.json.gz' ]" "--history-only keeps the run"
 check '[ "$(ls "$res/runs" | wc -l)" = 2 ]' "two stored runs"
 
 # A run with failed cases is saved, with a warning.
