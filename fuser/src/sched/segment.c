@@ -7,8 +7,8 @@
  *    statistics once).
  * 2. segment_set outputs start a new level: everything that reads one runs in
  *    a later kernel.
- * 3. Each level is offered whole to the scatter, reduction and pointwise
- *    schedulers. If none takes it, it is split at its reductions and
+ * 3. Each level is offered whole to the schedulers of the registry
+ *    (registry.c), in priority order. If none takes it, it is split at its reductions and
  *    scatters (their results materialized) and each part offered again; as a
  *    last resort every op becomes its own kernel, which the schedulers always
  *    take.
@@ -18,11 +18,6 @@
 #include <string.h>
 
 #include "plan.h"
-
-static const char *const sched_names[] = {
-    [FU_SCHED_POINTWISE] = "pointwise", [FU_SCHED_REDUCTION] = "reduction", [FU_SCHED_SCATTER] = "scatter"};
-
-const char *fu_sched_name(fu_sched s) { return (unsigned)s <= FU_SCHED_SCATTER ? sched_names[s] : "?"; }
 
 void fu_plan_options_default(fu_plan_options *o)
 {
@@ -130,10 +125,11 @@ static fu_status add_kernel(seg_ctx *s, const fu_kernel_plan *kp)
     return FU_OK;
 }
 
-static void kernel_plan_clear(fu_kernel_plan *kp)
+void fu_kernel_plan_clear(fu_kernel_plan *kp)
 {
     fu_free(kp->ops);
     fu_free(kp->params);
+    fu_free(kp->params_json);
     fu_free(kp->source);
     memset(kp, 0, sizeof *kp);
 }
@@ -168,24 +164,19 @@ static int try_group(seg_ctx *s, const bool *in_group, char *why, size_t nwhy)
         return -1;
     }
     fu_group g = {f, s->opts, in_group, p->materialized, outs, group_outputs(f, in_group, outs), p->nkernels};
-    bool any_scatter = fu_group_has_op_kind(&g, FU_KIND_SCATTER);
-    bool any_reduce = fu_group_has_op_kind(&g, FU_KIND_REDUCE);
     fu_kernel_plan kp;
     memset(&kp, 0, sizeof kp);
-    bool ok;
-    if (any_scatter) ok = fu_sched_scatter(&g, &kp, why, nwhy);
-    else if (any_reduce) ok = fu_sched_reduction(&g, &kp, why, nwhy);
-    else ok = fu_sched_pointwise(&g, &kp, why, nwhy);
+    bool ok = fu_schedule_group(&g, &kp, why, nwhy);
     if (ok) {
         for (int i = 0; i < g.noutputs; i++) p->materialized[outs[i]] = true;
         if (add_kernel(s, &kp)) {
-            kernel_plan_clear(&kp);
+            fu_kernel_plan_clear(&kp);
             ok = false;
             fu_free(outs);
             return -1;
         }
     } else {
-        kernel_plan_clear(&kp);
+        fu_kernel_plan_clear(&kp);
     }
     fu_free(outs);
     return ok ? 1 : 0;
@@ -344,7 +335,7 @@ fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan
 void fu_plan_free(fu_plan *p)
 {
     if (!p) return;
-    for (int i = 0; i < p->nkernels; i++) kernel_plan_clear(&p->kernels[i]);
+    for (int i = 0; i < p->nkernels; i++) fu_kernel_plan_clear(&p->kernels[i]);
     fu_free(p->kernels);
     fu_free(p->materialized);
     fu_free(p->intermediates);
@@ -379,6 +370,7 @@ char *fu_plan_json(const fu_plan *p, char *const *kernel_extra, const char *top_
                      k->grid, k->block, k->shared_bytes, k->workspace_bytes,
                      k->zero_before >= 0 || k->copy_before >= 0 ? "true" : "false");
         fu_sb_json_string(&sb, k->config);
+        fu_sb_printf(&sb, ", \"params\": %s", k->params_json ? k->params_json : "null");
         if (kernel_extra && kernel_extra[i]) fu_sb_puts(&sb, kernel_extra[i]);
         fu_sb_puts(&sb, "}");
     }
