@@ -111,6 +111,15 @@ bool fu_pw_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char 
 bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_sched_scatter(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
 
+/* The merging segmenter (merge.c). probe offers a group to the schedulers
+ * without planning it: 1 taken, 0 not (why says why), -1 error (in err).
+ * Fills group_of (per node: its group, numbered in the order the kernels
+ * run; -1 outside members) and returns the number of groups, -1 on error.
+ * With debug, prints each boundary left and the scheduler's reason. */
+typedef int (*fu_merge_probe)(void *ctx, const bool *in_group, char *why, size_t nwhy);
+int fu_merge_groups(const fu_fusion *f, const bool *members, fu_merge_probe probe, void *ctx, int *group_of,
+                    bool debug, fu_error *err);
+
 /* Shared by the schedulers (kernel_common.c). */
 typedef struct fu_kernel_writer {
     fu_strbuf sb;

@@ -4,15 +4,17 @@
  *
  * 1. Composites are expanded (fu_fusion_decompose); identical ops are merged
  *    and dead ops dropped (so a fused forward+backward computes its row
- *    statistics once).
+ *    statistics once); degenerate shapes are rewritten (canonical_op: empty
+ *    tensors, reductions over extent-0 and extent-1 axes).
  * 2. segment_set outputs start a new level: everything that reads one runs in
  *    a later kernel.
  * 3. Each level is offered whole to the schedulers of the registry
- *    (registry.c), in priority order. If none takes it, it is split at its reductions and
- *    scatters (their results materialized) and each part offered again; as a
- *    last resort every op becomes its own kernel, which the schedulers always
- *    take.
+ *    (registry.c), in priority order. If none takes it, the merging
+ *    segmenter (merge.c) starts from one op a group and merges neighbours
+ *    while a scheduler takes the merged group; the groups are then planned in
+ *    order. A single op is always taken, so every valid fusion plans.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,47 @@ static bool is_output(const fu_fusion *f, fu_tensor t)
     return false;
 }
 
+/* Degenerate shapes, rewritten so that every scheduler sees only reductions
+ * over axes of extent > 1 and non-empty tensors (issue 19 item 1):
+ *   - an op whose output has no elements: full(shape, 0) (nothing to compute;
+ *     the executor launches no kernel for it);
+ *   - a reduction over an axis of extent 0: full(shape, identity), the values
+ *     the interpreter gives (sum 0, max -inf, min inf, mean NaN);
+ *   - a reduction whose reduced axes all have extent 1: a reshape of its
+ *     input; reduced axes of extent 1 beside others are dropped from a
+ *     reduction that keeps some axes.
+ * Returns the tensor of d standing for n's output, or -1 to copy n as it is. */
+static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n, const fu_tensor *in)
+{
+    const fu_value *ov = fu_val(f, n->output);
+    const char *name = ov->name;
+    if (fu_shape_numel(ov->rank, ov->shape) == 0) return fu_full(d, ov->rank, ov->shape, 0.0, ov->dtype, name);
+    if (fu_op_kind_of(n->op) != FU_KIND_REDUCE) return -1;
+    const fu_value *xv = fu_val(d, in[0]);
+    bool reduced[FU_MAX_RANK];
+    fu_reduced_axes(&n->attrs, xv->rank, reduced);
+    int keep[FU_MAX_RANK], nkeep = 0, nreduced = 0;
+    bool empty = false;
+    for (int a = 0; a < xv->rank; a++) {
+        if (!reduced[a]) continue;
+        nreduced++;
+        empty |= xv->shape[a] == 0;
+        if (xv->shape[a] != 1) keep[nkeep++] = a;
+    }
+    bool is_float = ov->dtype == FU_F32 || ov->dtype == FU_F16 || ov->dtype == FU_BF16 || ov->dtype == FU_F64;
+    if (empty && (is_float || n->op == FU_OP_SUM)) {
+        double v = n->op == FU_OP_SUM ? 0.0 : n->op == FU_OP_RMAX ? -INFINITY : n->op == FU_OP_RMIN ? INFINITY : NAN;
+        return fu_full(d, ov->rank, ov->shape, v, ov->dtype, name);
+    }
+    /* a reduction over every axis stays one (a grid reduction of the rows) */
+    if (empty || nkeep == nreduced || (nkeep > 0 && nreduced == xv->rank)) return -1;
+    if (nkeep == 0) return fu_reshape(d, in[0], ov->rank, ov->shape, name);
+    char part[FU_MAX_NAME + 8];
+    snprintf(part, sizeof part, "%.*s.r", FU_MAX_NAME - 3, name);
+    fu_tensor r = fu_reduce(d, n->op, in[0], nkeep, keep, true, part);
+    return fu_reshape(d, r, ov->rank, ov->shape, name);
+}
+
 /* Common-subexpression and dead-op elimination into a new fusion. */
 static fu_status simplify(const fu_fusion *f, fu_fusion **out, fu_error *err)
 {
@@ -79,6 +122,12 @@ static fu_status simplify(const fu_fusion *f, fu_fusion **out, fu_error *err)
         if (!live[n->output]) continue;
         fu_tensor in[FU_MAX_OP_INPUTS];
         for (int k = 0; k < n->ninputs; k++) in[k] = map[n->inputs[k]];
+        fu_fusion_set_location(d, NULL, n->line, n->column);
+        fu_tensor canon = canonical_op(d, f, n, in);
+        if (canon >= 0) {
+            map[n->output] = canon;
+            continue;
+        }
         fu_tensor found = -1;
         if (!is_output(f, n->output))
             for (int j = 0; j < d->nnodes && found < 0; j++) {
@@ -111,6 +160,7 @@ static fu_status simplify(const fu_fusion *f, fu_fusion **out, fu_error *err)
 
 typedef struct seg_ctx {
     fu_plan *plan;
+    bool *all_materialized; /* per tensor, all true: what a probe may read */
     const fu_plan_options *opts;
     fu_error *err;
 } seg_ctx;
@@ -153,8 +203,11 @@ static int group_outputs(const fu_fusion *f, const bool *in_group, fu_tensor *ou
 }
 
 /* Offers a group to the schedulers. Returns 1 when taken, 0 when not (with
- * the reasons in why), -1 on error. */
-static int try_group(seg_ctx *s, const bool *in_group, char *why, size_t nwhy)
+ * the reasons in why), -1 on error. With commit, the kernel joins the plan
+ * and its outputs are materialized; without (a probe of the merging
+ * segmenter), every tensor the group reads from outside counts as in memory,
+ * as it will be once the groups before it are planned. */
+static int offer_group(seg_ctx *s, const bool *in_group, bool commit, char *why, size_t nwhy)
 {
     fu_plan *p = s->plan;
     const fu_fusion *f = p->fusion;
@@ -163,15 +216,15 @@ static int try_group(seg_ctx *s, const bool *in_group, char *why, size_t nwhy)
         fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
         return -1;
     }
-    fu_group g = {f, s->opts, in_group, p->materialized, outs, group_outputs(f, in_group, outs), p->nkernels};
+    fu_group g = {f, s->opts, in_group, commit ? p->materialized : s->all_materialized, outs,
+                  group_outputs(f, in_group, outs), p->nkernels};
     fu_kernel_plan kp;
     memset(&kp, 0, sizeof kp);
     bool ok = fu_schedule_group(&g, &kp, why, nwhy);
-    if (ok) {
+    if (ok && commit) {
         for (int i = 0; i < g.noutputs; i++) p->materialized[outs[i]] = true;
         if (add_kernel(s, &kp)) {
             fu_kernel_plan_clear(&kp);
-            ok = false;
             fu_free(outs);
             return -1;
         }
@@ -182,10 +235,15 @@ static int try_group(seg_ctx *s, const bool *in_group, char *why, size_t nwhy)
     return ok ? 1 : 0;
 }
 
-static bool is_anchor(const fu_node *n)
+static int probe_group(void *ctx, const bool *in_group, char *why, size_t nwhy)
 {
-    fu_op_kind k = fu_op_kind_of(n->op);
-    return k == FU_KIND_REDUCE || k == FU_KIND_SCATTER;
+    return offer_group(ctx, in_group, false, why, nwhy);
+}
+
+static bool debug_level(int level)
+{
+    const char *debug = getenv("FUSER_DEBUG");
+    return debug && atoi(debug) >= level;
 }
 
 /* Splits `members` (nodes) into levels separated by ops for which
@@ -211,20 +269,18 @@ static int levels_by(const fu_fusion *f, const bool *members, bool (*cut)(const 
 
 static bool cut_segment_set(const fu_node *n) { return n->op == FU_OP_SEGMENT_SET; }
 
-static fu_status schedule_members(seg_ctx *s, const bool *members);
-
 /* Last resort: one kernel per op. Every scheduler takes a single op. */
 static fu_status one_op_per_kernel(seg_ctx *s, const bool *members)
 {
     const fu_fusion *f = s->plan->fusion;
-    bool *one = fu_calloc((size_t)f->nnodes, sizeof *one);
+    bool *one = fu_calloc((size_t)f->nnodes + 1, sizeof *one);
     if (!one) return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
     char why[512] = "";
     for (int i = 0; i < f->nnodes; i++) {
         if (!members[i]) continue;
         memset(one, 0, (size_t)f->nnodes * sizeof *one);
         one[i] = true;
-        int r = try_group(s, one, why, sizeof why);
+        int r = offer_group(s, one, true, why, sizeof why);
         if (r < 0) break;
         if (r == 0) {
             fu_free(one);
@@ -236,43 +292,58 @@ static fu_status one_op_per_kernel(seg_ctx *s, const bool *members)
     return s->err->status;
 }
 
-/* Schedules the members level by level (levels_by cut); each level is tried
- * as one group (recursively) when always_recurse or the cut split the members
- * at all, else one op per kernel. */
-static fu_status schedule_levels(seg_ctx *s, const bool *members, bool (*cut)(const fu_node *), bool always_recurse)
+/* The members as one kernel if a scheduler takes them whole, else the groups
+ * of the merging segmenter (merge.c), planned in their topological order. */
+static fu_status schedule_members(seg_ctx *s, const bool *members)
+{
+    const fu_fusion *f = s->plan->fusion;
+    char why[512] = "";
+    int r = offer_group(s, members, true, why, sizeof why);
+    if (r < 0) return s->err->status;
+    if (r == 1) return FU_OK;
+    /* FUSER_DEBUG=1 says why a group had to be split (the debug ladder's first rung). */
+    bool debug = debug_level(1);
+    if (debug) fprintf(stderr, "fuser: splitting '%s': %s\n", f->name, why);
+    int *group_of = fu_malloc(((size_t)f->nnodes + 1) * sizeof *group_of);
+    bool *sub = fu_calloc((size_t)f->nnodes + 1, sizeof *sub);
+    if (!group_of || !sub) {
+        fu_free(group_of);
+        fu_free(sub);
+        return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
+    }
+    int ngroups = fu_merge_groups(f, members, probe_group, s, group_of, debug, s->err);
+    fu_status st = ngroups < 0 ? s->err->status : FU_OK;
+    for (int g = 0; g < ngroups && st == FU_OK; g++) {
+        for (int i = 0; i < f->nnodes; i++) sub[i] = group_of[i] == g;
+        r = offer_group(s, sub, true, why, sizeof why);
+        if (r < 0) st = s->err->status;
+        else if (r == 0) st = one_op_per_kernel(s, sub); /* a probe took it: not expected */
+    }
+    fu_free(group_of);
+    fu_free(sub);
+    return st;
+}
+
+/* segment_set levels, each scheduled as members. */
+static fu_status schedule_levels(seg_ctx *s, const bool *members)
 {
     const fu_fusion *f = s->plan->fusion;
     int *level = fu_calloc((size_t)f->nnodes + 1, sizeof *level);
     bool *sub = fu_calloc((size_t)f->nnodes + 1, sizeof *sub);
     fu_status st = FU_OK;
     if (!level || !sub) st = fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
-    int max = st ? -1 : levels_by(f, members, cut, level);
-    bool recurse = always_recurse || max > 0;
+    int max = st ? -1 : levels_by(f, members, cut_segment_set, level);
     for (int l = 0; l <= max && st == FU_OK; l++) {
         bool any = false;
         for (int i = 0; i < f->nnodes; i++) {
             sub[i] = members[i] && level[i] == l;
             any |= sub[i];
         }
-        if (!any) continue;
-        st = recurse ? schedule_members(s, sub) : one_op_per_kernel(s, sub);
+        if (any) st = schedule_members(s, sub);
     }
     fu_free(level);
     fu_free(sub);
     return st;
-}
-
-static fu_status schedule_members(seg_ctx *s, const bool *members)
-{
-    char why[512] = "";
-    int r = try_group(s, members, why, sizeof why);
-    if (r < 0) return s->err->status;
-    if (r == 1) return FU_OK;
-    /* FUSER_DEBUG=1 says why a group had to be split (the debug ladder's first rung). */
-    const char *debug = getenv("FUSER_DEBUG");
-    if (debug && atoi(debug) >= 1) fprintf(stderr, "fuser: splitting '%s': %s\n", s->plan->fusion->name, why);
-    /* Split at reductions and scatters; if a part still fails, one op each. */
-    return schedule_levels(s, members, is_anchor, false) == FU_OK ? FU_OK : s->err->status;
 }
 
 static fu_status plan_fusion(seg_ctx *s)
@@ -282,7 +353,7 @@ static fu_status plan_fusion(seg_ctx *s)
     bool *all = fu_calloc((size_t)f->nnodes + 1, sizeof *all);
     if (!all) return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
     for (int i = 0; i < f->nnodes; i++) all[i] = true;
-    fu_status st = schedule_levels(s, all, cut_segment_set, true);
+    fu_status st = schedule_levels(s, all);
     fu_free(all);
     return st;
 }
@@ -315,8 +386,13 @@ fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan
         if (simple->values[simple->outputs[i]].producer < 0) p->ncopies++;
     err->status = FU_OK; /* schedulers report through err; start clean */
     err->message[0] = '\0';
-    seg_ctx s = {p, opts, err};
-    st = plan_fusion(&s);
+    seg_ctx s = {p, fu_malloc((size_t)simple->nvalues + 1), opts, err};
+    if (!s.all_materialized) st = fu_error_set(err, FU_ERR_NOMEM, "out of memory planning '%s'", f->name);
+    else {
+        memset(s.all_materialized, 1, (size_t)simple->nvalues + 1);
+        st = plan_fusion(&s);
+    }
+    fu_free(s.all_materialized);
     if (st == FU_OK) {
         p->intermediates = fu_malloc((size_t)simple->nvalues * sizeof *p->intermediates);
         if (!p->intermediates) st = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
