@@ -60,6 +60,7 @@ typedef struct fu_plan {
     int nintermediates;
     fu_tensor *intermediates; /* materialized tensors that are neither inputs nor outputs */
     int ncopies;             /* outputs that are inputs: copied, not computed */
+    int lower_bound;         /* fu_kernels_lower_bound of the fusion */
 } fu_plan;
 
 fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan **out, fu_error *err);
@@ -110,6 +111,11 @@ bool fu_pw_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char
 bool fu_pw_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_sched_scatter(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
+
+/* A lower bound on the kernels f needs (bound.c): the levels that forced
+ * boundaries (a change of reduction axis, a grid-wide value read at full
+ * size, a scatter's result, segment_set) separate; from the math alone. */
+int fu_kernels_lower_bound(const fu_fusion *f);
 
 /* The merging segmenter (merge.c). probe offers a group to the schedulers
  * without planning it: 1 taken, 0 not (why says why), -1 error (in err).

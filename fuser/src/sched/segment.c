@@ -59,7 +59,8 @@ static bool is_output(const fu_fusion *f, fu_tensor t)
 /* Degenerate shapes, rewritten so that every scheduler sees only reductions
  * over axes of extent > 1 and non-empty tensors (issue 19 item 1):
  *   - an op whose output has no elements: full(shape, 0) (nothing to compute;
- *     the executor launches no kernel for it);
+ *     the executor launches no kernel for it); a scatter of an empty index
+ *     its base;
  *   - a reduction over an axis of extent 0: full(shape, identity), the values
  *     the interpreter gives (sum 0, max -inf, min inf, mean NaN);
  *   - a reduction whose reduced axes all have extent 1: a reshape of its
@@ -71,6 +72,9 @@ static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n
     const fu_value *ov = fu_val(f, n->output);
     const char *name = ov->name;
     if (fu_shape_numel(ov->rank, ov->shape) == 0) return fu_full(d, ov->rank, ov->shape, 0.0, ov->dtype, name);
+    /* a scatter of nothing is its base */
+    if (fu_op_kind_of(n->op) == FU_KIND_SCATTER && fu_tensor_numel(d, in[1]) == 0 && fu_val(d, in[0])->dtype == ov->dtype)
+        return in[0];
     if (fu_op_kind_of(n->op) != FU_KIND_REDUCE) return -1;
     const fu_value *xv = fu_val(d, in[0]);
     bool reduced[FU_MAX_RANK];
@@ -381,6 +385,7 @@ fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan
         return fu_error_set(err, FU_ERR_NOMEM, "out of memory planning '%s'", f->name);
     }
     p->fusion = simple;
+    p->lower_bound = fu_kernels_lower_bound(simple);
     for (int i = 0; i < simple->ninputs; i++) p->materialized[simple->inputs[i]] = true;
     for (int i = 0; i < simple->noutputs; i++)
         if (simple->values[simple->outputs[i]].producer < 0) p->ncopies++;
@@ -428,7 +433,8 @@ char *fu_plan_json(const fu_plan *p, char *const *kernel_extra, const char *top_
     const fu_fusion *f = p->fusion;
     fu_sb_puts(&sb, "{\"fusion\": ");
     fu_sb_json_string(&sb, f->name);
-    fu_sb_printf(&sb, ", \"segments\": %d, \"copies\": %d, \"kernels\": [", p->nkernels, p->ncopies);
+    fu_sb_printf(&sb, ", \"segments\": %d, \"copies\": %d, \"lower_bound\": %d, \"kernels\": [", p->nkernels, p->ncopies,
+                 p->lower_bound);
     for (int i = 0; i < p->nkernels; i++) {
         const fu_kernel_plan *k = &p->kernels[i];
         fu_sb_puts(&sb, i ? ", {\"name\": " : "{\"name\": ");
@@ -475,5 +481,7 @@ char *fu_plan_text(const fu_plan *p)
             if (k->params[j].is_output) fu_sb_printf(&sb, " %s", f->values[k->params[j].tensor].name);
         fu_sb_puts(&sb, "\n");
     }
+    if (p->nkernels > p->lower_bound)
+        fu_sb_printf(&sb, "  (the math forces at least %d kernel%s)\n", p->lower_bound, p->lower_bound == 1 ? "" : "s");
     return fu_sb_take(&sb);
 }
