@@ -140,6 +140,8 @@ fu_status fu_exec_launch(fu_executable *x, const fu_devptr *inputs, const fu_dev
             x->buffers[t] = outputs[i];
         }
     }
+    for (fu_tensor t = 0; t < f->nvalues; t++) /* written straight into an output that reshapes it */
+        if (p->alias_of[t] >= 0) x->buffers[t] = x->buffers[p->alias_of[t]];
     for (int i = 0; i < p->nkernels; i++) {
         const fu_kernel_plan *kp = &p->kernels[i];
         exec_kernel *k = &x->kernels[i];

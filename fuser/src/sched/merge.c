@@ -204,7 +204,7 @@ static int merge_one(merger *m, fu_error *err)
         return -1;
     }
     build_graph(m);
-    qsort(m->cands, (size_t)m->ncands, sizeof *m->cands, by_score);
+    if (m->ncands > 1) qsort(m->cands, (size_t)m->ncands, sizeof *m->cands, by_score);
     for (int c = 0; c < m->ncands; c++) {
         int a = m->cands[c].a, b = m->cands[c].b;
         if (find_refusal(m, a, b) || creates_cycle(m, a, b)) continue;
@@ -241,7 +241,7 @@ static void print_boundaries(merger *m)
     const fu_fusion *f = m->f;
     collect(m);
     build_graph(m);
-    qsort(m->cands, (size_t)m->ncands, sizeof *m->cands, by_score);
+    if (m->ncands > 1) qsort(m->cands, (size_t)m->ncands, sizeof *m->cands, by_score);
     for (int c = 0; c < m->ncands; c++) {
         int a = m->cands[c].a, b = m->cands[c].b;
         bool edge = m->adj[(size_t)m->compact[a] * (size_t)m->ngroups + (size_t)m->compact[b]] ||

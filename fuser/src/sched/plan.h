@@ -61,6 +61,8 @@ typedef struct fu_plan {
     fu_tensor *intermediates; /* materialized tensors that are neither inputs nor outputs */
     int ncopies;             /* outputs that are inputs: copied, not computed */
     int lower_bound;         /* fu_kernels_lower_bound of the fusion */
+    fu_tensor *alias_of;     /* per tensor: the fusion output whose buffer it is written into
+                              * (an output that only reshapes it: no kernel of its own), or -1 */
 } fu_plan;
 
 fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan **out, fu_error *err);

@@ -102,8 +102,9 @@ static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n
 }
 
 /* Common-subexpression and dead-op elimination into a new fusion. */
-static fu_status simplify(const fu_fusion *f, fu_fusion **out, fu_error *err)
+static fu_status simplify(const fu_fusion *f, fu_fusion **out, int *rewrites, fu_error *err)
 {
+    *rewrites = 0;
     bool *live = fu_calloc((size_t)f->nvalues, sizeof *live);
     fu_tensor *map = fu_calloc((size_t)f->nvalues, sizeof *map);
     fu_fusion *d = fu_fusion_new(f->name);
@@ -130,6 +131,7 @@ static fu_status simplify(const fu_fusion *f, fu_fusion **out, fu_error *err)
         fu_tensor canon = canonical_op(d, f, n, in);
         if (canon >= 0) {
             map[n->output] = canon;
+            *rewrites += n->op != FU_OP_FULL;
             continue;
         }
         fu_tensor found = -1;
@@ -226,7 +228,10 @@ static int offer_group(seg_ctx *s, const bool *in_group, bool commit, char *why,
     memset(&kp, 0, sizeof kp);
     bool ok = fu_schedule_group(&g, &kp, why, nwhy);
     if (ok && commit) {
-        for (int i = 0; i < g.noutputs; i++) p->materialized[outs[i]] = true;
+        for (int i = 0; i < g.noutputs; i++) {
+            p->materialized[outs[i]] = true;
+            if (p->alias_of[outs[i]] >= 0) p->materialized[p->alias_of[outs[i]]] = true;
+        }
         if (add_kernel(s, &kp)) {
             fu_kernel_plan_clear(&kp);
             fu_free(outs);
@@ -296,6 +301,32 @@ static fu_status one_op_per_kernel(seg_ctx *s, const bool *members)
     return s->err->status;
 }
 
+static bool is_read(const fu_fusion *f, fu_tensor t)
+{
+    for (int i = 0; i < f->nnodes; i++)
+        for (int k = 0; k < f->nodes[i].ninputs; k++)
+            if (f->nodes[i].inputs[k] == t) return true;
+    return false;
+}
+
+/* A fusion output that reshapes a tensor computed here (not itself an output)
+ * and that no op reads needs no kernel of its own: the tensor is written into the output's buffer
+ * (a reshape of a dense tensor is the same bytes). Those reshapes leave the
+ * members; the tensor becomes the output of whatever group computes it. */
+static void alias_output_reshapes(fu_plan *p, bool *members)
+{
+    const fu_fusion *f = p->fusion;
+    for (int i = 0; i < f->nnodes; i++) {
+        const fu_node *n = &f->nodes[i];
+        if (!members[i] || n->op != FU_OP_RESHAPE || !is_output(f, n->output) || is_read(f, n->output)) continue;
+        fu_tensor t = n->inputs[0];
+        int producer = f->values[t].producer;
+        if (producer < 0 || !members[producer] || is_output(f, t) || p->alias_of[t] >= 0) continue;
+        p->alias_of[t] = n->output;
+        members[i] = false;
+    }
+}
+
 /* The members as one kernel if a scheduler takes them whole, else the groups
  * of the merging segmenter (merge.c), planned in their topological order. */
 static fu_status schedule_members(seg_ctx *s, const bool *members)
@@ -310,12 +341,17 @@ static fu_status schedule_members(seg_ctx *s, const bool *members)
     if (debug) fprintf(stderr, "fuser: splitting '%s': %s\n", f->name, why);
     int *group_of = fu_malloc(((size_t)f->nnodes + 1) * sizeof *group_of);
     bool *sub = fu_calloc((size_t)f->nnodes + 1, sizeof *sub);
-    if (!group_of || !sub) {
+    bool *rest = fu_malloc((size_t)f->nnodes + 1);
+    if (!group_of || !sub || !rest) {
         fu_free(group_of);
         fu_free(sub);
+        fu_free(rest);
         return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
     }
-    int ngroups = fu_merge_groups(f, members, probe_group, s, group_of, debug, s->err);
+    memcpy(rest, members, (size_t)f->nnodes);
+    alias_output_reshapes(s->plan, rest);
+    int ngroups = fu_merge_groups(f, rest, probe_group, s, group_of, debug, s->err);
+    fu_free(rest);
     fu_status st = ngroups < 0 ? s->err->status : FU_OK;
     for (int g = 0; g < ngroups && st == FU_OK; g++) {
         for (int i = 0; i < f->nnodes; i++) sub[i] = group_of[i] == g;
@@ -375,16 +411,27 @@ fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan
     fu_fusion *dec = NULL, *simple = NULL;
     fu_status st = fu_fusion_decompose(f, &dec, err);
     if (st) return st;
-    st = simplify(dec, &simple, err);
+    int rewrites = 0;
+    st = simplify(dec, &simple, &rewrites, err);
     fu_fusion_free(dec);
     if (st) return st;
+    if (rewrites) { /* again: what the rewrites left dead goes */
+        fu_fusion *again = NULL;
+        st = simplify(simple, &again, &rewrites, err);
+        fu_fusion_free(simple);
+        if (st) return st;
+        simple = again;
+    }
     fu_plan *p = fu_calloc(1, sizeof *p);
-    if (!p || !(p->materialized = fu_calloc((size_t)simple->nvalues, sizeof(bool)))) {
+    if (!p || !(p->materialized = fu_calloc((size_t)simple->nvalues, sizeof(bool))) ||
+        !(p->alias_of = fu_malloc(((size_t)simple->nvalues + 1) * sizeof *p->alias_of))) {
+        if (p) fu_free(p->materialized);
         fu_free(p);
         fu_fusion_free(simple);
         return fu_error_set(err, FU_ERR_NOMEM, "out of memory planning '%s'", f->name);
     }
     p->fusion = simple;
+    for (int t = 0; t < simple->nvalues; t++) p->alias_of[t] = -1;
     p->lower_bound = fu_kernels_lower_bound(simple);
     for (int i = 0; i < simple->ninputs; i++) p->materialized[simple->inputs[i]] = true;
     for (int i = 0; i < simple->noutputs; i++)
@@ -402,7 +449,7 @@ fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan
         p->intermediates = fu_malloc((size_t)simple->nvalues * sizeof *p->intermediates);
         if (!p->intermediates) st = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
         for (int t = 0; st == FU_OK && t < simple->nvalues; t++)
-            if (p->materialized[t] && simple->values[t].input_index < 0 && !is_output(simple, t))
+            if (p->materialized[t] && simple->values[t].input_index < 0 && !is_output(simple, t) && p->alias_of[t] < 0)
                 p->intermediates[p->nintermediates++] = t;
     }
     if (st) {
@@ -419,6 +466,7 @@ void fu_plan_free(fu_plan *p)
     for (int i = 0; i < p->nkernels; i++) fu_kernel_plan_clear(&p->kernels[i]);
     fu_free(p->kernels);
     fu_free(p->materialized);
+    fu_free(p->alias_of);
     fu_free(p->intermediates);
     fu_fusion_free(p->fusion);
     fu_free(p);
