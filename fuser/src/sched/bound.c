@@ -8,7 +8,7 @@
  * reduction over all axes of one, which every block can compute up front),
  * per-row values of one row kind (partial reductions that keep the same
  * axes, of the same extents), a grid-wide value (a reduction over all axes
- * of per-row values) or a scatter's result. A boundary is forced where
+ * of per-row values, unless there is only one row) or a scatter's result. A boundary is forced where
  *   - a partial reduction reads per-row values of another row kind, or a
  *     grid-wide value or a scatter's result (a change of reduction axis needs
  *     the earlier reduction complete over the whole grid);
@@ -98,6 +98,8 @@ int fu_kernels_lower_bound(const fu_fusion *f)
             for (int a = 0; a < x->rank; a++) nred += reduced[a];
             if (nred == x->rank) { /* over every axis */
                 if (in->kind == DEP_SCATTER) d = (dep){in->level + 1, DEP_FREE, -1};
+                else if (in->kind == DEP_ROWS && fu_shape_numel(kinds[in->row_kind].nkept, kinds[in->row_kind].kept) == 1)
+                    d = *in; /* over the only row: a value of that row */
                 else d = (dep){in->level, in->kind == DEP_FREE ? DEP_FREE : DEP_GRID, -1};
             } else {
                 int rk = find_row_kind(kinds, &nkinds, x, reduced);
