@@ -81,9 +81,7 @@ static void batch_add(batch *b, const char *fusion_name, const char *source, fu_
     if (b->nkernels == BATCH_KERNELS) batch_flush(b, rt, log, rep);
 }
 
-/* max|gpu - cpu| / max|cpu| (NaN against NaN and equal infinities agree);
- * integers: the count of elements that differ. */
-static double difference(const fu_host_tensor *gpu, const fu_host_tensor *cpu)
+double fz_difference(const fu_host_tensor *gpu, const fu_host_tensor *cpu)
 {
     int64_t n = fu_host_tensor_numel(cpu);
     if (!fu_dtype_is_float(cpu->dtype)) {
@@ -103,7 +101,7 @@ static double difference(const fu_host_tensor *gpu, const fu_host_tensor *cpu)
     return maxref > 0.0 ? maxdiff / maxref : maxdiff;
 }
 
-static double tolerance(fu_dtype dt)
+double fz_tolerance(fu_dtype dt)
 {
     if (!fu_dtype_is_float(dt)) return 0.0;
     return dt == FU_F32 || dt == FU_F64 ? 1e-5 : 5e-2;
@@ -129,7 +127,7 @@ static void check_gpu(fu_runtime *rt, const fu_fusion *f, const fu_plan_options 
         return;
     }
     for (int o = 0; o < nout; o++) {
-        double d = difference(&out[o], &ref[o]), tol = tolerance(ref[o].dtype);
+        double d = fz_difference(&out[o], &ref[o]), tol = fz_tolerance(ref[o].dtype);
         if (d <= tol) continue;
         fprintf(log, "%s: output '%s' (%s) differs from the interpreter: %.3g > %.3g\n", fu_fusion_name(f),
                 fu_tensor_name(f, fu_fusion_output(f, o)), fu_dtype_name(ref[o].dtype), d, tol);

@@ -43,6 +43,13 @@ typedef struct fz_report {
  * Each failure is one line on `log`. rt: the runtime (compile-only or with a
  * device; NULL for FZ_PLAN). */
 void fz_check(fu_fusion *const *fusions, int n, fz_device dev, fu_runtime *rt, FILE *log, fz_report *rep);
+/* max|gpu - cpu| / max|cpu| (NaN against NaN and equal infinities agree;
+ * max|gpu - cpu| where the reference is all zero); integers: the count of
+ * elements that differ. */
+double fz_difference(const fu_host_tensor *gpu, const fu_host_tensor *cpu);
+/* What fz_check allows: f32 and f64 1e-5, bf16 and f16 5e-2, integers 0. */
+double fz_tolerance(fu_dtype dt);
+
 /* The summary: counts and the kernel-count distribution beside the bound. */
 void fz_print_report(FILE *out, const fz_report *rep);
 

@@ -14,3 +14,12 @@ set_tests_properties(test_fuzz_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN
 if(FUSER_SANITIZE)
   set_property(TEST test_fuzz_gpu APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=protect_shadow_gap=0")
 endif()
+# On a GPU: the issue's fusions against the interpreter, and the atomic bf16
+# scatter with skewed ids (issue 21 item 8).
+add_test(NAME test_segment_examples_gpu COMMAND fuser_fuzz check --dir ${CMAKE_CURRENT_SOURCE_DIR}/segment --device gpu)
+set_tests_properties(test_segment_examples_gpu PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+fuser_add_test(test_segment_gpu SOURCES test_segment_gpu.c ../fuzzgen/check.c LABELS gpu)
+target_include_directories(test_segment_gpu PRIVATE ${PROJECT_SOURCE_DIR}/fuser/fuzzgen)
+if(FUSER_SANITIZE)
+  set_property(TEST test_segment_examples_gpu test_segment_gpu APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=protect_shadow_gap=0")
+endif()

@@ -109,6 +109,37 @@ static void check_case(fu_runtime *rt, const char *dir, const expect *e, bool in
     tc_list_free(&l);
 }
 
+/* Atomic bf16 scatter: the adds go into an f32 tensor zeroed before the
+ * launch, and a second kernel rounds once (issue 21 item 8). */
+static void check_atomic_bf16_form(const char *suites)
+{
+    tc_list l = {0};
+    tc_case *c = tc_add_suite(&l, suites, "embedding/embedding_bwd.fusion", "atomic", NULL, 0, FU_BF16, NULL);
+    CHECK(c != NULL);
+    if (!c) return;
+    c->scatter = FU_SCATTER_ATOMIC;
+    fu_error err = {0};
+    fu_plan *p = tc_plan(c, 132, &err);
+    CHECK(p && p->nkernels == 2);
+    if (p && p->nkernels == 2) {
+        const fu_kernel_plan *s = &p->kernels[0], *r = &p->kernels[1];
+        CHECK(s->sched == FU_SCHED_SCATTER && s->zero_before >= 0);
+        CHECK(fu_tensor_dtype(p->fusion, s->zero_before) == FU_F32);
+        CHECK_CONTAINS(s->source, "float *__restrict__ out0");
+        CHECK_CONTAINS(s->source, "atomicAdd(");
+        CHECK(r->sched == FU_SCHED_POINTWISE);
+        CHECK_CONTAINS(r->source, "fu_bf16 *__restrict__ out0");
+    }
+    fu_plan_free(p);
+    /* f32 stays one kernel */
+    c = tc_add_suite(&l, suites, "embedding/embedding_bwd.fusion", "atomic", NULL, 0, FU_F32, NULL);
+    if (c) c->scatter = FU_SCATTER_ATOMIC;
+    p = c ? tc_plan(c, 132, &err) : NULL;
+    CHECK(p && p->nkernels == 1);
+    fu_plan_free(p);
+    tc_list_free(&l);
+}
+
 /* FUSER_DEBUG=1 names the boundary of a split fusion and why it is there. */
 static void check_debug_boundary(const char *dir)
 {
@@ -151,6 +182,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof suite_cases / sizeof suite_cases[0]; i++)
         check_case(rt, suites, &suite_cases[i], nsets(&suite_cases[i]) > 0);
     check_debug_boundary(argv[1]);
+    check_atomic_bf16_form(suites);
     fu_runtime_close(rt);
     tu_remove_tree(cache);
     return check_finish("test_segment");

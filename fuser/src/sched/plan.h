@@ -113,6 +113,8 @@ bool fu_pw_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char
 bool fu_pw_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_sched_scatter(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
+/* Whether scatter node s of f is planned with atomic adds (else each block owns its rows). */
+bool fu_scatter_is_atomic(const fu_fusion *f, const fu_node *s, const fu_plan_options *opts);
 
 /* A lower bound on the kernels f needs (bound.c): the levels that forced
  * boundaries (a change of reduction axis, a grid-wide value read at full
