@@ -268,14 +268,31 @@ static void emit_domain(fu_kernel_writer *w, const pw_domain *d, int di, bool fi
     fu_free(vals);
 }
 
-bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
+bool fu_pw_can_schedule(const fu_group *g, char *why, size_t nwhy)
+{
+    if (!fu_group_has_op_kind(g, FU_KIND_REDUCE) && !fu_group_has_op_kind(g, FU_KIND_SCATTER)) return true;
+    snprintf(why, nwhy, "pointwise: the group has reductions or scatters");
+    return false;
+}
+
+/* The pointwise scheduler's decisions: what emit writes the kernel from. */
+typedef struct pw_params {
+    int ndoms;
+    pw_domain doms[16];
+    bool one_wave;      /* every load of the grid issued in one wave of resident blocks */
+    unsigned resident;  /* blocks an SM must hold (the launch bounds' minimum) */
+} pw_params;
+
+bool fu_pw_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
 {
     const fu_fusion *f = g->f;
-    if (fu_group_has_op_kind(g, FU_KIND_REDUCE) || fu_group_has_op_kind(g, FU_KIND_SCATTER)) {
-        snprintf(why, nwhy, "pointwise: the group has reductions or scatters");
+    *params = NULL;
+    pw_params *pp = fu_calloc(1, sizeof *pp);
+    if (!pp) {
+        snprintf(why, nwhy, "out of memory");
         return false;
     }
-    pw_domain doms[16];
+    pw_domain *doms = pp->doms;
     int ndoms = 0;
     for (int i = 0; i < g->noutputs; i++) {
         const fu_value *v = fu_val(f, g->outputs[i]);
@@ -284,6 +301,7 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         if (d == ndoms) {
             if (ndoms == 16) {
                 snprintf(why, nwhy, "pointwise: more than 16 output shapes");
+                fu_free(pp);
                 return false;
             }
             memset(&doms[d], 0, sizeof doms[d]);
@@ -294,6 +312,7 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         }
         if (doms[d].noutputs == 16) {
             snprintf(why, nwhy, "pointwise: more than 16 outputs of one shape");
+            fu_free(pp);
             return false;
         }
         doms[d].outputs[doms[d].noutputs++] = g->outputs[i];
@@ -335,6 +354,7 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         int64_t vectors = (doms[d].numel + doms[d].vec - 1) / doms[d].vec;
         if (one_wave) {
             doms[d].items = (int)((all_vectors + wave_threads - 1) / wave_threads);
+            if (doms[d].items < 1) doms[d].items = 1; /* no elements at all */
         } else { /* up to max_items per thread while that still fills one wave of blocks */
             doms[d].items = 1;
             while (doms[d].items < max_items && (vectors + (int64_t)PW_THREADS * doms[d].items * 2 - 1) /
@@ -345,11 +365,8 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         doms[d].nblocks = (unsigned)((vectors + (int64_t)PW_THREADS * doms[d].items - 1) / ((int64_t)PW_THREADS * doms[d].items));
         blocks += doms[d].nblocks;
     }
-    fu_kernel_writer w;
-    if (!fu_kw_begin(&w, g, kp, "pointwise (horizontal over output shapes)", why, nwhy)) {
-        fu_kw_abort(&w);
-        return false;
-    }
+    pp->ndoms = ndoms;
+    pp->one_wave = one_wave;
     kp->sched = FU_SCHED_POINTWISE;
     kp->grid = blocks ? blocks : 1;
     kp->block = PW_THREADS;
@@ -365,12 +382,38 @@ bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     /* one wave only if every block is resident: cap the registers to fit */
     unsigned resident = one_wave ? (kp->grid + (unsigned)g->opts->sm_count - 1) / (unsigned)g->opts->sm_count : 1u;
     if (resident > (unsigned)blocks_per_sm) resident = (unsigned)blocks_per_sm; /* per-domain rounding */
-    fu_kw_signature(&w, kp, PW_THREADS, resident, false);
+    pp->resident = resident;
+    fu_strbuf js;
+    fu_sb_init(&js);
+    fu_sb_printf(&js, "{\"threads\": %d, \"one_wave\": %s, \"min_blocks_per_sm\": %u, \"domains\": [", PW_THREADS,
+                 one_wave ? "true" : "false", resident);
+    for (int d = 0; d < ndoms; d++) {
+        fu_sb_printf(&js, "%s{\"shape\": [", d ? ", " : "");
+        for (int a = 0; a < doms[d].rank; a++) fu_sb_printf(&js, "%s%lld", a ? ", " : "", (long long)doms[d].shape[a]);
+        fu_sb_printf(&js, "], \"outputs\": %d, \"vec\": %d, \"items\": %d, \"first_block\": %u, \"blocks\": %u}",
+                     doms[d].noutputs, doms[d].vec, doms[d].items, doms[d].first_block, doms[d].nblocks);
+    }
+    fu_sb_puts(&js, "]}");
+    kp->params_json = fu_sb_take(&js);
+    *params = pp;
+    return true;
+}
+
+bool fu_pw_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    const pw_params *pp = params;
+    fu_kernel_writer w;
+    /* kw_begin resets what the launch does before the kernel; the launch numbers stay */
+    if (!fu_kw_begin(&w, g, kp, "pointwise (horizontal over output shapes)", why, nwhy)) {
+        fu_kw_abort(&w);
+        return false;
+    }
+    fu_kw_signature(&w, kp, PW_THREADS, pp->resident, false);
     cg_open(&w.cg);
     bool any = false;
-    for (int d = 0; d < ndoms; d++) {
-        if (doms[d].nblocks == 0) continue;
-        emit_domain(&w, &doms[d], d, !any);
+    for (int d = 0; d < pp->ndoms; d++) {
+        if (pp->doms[d].nblocks == 0) continue;
+        emit_domain(&w, &pp->doms[d], d, !any);
         any = true;
     }
     if (any) cg_line(&w.cg, "}");

@@ -319,7 +319,7 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
             }
             ri->kind = RK_ROW;
         } else if (is_full_shape(r, x) && full) {
-            ri->kind = RK_ROWGRID;
+            ri->kind = r->rows == 1 ? RK_ROW : RK_ROWGRID; /* one row: the grid is the row */
         } else if (full) {
             cg_index idx[FU_MAX_RANK];
             if (!row_index(r, x, idx)) {

@@ -800,6 +800,12 @@ static bool atomic_mode(const fu_group *g, const fu_node *s, fu_kernel_writer *w
     return true;
 }
 
+bool fu_scatter_is_atomic(const fu_fusion *f, const fu_node *s, const fu_plan_options *opts)
+{
+    return !(opts->scatter == FU_SCATTER_DETERMINISTIC && s->op == FU_OP_INDEX_ADD && s->attrs.axis == 0 &&
+             fu_val(f, s->inputs[0])->rank >= 1);
+}
+
 bool fu_sched_scatter(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
 {
     const fu_fusion *f = g->f;
@@ -816,8 +822,7 @@ bool fu_sched_scatter(const fu_group *g, fu_kernel_plan *kp, char *why, size_t n
         snprintf(why, nwhy, "scatter: the scatter's result must be the group's only output");
         return false;
     }
-    bool det = g->opts->scatter == FU_SCATTER_DETERMINISTIC && s->op == FU_OP_INDEX_ADD && s->attrs.axis == 0 &&
-               fu_val(f, s->inputs[0])->rank >= 1;
+    bool det = !fu_scatter_is_atomic(f, s, g->opts);
     fu_kernel_writer *w = fu_calloc(1, sizeof *w);
     if (!w) {
         snprintf(why, nwhy, "out of memory");

@@ -9,11 +9,12 @@
 #include "cg.h"
 #include "ir.h"
 
-/* ORDER fu_sched: must match sched_names in segment.c */
+/* The schedulers; each has one row in the registry (registry.c). */
 typedef enum fu_sched {
     FU_SCHED_POINTWISE, /* pointwise, broadcast, resize and gather ops; horizontal over outputs */
     FU_SCHED_REDUCTION, /* row reductions, online softmax, passes over a row, grid reduction */
-    FU_SCHED_SCATTER    /* index_add / scatter_add */
+    FU_SCHED_SCATTER,   /* index_add / scatter_add */
+    FU_SCHED_COUNT
 } fu_sched;
 const char *fu_sched_name(fu_sched s);
 
@@ -46,8 +47,10 @@ typedef struct fu_kernel_plan {
     fu_tensor zero_before;   /* output to clear before launch (atomic scatter), or -1 */
     fu_tensor copy_before;   /* tensor copied into zero/copy target before launch, or -1 */
     char config[256];        /* human-readable scheduler parameters */
+    char *params_json;       /* the scheduler's parameters as a JSON object, or NULL */
     char *source;            /* generated CUDA C */
 } fu_kernel_plan;
+void fu_kernel_plan_clear(fu_kernel_plan *kp); /* frees what kp holds and zeroes it */
 
 typedef struct fu_plan {
     fu_fusion *fusion;       /* decomposed and simplified; owned */
@@ -57,6 +60,9 @@ typedef struct fu_plan {
     int nintermediates;
     fu_tensor *intermediates; /* materialized tensors that are neither inputs nor outputs */
     int ncopies;             /* outputs that are inputs: copied, not computed */
+    int lower_bound;         /* fu_kernels_lower_bound of the fusion */
+    fu_tensor *alias_of;     /* per tensor: the fusion output whose buffer it is written into
+                              * (an output that only reshapes it: no kernel of its own), or -1 */
 } fu_plan;
 
 fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan **out, fu_error *err);
@@ -79,11 +85,50 @@ typedef struct fu_group {
     int kernel_index;        /* for the kernel's name */
 } fu_group;
 
-/* Each scheduler either takes the whole group (fills kp, returns true) or
- * says why not in `why`. */
-bool fu_sched_pointwise(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
+/* A scheduler of the registry (registry.c says how to add one). */
+typedef struct fu_scheduler {
+    fu_sched id;
+    const char *name;
+    /* A cheap structural test of the group (the op kinds it holds); false and why when not. */
+    bool (*can_schedule)(const fu_group *g, char *why, size_t nwhy);
+    /* Decides the kernel: *params (the scheduler's own struct, or NULL where the
+     * scheduler still does both steps here), kp's launch numbers, kp->config and
+     * kp->params_json; false and why when the group does not fit. */
+    bool (*heuristics)(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
+    /* Writes kp->source from params (NULL: heuristics wrote it). */
+    bool (*emit)(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
+    void (*free_params)(void *params);
+} fu_scheduler;
+int fu_scheduler_count(void);
+const fu_scheduler *fu_scheduler_at(int i); /* in priority order */
+/* Offers the group to the registry in priority order: fills kp from the first
+ * scheduler that takes it, else says why not (the reasons of the schedulers
+ * that wanted it). */
+bool fu_schedule_group(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
+
+/* The schedulers' entry points. Each either takes the whole group (fills kp,
+ * returns true) or says why not in `why`. */
+bool fu_pw_can_schedule(const fu_group *g, char *why, size_t nwhy);
+bool fu_pw_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
+bool fu_pw_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_sched_scatter(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
+/* Whether scatter node s of f is planned with atomic adds (else each block owns its rows). */
+bool fu_scatter_is_atomic(const fu_fusion *f, const fu_node *s, const fu_plan_options *opts);
+
+/* A lower bound on the kernels f needs (bound.c): the levels that forced
+ * boundaries (a change of reduction axis, a grid-wide value read at full
+ * size, a scatter's result, segment_set) separate; from the math alone. */
+int fu_kernels_lower_bound(const fu_fusion *f);
+
+/* The merging segmenter (merge.c). probe offers a group to the schedulers
+ * without planning it: 1 taken, 0 not (why says why), -1 error (in err).
+ * Fills group_of (per node: its group, numbered in the order the kernels
+ * run; -1 outside members) and returns the number of groups, -1 on error.
+ * With debug, prints each boundary left and the scheduler's reason. */
+typedef int (*fu_merge_probe)(void *ctx, const bool *in_group, char *why, size_t nwhy);
+int fu_merge_groups(const fu_fusion *f, const bool *members, fu_merge_probe probe, void *ctx, int *group_of,
+                    bool debug, fu_error *err);
 
 /* Shared by the schedulers (kernel_common.c). */
 typedef struct fu_kernel_writer {

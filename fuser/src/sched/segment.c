@@ -4,25 +4,22 @@
  *
  * 1. Composites are expanded (fu_fusion_decompose); identical ops are merged
  *    and dead ops dropped (so a fused forward+backward computes its row
- *    statistics once).
+ *    statistics once); degenerate shapes are rewritten (canonical_op: empty
+ *    tensors, reductions over extent-0 and extent-1 axes).
  * 2. segment_set outputs start a new level: everything that reads one runs in
  *    a later kernel.
- * 3. Each level is offered whole to the scatter, reduction and pointwise
- *    schedulers. If none takes it, it is split at its reductions and
- *    scatters (their results materialized) and each part offered again; as a
- *    last resort every op becomes its own kernel, which the schedulers always
- *    take.
+ * 3. Each level is offered whole to the schedulers of the registry
+ *    (registry.c), in priority order. If none takes it, the merging
+ *    segmenter (merge.c) starts from one op a group and merges neighbours
+ *    while a scheduler takes the merged group; the groups are then planned in
+ *    order. A single op is always taken, so every valid fusion plans.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
-
-static const char *const sched_names[] = {
-    [FU_SCHED_POINTWISE] = "pointwise", [FU_SCHED_REDUCTION] = "reduction", [FU_SCHED_SCATTER] = "scatter"};
-
-const char *fu_sched_name(fu_sched s) { return (unsigned)s <= FU_SCHED_SCATTER ? sched_names[s] : "?"; }
 
 void fu_plan_options_default(fu_plan_options *o)
 {
@@ -59,9 +56,84 @@ static bool is_output(const fu_fusion *f, fu_tensor t)
     return false;
 }
 
-/* Common-subexpression and dead-op elimination into a new fusion. */
-static fu_status simplify(const fu_fusion *f, fu_fusion **out, fu_error *err)
+/* A 16-bit scatter with atomic adds accumulates in f32, as PyTorch's
+ * embedding backward does (each add rounded to bf16 loses up to 14% on a row
+ * that half the tokens hit): the adds go into an f32 tensor, and a pointwise
+ * kernel adds the base and rounds once. Cost: one more kernel, and beside
+ * the 16-bit output's bytes an f32 copy of it zeroed, added into and read
+ * back (3 x 4 bytes an element more than the 2-byte memset it replaces). */
+static fu_tensor atomic_in_f32(fu_fusion *d, const fu_node *n, const fu_tensor *in, const char *name)
 {
+    const fu_value *base = fu_val(d, in[0]);
+    fu_dtype dt = base->dtype;
+    char part[FU_MAX_NAME + 16];
+    snprintf(part, sizeof part, "%.*s.zero32", FU_MAX_NAME - 8, name);
+    fu_tensor zeros = fu_full(d, base->rank, base->shape, 0.0, FU_F32, part);
+    snprintf(part, sizeof part, "%.*s.src32", FU_MAX_NAME - 8, name);
+    fu_tensor src = fu_cast(d, in[2], FU_F32, part);
+    snprintf(part, sizeof part, "%.*s.acc32", FU_MAX_NAME - 8, name);
+    fu_tensor ops[3] = {zeros, in[1], src};
+    fu_tensor acc = fu_add_op(d, n->op, 3, ops, &n->attrs, part);
+    snprintf(part, sizeof part, "%.*s.base32", FU_MAX_NAME - 8, name);
+    fu_tensor base32 = fu_cast(d, in[0], FU_F32, part);
+    snprintf(part, sizeof part, "%.*s.sum32", FU_MAX_NAME - 8, name);
+    fu_tensor sum = fu_binary(d, FU_OP_ADD, base32, acc, part);
+    return fu_cast(d, sum, dt, name);
+}
+
+/* Degenerate shapes, rewritten so that every scheduler sees only reductions
+ * over axes of extent > 1 and non-empty tensors (issue 19 item 1):
+ *   - an op whose output has no elements: full(shape, 0) (nothing to compute;
+ *     the executor launches no kernel for it); a scatter of an empty index
+ *     its base;
+ *   - a reduction over an axis of extent 0: full(shape, identity), the values
+ *     the interpreter gives (sum 0, max -inf, min inf, mean NaN);
+ *   - a reduction whose reduced axes all have extent 1: a reshape of its
+ *     input; reduced axes of extent 1 beside others are dropped from a
+ *     reduction that keeps some axes.
+ * Returns the tensor of d standing for n's output, or -1 to copy n as it is. */
+static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n, const fu_tensor *in,
+                              const fu_plan_options *opts)
+{
+    const fu_value *ov = fu_val(f, n->output);
+    const char *name = ov->name;
+    if (fu_op_kind_of(n->op) == FU_KIND_SCATTER && (ov->dtype == FU_BF16 || ov->dtype == FU_F16) &&
+        fu_scatter_is_atomic(f, n, opts) && fu_tensor_numel(d, in[1]) > 0)
+        return atomic_in_f32(d, n, in, name);
+    if (fu_shape_numel(ov->rank, ov->shape) == 0) return fu_full(d, ov->rank, ov->shape, 0.0, ov->dtype, name);
+    /* a scatter of nothing is its base */
+    if (fu_op_kind_of(n->op) == FU_KIND_SCATTER && fu_tensor_numel(d, in[1]) == 0 && fu_val(d, in[0])->dtype == ov->dtype)
+        return in[0];
+    if (fu_op_kind_of(n->op) != FU_KIND_REDUCE) return -1;
+    const fu_value *xv = fu_val(d, in[0]);
+    bool reduced[FU_MAX_RANK];
+    fu_reduced_axes(&n->attrs, xv->rank, reduced);
+    int keep[FU_MAX_RANK], nkeep = 0, nreduced = 0;
+    bool empty = false;
+    for (int a = 0; a < xv->rank; a++) {
+        if (!reduced[a]) continue;
+        nreduced++;
+        empty |= xv->shape[a] == 0;
+        if (xv->shape[a] != 1) keep[nkeep++] = a;
+    }
+    bool is_float = ov->dtype == FU_F32 || ov->dtype == FU_F16 || ov->dtype == FU_BF16 || ov->dtype == FU_F64;
+    if (empty && (is_float || n->op == FU_OP_SUM)) {
+        double v = n->op == FU_OP_SUM ? 0.0 : n->op == FU_OP_RMAX ? -INFINITY : n->op == FU_OP_RMIN ? INFINITY : NAN;
+        return fu_full(d, ov->rank, ov->shape, v, ov->dtype, name);
+    }
+    /* a reduction over every axis stays one (a grid reduction of the rows) */
+    if (empty || nkeep == nreduced || (nkeep > 0 && nreduced == xv->rank)) return -1;
+    if (nkeep == 0) return fu_reshape(d, in[0], ov->rank, ov->shape, name);
+    char part[FU_MAX_NAME + 8];
+    snprintf(part, sizeof part, "%.*s.r", FU_MAX_NAME - 3, name);
+    fu_tensor r = fu_reduce(d, n->op, in[0], nkeep, keep, true, part);
+    return fu_reshape(d, r, ov->rank, ov->shape, name);
+}
+
+/* Common-subexpression and dead-op elimination into a new fusion. */
+static fu_status simplify(const fu_fusion *f, const fu_plan_options *opts, fu_fusion **out, int *rewrites, fu_error *err)
+{
+    *rewrites = 0;
     bool *live = fu_calloc((size_t)f->nvalues, sizeof *live);
     fu_tensor *map = fu_calloc((size_t)f->nvalues, sizeof *map);
     fu_fusion *d = fu_fusion_new(f->name);
@@ -84,6 +156,13 @@ static fu_status simplify(const fu_fusion *f, fu_fusion **out, fu_error *err)
         if (!live[n->output]) continue;
         fu_tensor in[FU_MAX_OP_INPUTS];
         for (int k = 0; k < n->ninputs; k++) in[k] = map[n->inputs[k]];
+        fu_fusion_set_location(d, NULL, n->line, n->column);
+        fu_tensor canon = canonical_op(d, f, n, in, opts);
+        if (canon >= 0) {
+            map[n->output] = canon;
+            *rewrites += n->op != FU_OP_FULL;
+            continue;
+        }
         fu_tensor found = -1;
         if (!is_output(f, n->output))
             for (int j = 0; j < d->nnodes && found < 0; j++) {
@@ -116,6 +195,7 @@ static fu_status simplify(const fu_fusion *f, fu_fusion **out, fu_error *err)
 
 typedef struct seg_ctx {
     fu_plan *plan;
+    bool *all_materialized; /* per tensor, all true: what a probe may read */
     const fu_plan_options *opts;
     fu_error *err;
 } seg_ctx;
@@ -130,10 +210,11 @@ static fu_status add_kernel(seg_ctx *s, const fu_kernel_plan *kp)
     return FU_OK;
 }
 
-static void kernel_plan_clear(fu_kernel_plan *kp)
+void fu_kernel_plan_clear(fu_kernel_plan *kp)
 {
     fu_free(kp->ops);
     fu_free(kp->params);
+    fu_free(kp->params_json);
     fu_free(kp->source);
     memset(kp, 0, sizeof *kp);
 }
@@ -157,8 +238,11 @@ static int group_outputs(const fu_fusion *f, const bool *in_group, fu_tensor *ou
 }
 
 /* Offers a group to the schedulers. Returns 1 when taken, 0 when not (with
- * the reasons in why), -1 on error. */
-static int try_group(seg_ctx *s, const bool *in_group, char *why, size_t nwhy)
+ * the reasons in why), -1 on error. With commit, the kernel joins the plan
+ * and its outputs are materialized; without (a probe of the merging
+ * segmenter), every tensor the group reads from outside counts as in memory,
+ * as it will be once the groups before it are planned. */
+static int offer_group(seg_ctx *s, const bool *in_group, bool commit, char *why, size_t nwhy)
 {
     fu_plan *p = s->plan;
     const fu_fusion *f = p->fusion;
@@ -167,34 +251,37 @@ static int try_group(seg_ctx *s, const bool *in_group, char *why, size_t nwhy)
         fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
         return -1;
     }
-    fu_group g = {f, s->opts, in_group, p->materialized, outs, group_outputs(f, in_group, outs), p->nkernels};
-    bool any_scatter = fu_group_has_op_kind(&g, FU_KIND_SCATTER);
-    bool any_reduce = fu_group_has_op_kind(&g, FU_KIND_REDUCE);
+    fu_group g = {f, s->opts, in_group, commit ? p->materialized : s->all_materialized, outs,
+                  group_outputs(f, in_group, outs), p->nkernels};
     fu_kernel_plan kp;
     memset(&kp, 0, sizeof kp);
-    bool ok;
-    if (any_scatter) ok = fu_sched_scatter(&g, &kp, why, nwhy);
-    else if (any_reduce) ok = fu_sched_reduction(&g, &kp, why, nwhy);
-    else ok = fu_sched_pointwise(&g, &kp, why, nwhy);
-    if (ok) {
-        for (int i = 0; i < g.noutputs; i++) p->materialized[outs[i]] = true;
+    bool ok = fu_schedule_group(&g, &kp, why, nwhy);
+    if (ok && commit) {
+        for (int i = 0; i < g.noutputs; i++) {
+            p->materialized[outs[i]] = true;
+            if (p->alias_of[outs[i]] >= 0) p->materialized[p->alias_of[outs[i]]] = true;
+        }
         if (add_kernel(s, &kp)) {
-            kernel_plan_clear(&kp);
-            ok = false;
+            fu_kernel_plan_clear(&kp);
             fu_free(outs);
             return -1;
         }
     } else {
-        kernel_plan_clear(&kp);
+        fu_kernel_plan_clear(&kp);
     }
     fu_free(outs);
     return ok ? 1 : 0;
 }
 
-static bool is_anchor(const fu_node *n)
+static int probe_group(void *ctx, const bool *in_group, char *why, size_t nwhy)
 {
-    fu_op_kind k = fu_op_kind_of(n->op);
-    return k == FU_KIND_REDUCE || k == FU_KIND_SCATTER;
+    return offer_group(ctx, in_group, false, why, nwhy);
+}
+
+static bool debug_level(int level)
+{
+    const char *debug = getenv("FUSER_DEBUG");
+    return debug && atoi(debug) >= level;
 }
 
 /* Splits `members` (nodes) into levels separated by ops for which
@@ -220,20 +307,18 @@ static int levels_by(const fu_fusion *f, const bool *members, bool (*cut)(const 
 
 static bool cut_segment_set(const fu_node *n) { return n->op == FU_OP_SEGMENT_SET; }
 
-static fu_status schedule_members(seg_ctx *s, const bool *members);
-
 /* Last resort: one kernel per op. Every scheduler takes a single op. */
 static fu_status one_op_per_kernel(seg_ctx *s, const bool *members)
 {
     const fu_fusion *f = s->plan->fusion;
-    bool *one = fu_calloc((size_t)f->nnodes, sizeof *one);
+    bool *one = fu_calloc((size_t)f->nnodes + 1, sizeof *one);
     if (!one) return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
     char why[512] = "";
     for (int i = 0; i < f->nnodes; i++) {
         if (!members[i]) continue;
         memset(one, 0, (size_t)f->nnodes * sizeof *one);
         one[i] = true;
-        int r = try_group(s, one, why, sizeof why);
+        int r = offer_group(s, one, true, why, sizeof why);
         if (r < 0) break;
         if (r == 0) {
             fu_free(one);
@@ -245,43 +330,89 @@ static fu_status one_op_per_kernel(seg_ctx *s, const bool *members)
     return s->err->status;
 }
 
-/* Schedules the members level by level (levels_by cut); each level is tried
- * as one group (recursively) when always_recurse or the cut split the members
- * at all, else one op per kernel. */
-static fu_status schedule_levels(seg_ctx *s, const bool *members, bool (*cut)(const fu_node *), bool always_recurse)
+static bool is_read(const fu_fusion *f, fu_tensor t)
+{
+    for (int i = 0; i < f->nnodes; i++)
+        for (int k = 0; k < f->nodes[i].ninputs; k++)
+            if (f->nodes[i].inputs[k] == t) return true;
+    return false;
+}
+
+/* A fusion output that reshapes a tensor computed here (not itself an output)
+ * and that no op reads needs no kernel of its own: the tensor is written into the output's buffer
+ * (a reshape of a dense tensor is the same bytes). Those reshapes leave the
+ * members; the tensor becomes the output of whatever group computes it. */
+static void alias_output_reshapes(fu_plan *p, bool *members)
+{
+    const fu_fusion *f = p->fusion;
+    for (int i = 0; i < f->nnodes; i++) {
+        const fu_node *n = &f->nodes[i];
+        if (!members[i] || n->op != FU_OP_RESHAPE || !is_output(f, n->output) || is_read(f, n->output)) continue;
+        fu_tensor t = n->inputs[0];
+        int producer = f->values[t].producer;
+        if (producer < 0 || !members[producer] || is_output(f, t) || p->alias_of[t] >= 0) continue;
+        p->alias_of[t] = n->output;
+        members[i] = false;
+    }
+}
+
+/* The members as one kernel if a scheduler takes them whole, else the groups
+ * of the merging segmenter (merge.c), planned in their topological order. */
+static fu_status schedule_members(seg_ctx *s, const bool *members)
+{
+    const fu_fusion *f = s->plan->fusion;
+    char why[512] = "";
+    int r = offer_group(s, members, true, why, sizeof why);
+    if (r < 0) return s->err->status;
+    if (r == 1) return FU_OK;
+    /* FUSER_DEBUG=1 says why a group had to be split (the debug ladder's first rung). */
+    bool debug = debug_level(1);
+    if (debug) fprintf(stderr, "fuser: splitting '%s': %s\n", f->name, why);
+    int *group_of = fu_malloc(((size_t)f->nnodes + 1) * sizeof *group_of);
+    bool *sub = fu_calloc((size_t)f->nnodes + 1, sizeof *sub);
+    bool *rest = fu_malloc((size_t)f->nnodes + 1);
+    if (!group_of || !sub || !rest) {
+        fu_free(group_of);
+        fu_free(sub);
+        fu_free(rest);
+        return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
+    }
+    memcpy(rest, members, (size_t)f->nnodes);
+    alias_output_reshapes(s->plan, rest);
+    int ngroups = fu_merge_groups(f, rest, probe_group, s, group_of, debug, s->err);
+    fu_free(rest);
+    fu_status st = ngroups < 0 ? s->err->status : FU_OK;
+    for (int g = 0; g < ngroups && st == FU_OK; g++) {
+        for (int i = 0; i < f->nnodes; i++) sub[i] = group_of[i] == g;
+        r = offer_group(s, sub, true, why, sizeof why);
+        if (r < 0) st = s->err->status;
+        else if (r == 0) st = one_op_per_kernel(s, sub); /* a probe took it: not expected */
+    }
+    fu_free(group_of);
+    fu_free(sub);
+    return st;
+}
+
+/* segment_set levels, each scheduled as members. */
+static fu_status schedule_levels(seg_ctx *s, const bool *members)
 {
     const fu_fusion *f = s->plan->fusion;
     int *level = fu_calloc((size_t)f->nnodes + 1, sizeof *level);
     bool *sub = fu_calloc((size_t)f->nnodes + 1, sizeof *sub);
     fu_status st = FU_OK;
     if (!level || !sub) st = fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
-    int max = st ? -1 : levels_by(f, members, cut, level);
-    bool recurse = always_recurse || max > 0;
+    int max = st ? -1 : levels_by(f, members, cut_segment_set, level);
     for (int l = 0; l <= max && st == FU_OK; l++) {
         bool any = false;
         for (int i = 0; i < f->nnodes; i++) {
             sub[i] = members[i] && level[i] == l;
             any |= sub[i];
         }
-        if (!any) continue;
-        st = recurse ? schedule_members(s, sub) : one_op_per_kernel(s, sub);
+        if (any) st = schedule_members(s, sub);
     }
     fu_free(level);
     fu_free(sub);
     return st;
-}
-
-static fu_status schedule_members(seg_ctx *s, const bool *members)
-{
-    char why[512] = "";
-    int r = try_group(s, members, why, sizeof why);
-    if (r < 0) return s->err->status;
-    if (r == 1) return FU_OK;
-    /* FUSER_DEBUG=1 says why a group had to be split (the debug ladder's first rung). */
-    const char *debug = getenv("FUSER_DEBUG");
-    if (debug && atoi(debug) >= 1) fprintf(stderr, "fuser: splitting '%s': %s\n", s->plan->fusion->name, why);
-    /* Split at reductions and scatters; if a part still fails, one op each. */
-    return schedule_levels(s, members, is_anchor, false) == FU_OK ? FU_OK : s->err->status;
 }
 
 static fu_status plan_fusion(seg_ctx *s)
@@ -291,7 +422,7 @@ static fu_status plan_fusion(seg_ctx *s)
     bool *all = fu_calloc((size_t)f->nnodes + 1, sizeof *all);
     if (!all) return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
     for (int i = 0; i < f->nnodes; i++) all[i] = true;
-    fu_status st = schedule_levels(s, all, cut_segment_set, true);
+    fu_status st = schedule_levels(s, all);
     fu_free(all);
     return st;
 }
@@ -309,28 +440,45 @@ fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan
     fu_fusion *dec = NULL, *simple = NULL;
     fu_status st = fu_fusion_decompose(f, &dec, err);
     if (st) return st;
-    st = simplify(dec, &simple, err);
+    int rewrites = 0;
+    st = simplify(dec, opts, &simple, &rewrites, err);
     fu_fusion_free(dec);
     if (st) return st;
+    if (rewrites) { /* again: what the rewrites left dead goes */
+        fu_fusion *again = NULL;
+        st = simplify(simple, opts, &again, &rewrites, err);
+        fu_fusion_free(simple);
+        if (st) return st;
+        simple = again;
+    }
     fu_plan *p = fu_calloc(1, sizeof *p);
-    if (!p || !(p->materialized = fu_calloc((size_t)simple->nvalues, sizeof(bool)))) {
+    if (!p || !(p->materialized = fu_calloc((size_t)simple->nvalues, sizeof(bool))) ||
+        !(p->alias_of = fu_malloc(((size_t)simple->nvalues + 1) * sizeof *p->alias_of))) {
+        if (p) fu_free(p->materialized);
         fu_free(p);
         fu_fusion_free(simple);
         return fu_error_set(err, FU_ERR_NOMEM, "out of memory planning '%s'", f->name);
     }
     p->fusion = simple;
+    for (int t = 0; t < simple->nvalues; t++) p->alias_of[t] = -1;
+    p->lower_bound = fu_kernels_lower_bound(simple);
     for (int i = 0; i < simple->ninputs; i++) p->materialized[simple->inputs[i]] = true;
     for (int i = 0; i < simple->noutputs; i++)
         if (simple->values[simple->outputs[i]].producer < 0) p->ncopies++;
     err->status = FU_OK; /* schedulers report through err; start clean */
     err->message[0] = '\0';
-    seg_ctx s = {p, opts, err};
-    st = plan_fusion(&s);
+    seg_ctx s = {p, fu_malloc((size_t)simple->nvalues + 1), opts, err};
+    if (!s.all_materialized) st = fu_error_set(err, FU_ERR_NOMEM, "out of memory planning '%s'", f->name);
+    else {
+        memset(s.all_materialized, 1, (size_t)simple->nvalues + 1);
+        st = plan_fusion(&s);
+    }
+    fu_free(s.all_materialized);
     if (st == FU_OK) {
         p->intermediates = fu_malloc((size_t)simple->nvalues * sizeof *p->intermediates);
         if (!p->intermediates) st = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
         for (int t = 0; st == FU_OK && t < simple->nvalues; t++)
-            if (p->materialized[t] && simple->values[t].input_index < 0 && !is_output(simple, t))
+            if (p->materialized[t] && simple->values[t].input_index < 0 && !is_output(simple, t) && p->alias_of[t] < 0)
                 p->intermediates[p->nintermediates++] = t;
     }
     if (st) {
@@ -344,9 +492,10 @@ fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan
 void fu_plan_free(fu_plan *p)
 {
     if (!p) return;
-    for (int i = 0; i < p->nkernels; i++) kernel_plan_clear(&p->kernels[i]);
+    for (int i = 0; i < p->nkernels; i++) fu_kernel_plan_clear(&p->kernels[i]);
     fu_free(p->kernels);
     fu_free(p->materialized);
+    fu_free(p->alias_of);
     fu_free(p->intermediates);
     fu_fusion_free(p->fusion);
     fu_free(p);
@@ -361,7 +510,8 @@ char *fu_plan_json(const fu_plan *p, char *const *kernel_extra, const char *top_
     const fu_fusion *f = p->fusion;
     fu_sb_puts(&sb, "{\"fusion\": ");
     fu_sb_json_string(&sb, f->name);
-    fu_sb_printf(&sb, ", \"segments\": %d, \"copies\": %d, \"kernels\": [", p->nkernels, p->ncopies);
+    fu_sb_printf(&sb, ", \"segments\": %d, \"copies\": %d, \"lower_bound\": %d, \"kernels\": [", p->nkernels, p->ncopies,
+                 p->lower_bound);
     for (int i = 0; i < p->nkernels; i++) {
         const fu_kernel_plan *k = &p->kernels[i];
         fu_sb_puts(&sb, i ? ", {\"name\": " : "{\"name\": ");
@@ -379,6 +529,7 @@ char *fu_plan_json(const fu_plan *p, char *const *kernel_extra, const char *top_
                      k->grid, k->block, k->shared_bytes, k->workspace_bytes,
                      k->zero_before >= 0 || k->copy_before >= 0 ? "true" : "false");
         fu_sb_json_string(&sb, k->config);
+        fu_sb_printf(&sb, ", \"params\": %s", k->params_json ? k->params_json : "null");
         if (kernel_extra && kernel_extra[i]) fu_sb_puts(&sb, kernel_extra[i]);
         fu_sb_puts(&sb, "}");
     }
@@ -407,5 +558,7 @@ char *fu_plan_text(const fu_plan *p)
             if (k->params[j].is_output) fu_sb_printf(&sb, " %s", f->values[k->params[j].tensor].name);
         fu_sb_puts(&sb, "\n");
     }
+    if (p->nkernels > p->lower_bound)
+        fu_sb_printf(&sb, "  (the math forces at least %d kernel%s)\n", p->lower_bound, p->lower_bound == 1 ? "" : "s");
     return fu_sb_take(&sb);
 }

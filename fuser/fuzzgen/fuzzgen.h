@@ -1,0 +1,56 @@
+/*
+ * fuzzgen.h -- the random-fusion generator (gen.c) and its checker
+ * (check.c), shared by the `fuser-fuzz` command and its tests.
+ */
+#ifndef FUSER_FUZZGEN_H
+#define FUSER_FUZZGEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fuser.h"
+
+typedef struct fu_runtime fu_runtime;
+
+/* The index-th fusion of a seed (a verified fusion named fz_SEED_INDEX), or
+ * NULL when out of memory. The same (seed, index) always gives the same fusion. */
+fu_fusion *fz_generate(uint64_t seed, int index);
+
+typedef enum fz_device {
+    FZ_PLAN,    /* plan and interpret only */
+    FZ_COMPILE, /* and compile every kernel with NVRTC */
+    FZ_GPU      /* and run on the GPU against the interpreter */
+} fz_device;
+
+typedef struct fz_report {
+    int fusions, failures;
+    int unplannable, interp_failures, compile_failures, gpu_failures, mismatches;
+    int above_bound;          /* fusions planned to more kernels than the lower bound */
+    int below_bound;          /* more than the bound allows: a bug in one of the two */
+    int kernels_hist[9];      /* fusions by kernel count (8: 8 or more) */
+    int bound_hist[9];        /* fusions by lower bound */
+    int excess_hist[5];       /* fusions by kernels - bound (4: 4 or more) */
+    long long ops_hist[FU_OP_COUNT]; /* generated ops by kind */
+    double seconds;
+} fz_report;
+
+/* Checks each fusion (owned by the caller): it plans (fu_plan_build), its
+ * kernel count is at least the lower bound, the interpreter runs it with
+ * seeded random inputs, and with FZ_COMPILE its kernels compile, with FZ_GPU
+ * the GPU agrees with the interpreter (f32: max|gpu - cpu| / max|cpu| <= 1e-5;
+ * bf16 and f16: <= 5e-2, the suites' element tolerance; integers exactly).
+ * Each failure is one line on `log`. rt: the runtime (compile-only or with a
+ * device; NULL for FZ_PLAN). */
+void fz_check(fu_fusion *const *fusions, int n, fz_device dev, fu_runtime *rt, FILE *log, fz_report *rep);
+/* max|gpu - cpu| / max|cpu| (NaN against NaN and equal infinities agree;
+ * max|gpu - cpu| where the reference is all zero); integers: the count of
+ * elements that differ. */
+double fz_difference(const fu_host_tensor *gpu, const fu_host_tensor *cpu);
+/* What fz_check allows: f32 and f64 1e-5, bf16 and f16 5e-2, integers 0. */
+double fz_tolerance(fu_dtype dt);
+
+/* The summary: counts and the kernel-count distribution beside the bound. */
+void fz_print_report(FILE *out, const fz_report *rep);
+
+#endif

@@ -1,0 +1,409 @@
+/*
+ * gen.c -- seeded random fusions from the documented ops, for stress-testing
+ * the planner against the interpreter (see fuzzgen.h).
+ *
+ * A fusion starts from one to three inputs of a base shape (rank 1 to 4, odd
+ * and degenerate extents: 0, 1, primes, powers of two) and grows a pool of
+ * tensors by 3 to 14 steps, each picking a recent tensor and one of: a
+ * unary op (in a numerically tame form: exp of a tanh, log1p of an abs ...),
+ * a binary op with a broadcast-compatible pool tensor or a literal, a
+ * reduction over random axes (keepdim or not), a normalization (x minus or
+ * over its reduction), a softmax or log_softmax, a slice, a reshape (merge,
+ * split or unsqueeze), a permute, a broadcast, a gather (take_along_axis or
+ * index_select with an index input), a scatter (index_add into zeros) or a
+ * cast between f32 and bf16. The last tensor is an output, and sometimes an
+ * earlier one too. Every tensor stays under FZ_MAX_NUMEL elements so that the
+ * interpreter checks hundreds in seconds.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fuzzgen.h"
+#include "ir.h"
+
+#define FZ_MAX_NUMEL (1 << 16)
+#define FZ_MAX_POOL 64
+
+typedef struct fz_rng {
+    uint64_t s;
+} fz_rng;
+
+static uint64_t fz_next(fz_rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int below(fz_rng *r, int n) { return n <= 1 ? 0 : (int)(fz_next(r) % (uint64_t)n); }
+static bool chance(fz_rng *r, int percent) { return below(r, 100) < percent; }
+
+typedef struct gen {
+    fz_rng rng;
+    fu_fusion *f;
+    fu_tensor pool[FZ_MAX_POOL];
+    int npool;
+    int nnames;
+    int ninputs;
+} gen;
+
+static const char *next_name(gen *g, char *buf, size_t n)
+{
+    snprintf(buf, n, "v%d", g->nnames++);
+    return buf;
+}
+
+static void push(gen *g, fu_tensor t)
+{
+    if (t < 0) return;
+    if (g->npool == FZ_MAX_POOL) {
+        memmove(g->pool + 8, g->pool + 9, (size_t)(FZ_MAX_POOL - 9) * sizeof *g->pool); /* keep the inputs */
+        g->npool--;
+    }
+    g->pool[g->npool++] = t;
+}
+
+static int rank_of(gen *g, fu_tensor t) { return fu_tensor_rank(g->f, t); }
+static const int64_t *shape_of(gen *g, fu_tensor t) { return fu_tensor_shape(g->f, t); }
+static fu_dtype dtype_of(gen *g, fu_tensor t) { return fu_tensor_dtype(g->f, t); }
+static bool is_float(fu_dtype d) { return d == FU_F32 || d == FU_BF16; }
+
+/* A recent float tensor of the pool (the last three most of the time). */
+static fu_tensor pick(gen *g)
+{
+    for (int tries = 0; tries < 16; tries++) {
+        int i = chance(&g->rng, 70) ? g->npool - 1 - below(&g->rng, g->npool < 3 ? g->npool : 3) : below(&g->rng, g->npool);
+        if (is_float(dtype_of(g, g->pool[i]))) return g->pool[i];
+    }
+    return g->pool[0];
+}
+
+static int64_t pick_extent(gen *g)
+{
+    static const int64_t extents[] = {1, 2, 3, 4, 5, 7, 8, 13, 16, 31, 32, 64, 100, 128, 255, 256, 384, 1000, 1024};
+    if (chance(&g->rng, 2)) return 0;
+    return extents[below(&g->rng, (int)(sizeof extents / sizeof extents[0]))];
+}
+
+static fu_tensor scalar(gen *g, double v, fu_dtype dt)
+{
+    char nm[16];
+    return fu_full(g->f, 0, NULL, v, dt, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor unary(gen *g, fu_op op, fu_tensor a)
+{
+    char nm[16];
+    return fu_unary(g->f, op, a, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor binary(gen *g, fu_op op, fu_tensor a, fu_tensor b)
+{
+    char nm[16];
+    if (dtype_of(g, b) != dtype_of(g, a)) b = fu_cast(g->f, b, dtype_of(g, a), next_name(g, nm, sizeof nm));
+    return fu_binary(g->f, op, a, b, next_name(g, nm, sizeof nm));
+}
+
+/* |a| + 1: a safe divisor, log argument or rsqrt argument */
+static fu_tensor positive(gen *g, fu_tensor a)
+{
+    return binary(g, FU_OP_ADD, unary(g, FU_OP_ABS, a), scalar(g, 1.0, dtype_of(g, a)));
+}
+
+static fu_tensor step_unary(gen *g, fu_tensor a)
+{
+    switch (below(&g->rng, 8)) {
+    case 0: return unary(g, FU_OP_NEG, a);
+    case 1: return unary(g, FU_OP_ABS, a);
+    case 2: return unary(g, FU_OP_TANH, a);
+    case 3: return unary(g, FU_OP_SIGMOID, a);
+    case 4: return unary(g, FU_OP_EXP, unary(g, FU_OP_TANH, a));
+    case 5: return unary(g, FU_OP_LOG1P, unary(g, FU_OP_ABS, a));
+    case 6: return unary(g, FU_OP_SQRT, unary(g, FU_OP_ABS, a));
+    default: return unary(g, FU_OP_RSQRT, positive(g, a));
+    }
+}
+
+static fu_tensor step_binary(gen *g, fu_tensor a)
+{
+    static const fu_op ops[] = {FU_OP_ADD, FU_OP_SUB, FU_OP_MUL, FU_OP_MAX, FU_OP_MIN, FU_OP_DIV};
+    fu_op op = ops[below(&g->rng, 6)];
+    fu_tensor b = -1;
+    for (int tries = 0; tries < 6 && b < 0; tries++) {
+        fu_tensor c = g->pool[below(&g->rng, g->npool)];
+        int r;
+        int64_t out[FU_MAX_RANK];
+        if (c != a && is_float(dtype_of(g, c)) &&
+            fu_shape_broadcast(rank_of(g, a), shape_of(g, a), rank_of(g, c), shape_of(g, c), &r, out) &&
+            fu_shape_numel(r, out) <= FZ_MAX_NUMEL)
+            b = c;
+    }
+    if (b < 0) b = scalar(g, (double)(below(&g->rng, 7) - 3) * 0.5 + 0.25, dtype_of(g, a));
+    if (op == FU_OP_DIV) b = positive(g, b);
+    return chance(&g->rng, 50) ? binary(g, op, a, b) : binary(g, op, b, a) /* b may broadcast a */;
+}
+
+static void random_axes(gen *g, int rank, int *axes, int *naxes)
+{
+    *naxes = 0;
+    for (int a = 0; a < rank; a++)
+        if (chance(&g->rng, 40)) axes[(*naxes)++] = a;
+    if (*naxes == 0) axes[(*naxes)++] = below(&g->rng, rank);
+}
+
+static fu_op reduce_op(gen *g)
+{
+    static const fu_op ops[] = {FU_OP_SUM, FU_OP_RMAX, FU_OP_RMIN, FU_OP_MEAN};
+    return ops[below(&g->rng, 4)];
+}
+
+static fu_tensor step_reduce(gen *g, fu_tensor a, bool normalize)
+{
+    int rank = rank_of(g, a), axes[FU_MAX_RANK], naxes;
+    if (rank == 0) return step_unary(g, a);
+    random_axes(g, rank, axes, &naxes);
+    fu_op op = reduce_op(g);
+    /* max and min of an empty axis have no identity */
+    for (int k = 0; k < naxes && op != FU_OP_SUM; k++)
+        if (shape_of(g, a)[axes[k]] == 0) op = FU_OP_SUM;
+    char nm[16];
+    if (!normalize) {
+        if (chance(&g->rng, 15)) naxes = 0; /* every axis */
+        return fu_reduce(g->f, op, a, naxes, axes, chance(&g->rng, 50), next_name(g, nm, sizeof nm));
+    }
+    fu_tensor r = fu_reduce(g->f, op, a, naxes, axes, true, next_name(g, nm, sizeof nm));
+    return chance(&g->rng, 50) ? binary(g, FU_OP_SUB, a, r) : binary(g, FU_OP_DIV, a, positive(g, r));
+}
+
+static fu_tensor step_softmax(gen *g, fu_tensor a)
+{
+    int rank = rank_of(g, a);
+    if (rank == 0) return step_unary(g, a);
+    int axis = below(&g->rng, rank);
+    if (shape_of(g, a)[axis] == 0) return step_unary(g, a);
+    char nm[16];
+    if (chance(&g->rng, 50)) return fu_softmax(g->f, a, axis, next_name(g, nm, sizeof nm));
+    return fu_log_softmax(g->f, a, axis, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor step_slice(gen *g, fu_tensor a)
+{
+    int rank = rank_of(g, a);
+    const int64_t *sh = shape_of(g, a);
+    int64_t start[FU_MAX_RANK], stop[FU_MAX_RANK], step[FU_MAX_RANK];
+    bool any = false;
+    for (int i = 0; i < rank; i++) {
+        start[i] = 0;
+        stop[i] = sh[i];
+        step[i] = 1;
+        if (sh[i] >= 2 && chance(&g->rng, 60)) {
+            start[i] = below(&g->rng, (int)(sh[i] / 2));
+            stop[i] = start[i] + 1 + below(&g->rng, (int)(sh[i] - start[i]));
+            step[i] = chance(&g->rng, 25) ? 2 : 1;
+            any = true;
+        }
+    }
+    if (!any) return step_unary(g, a);
+    char nm[16];
+    return fu_slice(g->f, a, start, stop, step, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor step_reshape(gen *g, fu_tensor a)
+{
+    int rank = rank_of(g, a);
+    const int64_t *sh = shape_of(g, a);
+    int64_t out[FU_MAX_RANK];
+    int r = 0;
+    int kind = below(&g->rng, 3);
+    char nm[16];
+    if (kind == 0 && rank >= 2) { /* merge two neighbouring axes */
+        int at = below(&g->rng, rank - 1);
+        for (int i = 0; i < rank; i++) {
+            if (i == at + 1) continue;
+            out[r++] = i == at ? sh[i] * sh[i + 1] : sh[i];
+        }
+    } else if (kind == 1 && rank < FU_MAX_RANK && rank >= 1) { /* split an axis by 2 or 3 */
+        int at = below(&g->rng, rank);
+        int64_t by = sh[at] % 2 == 0 && sh[at] > 0 ? 2 : sh[at] % 3 == 0 && sh[at] > 0 ? 3 : 0;
+        if (!by) return step_unary(g, a);
+        for (int i = 0; i < rank; i++) {
+            if (i == at) {
+                out[r++] = sh[i] / by;
+                out[r++] = by;
+            } else {
+                out[r++] = sh[i];
+            }
+        }
+    } else if (rank < 4) { /* unsqueeze */
+        int at = below(&g->rng, rank + 1);
+        for (int i = 0; i <= rank; i++) out[r++] = i == at ? 1 : sh[i < at ? i : i - 1];
+    } else {
+        return step_unary(g, a);
+    }
+    return fu_reshape(g->f, a, r, out, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor step_permute(gen *g, fu_tensor a)
+{
+    int rank = rank_of(g, a);
+    if (rank < 2) return step_unary(g, a);
+    int perm[FU_MAX_RANK];
+    for (int i = 0; i < rank; i++) perm[i] = i;
+    for (int i = rank - 1; i > 0; i--) {
+        int j = below(&g->rng, i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    char nm[16];
+    return fu_permute(g->f, a, perm, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor step_broadcast(gen *g, fu_tensor a)
+{
+    int rank = rank_of(g, a);
+    const int64_t *sh = shape_of(g, a);
+    int64_t out[FU_MAX_RANK];
+    int r = 0;
+    int64_t numel = fu_shape_numel(rank, sh);
+    if (rank < 4 && chance(&g->rng, 40)) { /* a new leading axis */
+        int64_t k = 1 + below(&g->rng, 4);
+        out[r++] = k;
+        numel *= k;
+    }
+    for (int i = 0; i < rank; i++) {
+        out[r] = sh[i];
+        if (sh[i] == 1 && chance(&g->rng, 70)) out[r] = pick_extent(g);
+        if (out[r] > 0 && numel * out[r] / (sh[i] ? sh[i] : 1) > FZ_MAX_NUMEL) out[r] = sh[i];
+        numel = numel / (sh[i] ? sh[i] : 1) * out[r];
+        r++;
+    }
+    char nm[16];
+    return fu_broadcast(g->f, a, r, out, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor index_input(gen *g, int rank, const int64_t *shape)
+{
+    char nm[16];
+    snprintf(nm, sizeof nm, "idx%d", g->ninputs++);
+    return fu_input(g->f, nm, FU_I64, rank, shape);
+}
+
+static fu_tensor step_gather(gen *g, fu_tensor a)
+{
+    int rank = rank_of(g, a);
+    if (rank == 0) return step_unary(g, a);
+    int axis = below(&g->rng, rank);
+    const int64_t *sh = shape_of(g, a);
+    if (sh[axis] == 0) return step_unary(g, a);
+    char nm[16];
+    int64_t k = 1 + below(&g->rng, 5);
+    if (chance(&g->rng, 50)) {
+        int64_t ishape[FU_MAX_RANK];
+        memcpy(ishape, sh, (size_t)rank * sizeof *sh);
+        ishape[axis] = k;
+        return fu_take_along_axis(g->f, a, index_input(g, rank, ishape), axis, next_name(g, nm, sizeof nm));
+    }
+    return fu_index_select(g->f, a, index_input(g, 1, &k), axis, next_name(g, nm, sizeof nm));
+}
+
+/* index_add of a rank-2 tensor's rows into zeros of another height */
+static fu_tensor step_scatter(gen *g, fu_tensor a)
+{
+    if (rank_of(g, a) != 2) return step_reshape(g, a);
+    int64_t sh[2] = {shape_of(g, a)[0], shape_of(g, a)[1]}; /* copied: adding ops moves the shapes */
+    int64_t rows = 1 + below(&g->rng, 40), base_shape[2] = {rows, sh[1]};
+    if (rows * sh[1] > FZ_MAX_NUMEL) return step_unary(g, a);
+    char nm[16];
+    fu_tensor base = fu_full(g->f, 2, base_shape, 0.0, dtype_of(g, a), next_name(g, nm, sizeof nm));
+    fu_tensor ids = index_input(g, 1, &sh[0]);
+    return fu_index_add(g->f, base, ids, a, 0, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor step_cast(gen *g, fu_tensor a)
+{
+    char nm[16];
+    return fu_cast(g->f, a, dtype_of(g, a) == FU_F32 ? FU_BF16 : FU_F32, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor step(gen *g)
+{
+    fu_tensor a = pick(g);
+    int w = below(&g->rng, 100);
+    if (w < 17) return step_unary(g, a);
+    if (w < 36) return step_binary(g, a);
+    if (w < 50) return step_reduce(g, a, false);
+    if (w < 60) return step_reduce(g, a, true);
+    if (w < 65) return step_softmax(g, a);
+    if (w < 71) return step_slice(g, a);
+    if (w < 77) return step_reshape(g, a);
+    if (w < 83) return step_permute(g, a);
+    if (w < 87) return step_broadcast(g, a);
+    if (w < 93) return step_gather(g, a);
+    if (w < 95) return step_scatter(g, a);
+    return step_cast(g, a);
+}
+
+static fu_fusion *try_generate(uint64_t seed, int index, int attempt)
+{
+    gen g;
+    memset(&g, 0, sizeof g);
+    g.rng.s = seed * 0x100000001B3ull ^ ((uint64_t)index << 20) ^ (uint64_t)attempt;
+    fz_next(&g.rng);
+    char name[64];
+    snprintf(name, sizeof name, "fz_%llu_%d", (unsigned long long)seed, index);
+    g.f = fu_fusion_new(name);
+    if (!g.f) return NULL;
+    fu_dtype dt = chance(&g.rng, 30) ? FU_BF16 : FU_F32;
+    int rank = chance(&g.rng, 8) ? 4 : 1 + below(&g.rng, 3);
+    int64_t shape[FU_MAX_RANK];
+    for (int i = 0; i < rank; i++) shape[i] = pick_extent(&g);
+    for (;;) { /* shrink the largest axis until it fits */
+        int64_t n = fu_shape_numel(rank, shape);
+        if (n <= FZ_MAX_NUMEL / 4) break;
+        int big = 0;
+        for (int i = 1; i < rank; i++)
+            if (shape[i] > shape[big]) big = i;
+        shape[big] = (shape[big] + 1) / 2;
+    }
+    push(&g, fu_input(g.f, "x0", dt, rank, shape));
+    if (chance(&g.rng, 50)) { /* a broadcast operand: some axes 1 */
+        int64_t s1[FU_MAX_RANK];
+        for (int i = 0; i < rank; i++) s1[i] = chance(&g.rng, 50) ? 1 : shape[i];
+        push(&g, fu_input(g.f, "x1", dt, rank, s1));
+    }
+    if (chance(&g.rng, 30)) push(&g, fu_input(g.f, "x2", dt, 1, &shape[rank - 1])); /* a row vector */
+    int nsteps = 3 + below(&g.rng, 12);
+    fu_tensor last = -1;
+    for (int s = 0; s < nsteps; s++) {
+        last = step(&g);
+        if (last < 0 || g.f->first_error.status != FU_OK) break;
+        if (fu_tensor_numel(g.f, last) > FZ_MAX_NUMEL) break;
+        push(&g, last);
+    }
+    fu_error err;
+    if (last < 0 || g.f->first_error.status != FU_OK || fu_tensor_numel(g.f, last) > FZ_MAX_NUMEL) {
+        fu_fusion_free(g.f);
+        return NULL;
+    }
+    fu_output(g.f, last);
+    /* sometimes an earlier computed tensor too */
+    if (chance(&g.rng, 35)) {
+        fu_tensor o = g.pool[below(&g.rng, g.npool)];
+        if (o != last && fu_producer(g.f, o) != NULL) fu_output(g.f, o);
+    }
+    if (fu_fusion_verify(g.f, &err) != FU_OK) {
+        fu_fusion_free(g.f);
+        return NULL;
+    }
+    return g.f;
+}
+
+fu_fusion *fz_generate(uint64_t seed, int index)
+{
+    for (int attempt = 0; attempt < 64; attempt++) {
+        fu_fusion *f = try_generate(seed, index, attempt);
+        if (f) return f;
+    }
+    return NULL;
+}

@@ -1,0 +1,25 @@
+# The segmenter and the random fusions (issue 19). test_segment: the issue's
+# fusions plan to the kernels their reduction axes force and compile.
+# fuser-fuzz: hundreds of generated fusions plan (no crash, never under the
+# lower bound), run on the interpreter, compile with NVRTC (compile), and on a
+# GPU agree with the interpreter (gpu; exit 77 without one).
+fuser_add_test(test_segment SOURCES test_segment.c LABELS compile ARGS ${CMAKE_CURRENT_SOURCE_DIR})
+add_test(NAME test_fuzz_plan COMMAND fuser_fuzz check --count 1000 --seed 11 --device plan)
+add_test(NAME test_fuzz_compile COMMAND fuser_fuzz check --count 250 --seed 1 --device compile)
+add_test(NAME test_fuzz_gpu COMMAND fuser_fuzz check --count 200 --seed 7 --device gpu)
+set_tests_properties(test_fuzz_plan PROPERTIES LABELS unit)
+set_tests_properties(test_fuzz_compile PROPERTIES LABELS compile TIMEOUT 600 SKIP_RETURN_CODE 77
+  ENVIRONMENT "FUSER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/fuzz-cache")
+set_tests_properties(test_fuzz_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77)
+if(FUSER_SANITIZE)
+  set_property(TEST test_fuzz_gpu APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=protect_shadow_gap=0")
+endif()
+# On a GPU: the issue's fusions against the interpreter, and the atomic bf16
+# scatter with skewed ids (issue 21 item 8).
+add_test(NAME test_segment_examples_gpu COMMAND fuser_fuzz check --dir ${CMAKE_CURRENT_SOURCE_DIR}/segment --device gpu)
+set_tests_properties(test_segment_examples_gpu PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+fuser_add_test(test_segment_gpu SOURCES test_segment_gpu.c ../fuzzgen/check.c LABELS gpu)
+target_include_directories(test_segment_gpu PRIVATE ${PROJECT_SOURCE_DIR}/fuser/fuzzgen)
+if(FUSER_SANITIZE)
+  set_property(TEST test_segment_examples_gpu test_segment_gpu APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=protect_shadow_gap=0")
+endif()

@@ -1,0 +1,189 @@
+/*
+ * test_segment.c -- the segmenter on the fusions of issue 19 (fuser/tests/
+ * segment/ (.fusion files) and the degenerate sizes of the suites): each plans to
+ * exactly the kernels its reduction axes force (the lower bound of
+ * bound.c), no more; every kernel compiles with NVRTC; the interpreter runs
+ * each; every seed workload plans to one kernel at the bound of one; and
+ * `FUSER_DEBUG=1 fuser plan` names each boundary with its reason.
+ *
+ * argv[1]: the folder of the .fusion files (fuser/tests).
+ */
+#define _XOPEN_SOURCE 700
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "exec.h"
+#include "fuser_cases.h"
+#include "runtime.h"
+#include "test_util.h"
+
+typedef struct expect {
+    const char *rel;          /* under the folder given */
+    const char *sets[4];      /* --set overrides */
+    int kernels;              /* exact, and the lower bound */
+} expect;
+
+static const expect cases[] = {
+    {"segment/keepdim_extent1.fusion", {NULL}, 1},
+    {"segment/single_row_softmax_colsum.fusion", {NULL}, 1},
+    {"segment/empty_row_sums.fusion", {NULL}, 1},
+    {"segment/empty_neg.fusion", {NULL}, 1},
+    {"segment/rowmax_then_cols.fusion", {NULL}, 2},
+    {"segment/softmax_then_cols.fusion", {NULL}, 2},
+    {"segment/ln_softmax_colsoftmax.fusion", {NULL}, 2},
+    {"segment/softmax_colnorm_collogsoftmax.fusion", {NULL}, 2},
+    {"segment/scalar_ops.fusion", {NULL}, 1},
+};
+
+/* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */
+static const expect suite_cases[] = {
+    {"embedding/embedding_fwd.fusion", {"T=0"}, 1},
+    {"embedding/embedding_bwd.fusion", {"T=0"}, 1},
+    {"embedding/embedding_fwd.fusion", {"V=1", "D=1", "T=1"}, 1},
+    {"cross_entropy/cross_entropy_fwd.fusion", {"N=1", "V=1"}, 1},
+    {"cross_entropy/cross_entropy_bwd.fusion", {"N=1", "V=1"}, 1},
+    {"cross_entropy/cross_entropy_fwdbwd.fusion", {"N=1", "V=1"}, 1},
+    {"cross_entropy/cross_entropy_fwdbwd.fusion", {"N=0", "V=5"}, 1},
+    {"cross_entropy/cross_entropy_primitives.fusion", {"N=1", "V=1"}, 1},
+    {"qkv_split/qkv_split.fusion", {"B=1", "T=1", "C=1", "H=1"}, 1},
+    {"qkv_split/qkv_split.fusion", {"T=0"}, 1},
+    /* the seeds at their defaults */
+    {"embedding/embedding_fwd.fusion", {NULL}, 1},
+    {"embedding/embedding_bwd.fusion", {NULL}, 1},
+    {"cross_entropy/cross_entropy_fwd.fusion", {NULL}, 1},
+    {"cross_entropy/cross_entropy_bwd.fusion", {NULL}, 1},
+    {"cross_entropy/cross_entropy_fwdbwd.fusion", {NULL}, 1},
+    {"cross_entropy/cross_entropy_primitives.fusion", {NULL}, 1},
+    {"qkv_split/qkv_split.fusion", {NULL}, 1},
+    {"qkv_split/seed_repro.fusion", {NULL}, 1},
+};
+
+static int nsets(const expect *e)
+{
+    int n = 0;
+    while (n < 4 && e->sets[n]) n++;
+    return n;
+}
+
+/* Plans (and checks the kernels against the bound), compiles every kernel,
+ * and runs the interpreter on random inputs (small sizes only). */
+static void check_case(fu_runtime *rt, const char *dir, const expect *e, bool interpret)
+{
+    tc_list l = {0};
+    tc_case *c = tc_add_suite(&l, dir, e->rel, "segment", e->sets, nsets(e), FU_F32, NULL);
+    CHECK(c != NULL);
+    if (!c) return;
+    int before = check_failures;
+    fu_error err = {0};
+    fu_plan *p = tc_plan(c, 132, &err);
+    CHECK(p != NULL);
+    if (!p) fprintf(stderr, "%s: %s\n", c->name, err.message);
+    if (p) {
+        CHECK(p->nkernels == e->kernels);
+        CHECK(p->lower_bound == e->kernels);
+        fu_executable *x = NULL;
+        CHECK(fu_exec_prepare(rt, p, &x, &err) == FU_OK);
+        if (!x) fprintf(stderr, "%s: %s\n", c->name, err.message);
+        fu_exec_free(x);
+    }
+    if (interpret) {
+        int nin = fu_fusion_num_inputs(c->f), nout = fu_fusion_num_outputs(c->f);
+        fu_host_tensor in[16], out[16];
+        CHECK(nin <= 16 && nout <= 16);
+        bool ok = nin <= 16 && nout <= 16 && fu_random_inputs(c->f, 1, in, &err) == FU_OK;
+        CHECK(ok);
+        if (ok) {
+            bool ran = fu_interp_run(c->f, in, out, &err) == FU_OK;
+            CHECK(ran);
+            if (!ran) fprintf(stderr, "%s: interpreter: %s\n", c->name, err.message);
+            for (int i = 0; ran && i < nout; i++) fu_host_tensor_free(&out[i]);
+            for (int i = 0; i < nin; i++) fu_host_tensor_free(&in[i]);
+        }
+    }
+    printf("%-56s kernels=%d bound=%d  %s\n", c->name, p ? p->nkernels : -1, p ? p->lower_bound : -1,
+           check_failures == before ? "OK" : "FAIL");
+    fu_plan_free(p);
+    tc_list_free(&l);
+}
+
+/* Atomic bf16 scatter: the adds go into an f32 tensor zeroed before the
+ * launch, and a second kernel rounds once (issue 21 item 8). */
+static void check_atomic_bf16_form(const char *suites)
+{
+    tc_list l = {0};
+    tc_case *c = tc_add_suite(&l, suites, "embedding/embedding_bwd.fusion", "atomic", NULL, 0, FU_BF16, NULL);
+    CHECK(c != NULL);
+    if (!c) return;
+    c->scatter = FU_SCATTER_ATOMIC;
+    fu_error err = {0};
+    fu_plan *p = tc_plan(c, 132, &err);
+    CHECK(p && p->nkernels == 2);
+    if (p && p->nkernels == 2) {
+        const fu_kernel_plan *s = &p->kernels[0], *r = &p->kernels[1];
+        CHECK(s->sched == FU_SCHED_SCATTER && s->zero_before >= 0);
+        CHECK(fu_tensor_dtype(p->fusion, s->zero_before) == FU_F32);
+        CHECK_CONTAINS(s->source, "float *__restrict__ out0");
+        CHECK_CONTAINS(s->source, "atomicAdd(");
+        CHECK(r->sched == FU_SCHED_POINTWISE);
+        CHECK_CONTAINS(r->source, "fu_bf16 *__restrict__ out0");
+    }
+    fu_plan_free(p);
+    /* f32 stays one kernel */
+    c = tc_add_suite(&l, suites, "embedding/embedding_bwd.fusion", "atomic", NULL, 0, FU_F32, NULL);
+    if (c) c->scatter = FU_SCATTER_ATOMIC;
+    p = c ? tc_plan(c, 132, &err) : NULL;
+    CHECK(p && p->nkernels == 1);
+    fu_plan_free(p);
+    tc_list_free(&l);
+}
+
+/* FUSER_DEBUG=1 names the boundary of a split fusion and why it is there. */
+static void check_debug_boundary(const char *dir)
+{
+    const char *bin = getenv("FUSER_BIN");
+    CHECK(bin != NULL);
+    if (!bin) return;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/segment/rowmax_then_cols.fusion", dir);
+    setenv("FUSER_DEBUG", "1", 1);
+    tu_output r = tu_run_capture(bin, (const char *const[]){"plan", path, NULL});
+    unsetenv("FUSER_DEBUG");
+    CHECK(r.status == 0);
+    CHECK_CONTAINS(r.err, "boundary between the kernels of");
+    CHECK_CONTAINS(r.err, "reduces other axes than the row reductions");
+    CHECK_CONTAINS(r.out, "2 kernels");
+    tu_output_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    const char *suites = getenv("FUSER_SUITES_DIR");
+    if (argc < 2 || !suites) {
+        fprintf(stderr, "usage: test_segment TESTS_DIR (with FUSER_SUITES_DIR set)\n");
+        return 2;
+    }
+    char cache[512];
+    CHECK(tu_make_temp_dir(cache, sizeof cache, "test_segment"));
+    fu_runtime_options ro = {0};
+    ro.compile_only = true;
+    ro.cache_dir = cache;
+    fu_runtime *rt = NULL;
+    fu_error err;
+    if (fu_runtime_open(&ro, &rt, &err) != FU_OK || !fu_runtime_has_nvrtc(rt)) {
+        printf("skipped: no NVRTC (%s)\n", rt ? fu_runtime_describe(rt) : err.message);
+        if (rt) fu_runtime_close(rt);
+        tu_remove_tree(cache);
+        return 77;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(rt, argv[1], &cases[i], true);
+    for (size_t i = 0; i < sizeof suite_cases / sizeof suite_cases[0]; i++)
+        check_case(rt, suites, &suite_cases[i], nsets(&suite_cases[i]) > 0);
+    check_debug_boundary(argv[1]);
+    check_atomic_bf16_form(suites);
+    fu_runtime_close(rt);
+    tu_remove_tree(cache);
+    return check_finish("test_segment");
+}
