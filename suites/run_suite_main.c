@@ -355,6 +355,7 @@ static int finish_output(hb_runner *r, const options *o, const char *argv0, cons
         if (nrun) memcpy(merged, run_entries, (size_t)nrun * sizeof *merged);
         memcpy(merged + nrun, torch->entries, (size_t)torch->n * sizeof *merged);
         hb_torch_rebase(merged + nrun, torch->n, ctx.copy_bandwidth_gbps);
+        hb_runner_add_floors(r, merged + nrun, torch->n);
         hb_torch_speedups(merged, nrun + torch->n);
         entries = merged;
         n = nrun + torch->n;

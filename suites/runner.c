@@ -832,6 +832,21 @@ int hb_runner_failures(const hb_runner *r)
     return n;
 }
 
+void hb_runner_add_floors(const hb_runner *r, hb_entry *e, int n)
+{
+    for (int i = 0; i < n; i++) {
+        hb_entry *x = &e[i];
+        double bytes = hb_entry_get_counter(x, "bytes");
+        double fl = isfinite(bytes) ? floor_of(r, (int64_t)bytes) : NAN;
+        if (!isfinite(fl) || x->status != HB_STATUS_OK || !(x->real_time > 0)) continue;
+        if (x->aggregate && (strcmp(x->aggregate_unit[0] ? x->aggregate_unit : "time", "time") != 0 ||
+                             strcmp(x->aggregate_name, "stddev") == 0))
+            continue;
+        hb_entry_counter(x, "floor_us", fl);
+        hb_entry_counter(x, "floor_fraction", fl / x->real_time);
+    }
+}
+
 /* ------------------------------------------------------------ context, entries, table */
 
 void hb_runner_context(hb_runner *r, hb_context *c)
