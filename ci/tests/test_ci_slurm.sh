@@ -193,7 +193,7 @@ check '[ $rc3 = 1 ]' "a slower night exits 1, as ci/nightly (got $rc3): $(cat "$
 check 'grep -q "Regression gate: FAILED" "$tmp/n3/gate.md"' "the gate's report says FAILED"
 check 'grep -q "4 SLOWER" "$tmp/n3/gate.md"' "the 4 qkv_split cases are SLOWER"
 check '! grep -q "not in the run" "$tmp/n3/gate.md"' "the merged run has every suite"
-check '[ -f "$res/runs/2025-06-03T010000Z_aaa0003_nvidia_h200.json" ]' "the night's run is kept"
+check '[ -f "$res/runs/2025-06-03T010000Z_aaa0003_nvidia_h200.json.gz" ]' "the night's run is kept"
 check 'ls "$tmp/n3/plots" | grep -q "^bandwidth_.*png$"' "bandwidth plots are drawn"
 check 'grep -q "\"shards\"" "$tmp/n3/run.json"' "the merged run lists its shards"
 

@@ -88,8 +88,8 @@ chmod +x "$tmp/fake_run_suite"
 sed -i "s|^run_suite=.*|run_suite='$tmp/fake_run_suite'|" "$tmp/n2/slurm/job.env"
 FAKE_ARGS=$tmp/args0 sh "$root/ci/slurm_job" task "$tmp/n2" 3 2> "$tmp/task.err"
 check '[ $? = 0 ]' "task 3 passes: $(cat "$tmp/task.err")"
-check 'grep -q -- "--format json --out $tmp/n2/shards/task_3.json --dtype bf16 --compile-only --filter" "$tmp/args0"' \
-    "the task runs its suite into its run file, compile-only, with run_suite's arguments: $(cat "$tmp/args0")"
+check 'grep -q -- "--format json --out $tmp/n2/shards/task_3.json --dtype bf16 --compile-only --repetitions 5 --filter" "$tmp/args0"' \
+    "the task runs its suite into its run file, compile-only, 5 repetitions (the default), with run_suite's arguments: $(cat "$tmp/args0")"
 filter=$(sed 's/.* --filter //' "$tmp/args0")
 "$tmp/fake_run_suite" embedding --list | grep -E "$filter" > "$tmp/slice"
 check '[ "$(cat "$tmp/slice")" = "$(printf "embedding/fwd/fuser/f32/1x2\nembedding/fwd/ref.v2/bf16/1x2")" ]' \
