@@ -86,7 +86,9 @@ static void usage(FILE *f)
           "while the call is enqueued; samples are taken until (p75-p25)/median is\n"
           "under 2% with at least 10, or the time limit; samples taken while the GPU was throttled are\n"
           "dropped. GB/s is the case's fewest bytes (its formula is in the JSON) over the median time;\n"
-          "% copy compares it with a 1 GiB device-to-device copy measured in the same run.\n"
+          "% copy compares it with a 1 GiB device-to-device copy measured in the same run; % floor is\n"
+          "the time of a copy of exactly the case's bytes (half read, half written, timed the same way)\n"
+          "over the case's time.\n"
           "\n"
           "Without a GPU, every case is planned and compiled, the kernel counts are printed, and\n"
           "run_suite says that timing needs a GPU and exits 0.\n"
@@ -353,6 +355,7 @@ static int finish_output(hb_runner *r, const options *o, const char *argv0, cons
         if (nrun) memcpy(merged, run_entries, (size_t)nrun * sizeof *merged);
         memcpy(merged + nrun, torch->entries, (size_t)torch->n * sizeof *merged);
         hb_torch_rebase(merged + nrun, torch->n, ctx.copy_bandwidth_gbps);
+        hb_runner_add_floors(r, merged + nrun, torch->n);
         hb_torch_speedups(merged, nrun + torch->n);
         entries = merged;
         n = nrun + torch->n;

@@ -13,6 +13,9 @@
  *        range or an output element left unwritten (or NaN) fails the item.
  *     3. CUPTI records a few calls, one at a time: kernels, memsets, copies,
  *        summed kernel time.
+ *   before that, the item's floor: a copy of its fewest bytes timed as the
+ *     item is (hb_floor_measure), once per distinct byte count in the run, so
+ *     that every variant of a case is held to the same floor.
  *   every repetition: hb_timer_measure (event time, cold or hot L2).
  *   last repetition: the device buffers are freed.
  * Google Benchmark reports each repetition and its aggregates; `on_run` turns
@@ -75,6 +78,7 @@ typedef struct hb_item {
     char checked_at[96];          /* the size the interpreter checked */
     hb_call_profile profile;
     int kernels, launches;        /* CUPTI's count, or the variant's without CUPTI; -1 unknown */
+    double floor_us;              /* median time of a copy of the fewest bytes; NaN unknown */
     /* repetitions */
     int nreps;
     hb_rep *reps;
@@ -95,6 +99,9 @@ struct hb_runner {
     double copy_gbps;
     bool have_clock0;
     hb_clock_sample clock0;
+    /* floors already measured, by byte count */
+    struct hb_floor { int64_t bytes; double us; } *floors;
+    int nfloors, cfloors;
     /* entries */
     hb_entry *entries;
     int nentries, centries;
@@ -251,6 +258,7 @@ void hb_runner_free(hb_runner *r)
         free(it->reps);
     }
     free(r->items);
+    free(r->floors);
     free(r->entries);
     hb_timer_close(r->timer);
     hb_cupti_close(r->cupti);
@@ -280,6 +288,7 @@ fu_status hb_runner_add(hb_runner *r, const hb_suite *s, const hb_case *c, const
     it->size = *size;
     it->kernels = it->launches = -1;
     it->max_rel_error = NAN;
+    it->floor_us = NAN;
     hb_size_str(size, it->size_str, sizeof it->size_str);
     snprintf(it->name, sizeof it->name, "%s/%s/%s/%s/%s", s->name, c->name, v->name, fu_dtype_name(dt), it->size_str);
     it->bytes = c->bytes(size, (int64_t)fu_dtype_size(dt));
@@ -501,9 +510,43 @@ static fu_status full_size_run(hb_runner *r, hb_item *it, bool *ok, fu_error *er
     return s;
 }
 
+/* The floor's median time for this many bytes, NaN when not measured. */
+static double floor_of(const hb_runner *r, int64_t bytes)
+{
+    for (int i = 0; i < r->nfloors; i++)
+        if (r->floors[i].bytes == bytes) return r->floors[i].us;
+    return NAN;
+}
+
+/* The item's floor, measured when its byte count has none yet; a floor that
+ * cannot be measured (no memory for the copy) is left unknown and said. */
+static void measure_floor(hb_runner *r, hb_item *it)
+{
+    it->floor_us = floor_of(r, it->bytes);
+    if (isfinite(it->floor_us)) return;
+    if (r->nfloors == r->cfloors) {
+        int nc = r->cfloors ? 2 * r->cfloors : 16;
+        struct hb_floor *p = realloc(r->floors, (size_t)nc * sizeof *p);
+        if (!p) return;
+        r->floors = p;
+        r->cfloors = nc;
+    }
+    fu_error err;
+    memset(&err, 0, sizeof err);
+    hb_samples smp;
+    if (hb_floor_measure(r->timer, it->bytes, &smp, &err)) {
+        progress(r, "[%d/%d] %s: note: no floor (%s)", it->index + 1, r->nitems, it->name, err.message);
+        return;
+    }
+    it->floor_us = smp.summary.median;
+    hb_samples_free(&smp);
+    r->floors[r->nfloors++] = (struct hb_floor){it->bytes, it->floor_us};
+}
+
 static void setup_item(hb_runner *r, hb_item *it)
 {
     it->set_up = true;
+    measure_floor(r, it);
     fu_error err;
     memset(&err, 0, sizeof err);
     fu_status s = FU_OK;
@@ -566,6 +609,8 @@ static void put_counters(const hb_item *it, const hb_samples *smp, hb_counter *o
         {"bytes", (double)it->bytes},
         {"GB/s", gbps},
         {"peak_fraction", isfinite(copy) && copy > 0 ? gbps / copy : NAN},
+        {"floor_us", it->floor_us},
+        {"floor_fraction", median_us > 0 ? it->floor_us / median_us : NAN},
         {"kernel_time_us", it->profile.recorded ? it->profile.kernel_us : NAN},
         {"max_rel_error", it->max_rel_error},
         {"spread", smp->summary.spread},
@@ -787,6 +832,21 @@ int hb_runner_failures(const hb_runner *r)
     return n;
 }
 
+void hb_runner_add_floors(const hb_runner *r, hb_entry *e, int n)
+{
+    for (int i = 0; i < n; i++) {
+        hb_entry *x = &e[i];
+        double bytes = hb_entry_get_counter(x, "bytes");
+        double fl = isfinite(bytes) ? floor_of(r, (int64_t)bytes) : NAN;
+        if (!isfinite(fl) || x->status != HB_STATUS_OK || !(x->real_time > 0)) continue;
+        if (x->aggregate && (strcmp(x->aggregate_unit[0] ? x->aggregate_unit : "time", "time") != 0 ||
+                             strcmp(x->aggregate_name, "stddev") == 0))
+            continue;
+        hb_entry_counter(x, "floor_us", fl);
+        hb_entry_counter(x, "floor_fraction", fl / x->real_time);
+    }
+}
+
 /* ------------------------------------------------------------ context, entries, table */
 
 void hb_runner_context(hb_runner *r, hb_context *c)
@@ -891,14 +951,16 @@ static void print_extra_rows(const hb_runner *r, const hb_entry *x, int n, bool 
         double bytes = hb_entry_get_counter(e, "bytes");
         double gbps = isfinite(t) && isfinite(bytes) ? bytes / (t * 1e-6) / 1e9 : NAN;
         double frac = isfinite(r->copy_gbps) ? gbps / r->copy_gbps : NAN;
-        char cse[128], b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+        double ffrac = isfinite(bytes) ? floor_of(r, (int64_t)bytes) / t : NAN; /* the same floor as our rows */
+        char cse[128], b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b9[32];
         snprintf(cse, sizeof cse, "%s/%s", e->suite, e->case_name);
         const char *status = isfinite(t) ? "ok" : failure ? "FAILED" : "not run";
-        fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %9s %10s  %s%s%s\n", wcase, cse, wvar, e->variant,
-                e->dtype, wsize, e->size, fmt_num(b1, sizeof b1, "%.0f", hb_entry_get_counter(e, "kernels")),
+        fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %8s %9s %10s  %s%s%s\n", wcase, cse, wvar,
+                e->variant, e->dtype, wsize, e->size, fmt_num(b1, sizeof b1, "%.0f", hb_entry_get_counter(e, "kernels")),
                 fmt_num(b2, sizeof b2, "%.0f", hb_entry_get_counter(e, "launches")), fmt_num(b3, sizeof b3, "%.2f", t),
                 fmt_num(b4, sizeof b4, "%.1f", 100 * sp), fmt_num(b5, sizeof b5, "%.0f", gbps),
-                fmt_num(b6, sizeof b6, "%.1f%%", 100 * frac), "-", fmt_num(b7, sizeof b7, "%.2fx", tcg / t), status,
+                fmt_num(b6, sizeof b6, "%.1f%%", 100 * frac), fmt_num(b9, sizeof b9, "%.1f%%", 100 * ffrac), "-",
+                fmt_num(b7, sizeof b7, "%.2fx", tcg / t), status,
                 !isfinite(t) && failure ? ": " : "", !isfinite(t) && failure ? failure : "");
     }
 }
@@ -968,8 +1030,9 @@ void hb_runner_print_table_with(const hb_runner *r, const hb_entry *extra, int n
         }
         return;
     }
-    fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %9s %10s  %s\n", wcase, "case", wvar, "variant", "dtype",
-            wsize, "size", "kernels", "launches", "time us", "+-%", "GB/s", "% copy", "max err", "vs compile", "status");
+    fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %8s %9s %10s  %s\n", wcase, "case", wvar, "variant",
+            "dtype", wsize, "size", "kernels", "launches", "time us", "+-%", "GB/s", "% copy", "% floor", "max err",
+            "vs compile", "status");
     bool *printed = nextra > 0 ? calloc((size_t)nextra, sizeof *printed) : NULL;
     if (nextra > 0 && !printed) nextra = 0; /* out of memory: the items alone */
     for (int i = 0; i < r->nitems; i++) {
@@ -987,14 +1050,15 @@ void hb_runner_print_table_with(const hb_runner *r, const hb_entry *extra, int n
         int n = rep_time(it, &t, &sp);
         double gbps = isfinite(t) && t > 0 ? (double)it->bytes / (t * 1e-6) / 1e9 : NAN;
         double frac = isfinite(r->copy_gbps) ? gbps / r->copy_gbps : NAN;
-        char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[32];
+        char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[32], b9[32];
         const char *status = it->status == HB_STATUS_FAILED ? "FAILED" : n ? "ok" : "not run";
-        fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %9s %10s  %s%s%s\n", wcase, cse, wvar,
+        fprintf(out, "%-*s  %-*s %-5s %-*s %7s %8s %11s %6s %9s %7s %8s %9s %10s  %s%s%s\n", wcase, cse, wvar,
                 it->variant->name, fu_dtype_name(it->dtype), wsize, it->size_str,
                 fmt_num(b1, sizeof b1, "%.0f", it->kernels >= 0 ? it->kernels : NAN),
                 fmt_num(b2, sizeof b2, "%.0f", it->launches >= 0 ? it->launches : NAN), fmt_num(b3, sizeof b3, "%.2f", t),
                 fmt_num(b4, sizeof b4, "%.1f", 100 * sp), fmt_num(b5, sizeof b5, "%.0f", gbps),
-                fmt_num(b6, sizeof b6, "%.1f%%", 100 * frac), fmt_num(b7, sizeof b7, "%.1e", it->max_rel_error),
+                fmt_num(b6, sizeof b6, "%.1f%%", 100 * frac), fmt_num(b9, sizeof b9, "%.1f%%", 100 * it->floor_us / t),
+                fmt_num(b7, sizeof b7, "%.1e", it->max_rel_error),
                 fmt_num(b8, sizeof b8, "%.2fx", tc / t), status, it->status == HB_STATUS_FAILED ? ": " : "",
                 it->status == HB_STATUS_FAILED ? it->error : "");
         /* after the last item of its suite/case/dtype/size: the rows measured elsewhere */

@@ -202,6 +202,11 @@ void hb_runner_context(hb_runner *r, hb_context *out);
 int hb_runner_entries(hb_runner *r, const hb_entry **out);
 /* Items whose status is failed. */
 int hb_runner_failures(const hb_runner *r);
+/* Gives entries measured elsewhere (PyTorch's) the floor this run measured
+ * for their byte count: floor_us, and floor_fraction of their time (ok
+ * repetitions and time aggregates; left as they are where the run has no
+ * floor for their bytes). */
+void hb_runner_add_floors(const hb_runner *r, hb_entry *e, int n);
 /* The readable table: one row per item. */
 void hb_runner_print_table(const hb_runner *r, FILE *out);
 /* The same with rows measured elsewhere (PyTorch's run-file entries: each

@@ -9,6 +9,9 @@
  *                                         says how repetitions are gathered)
  *   fusebench-json2tsv samples RUN.json   name<TAB>index<TAB>time_us for every
  *                                         sample the gate would use
+ *   fusebench-json2tsv field KEY RUN.json name<TAB>repetition_index<TAB>value of
+ *                                         the number KEY (e.g. floor_us) of every
+ *                                         iteration entry that has one
  *
  * `cases` columns: name suite case variant dtype size status reps n_samples
  * median_us gbps kernels launches segments bytes max_rel_error source, where
@@ -108,28 +111,53 @@ static void gate_print_samples(const gate_run *run)
     }
 }
 
+/* name, repetition_index and the number `key` of every iteration entry that has it. */
+static void gate_print_field(const gate_run *run, const char *key)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(run->json, "benchmarks"))
+    {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "run_type");
+        if (cJSON_IsString(type) && strcmp(type->valuestring, "iteration") != 0) continue;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, key);
+        const cJSON *rn = cJSON_GetObjectItemCaseSensitive(e, "run_name");
+        if (!cJSON_IsString(rn) || !*rn->valuestring) rn = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !cJSON_IsString(rn)) continue;
+        const cJSON *rep = cJSON_GetObjectItemCaseSensitive(e, "repetition_index");
+        gate_tsv_str(rn->valuestring);
+        printf("\t%d", cJSON_IsNumber(rep) ? rep->valueint : 0);
+        gate_tsv_num(v->valuedouble);
+        putchar('\n');
+    }
+}
+
+static const char gate_tsv_usage[] = "usage: fusebench-json2tsv context|cases|samples RUN.json   (RUN.json may be .json.gz)\n"
+                                     "       fusebench-json2tsv field KEY RUN.json\n";
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-        puts("usage: fusebench-json2tsv context|cases|samples RUN.json   (RUN.json may be .json.gz)");
+        fputs(gate_tsv_usage, stdout);
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {
         printf("fusebench-json2tsv %s\n", FUSEBENCH_VERSION);
         return 0;
     }
-    if (argc != 3 || (strcmp(argv[1], "context") && strcmp(argv[1], "cases") &&
-                      strcmp(argv[1], "samples"))) {
-        fputs("usage: fusebench-json2tsv context|cases|samples RUN.json\n", stderr);
+    int is_field = argc == 4 && strcmp(argv[1], "field") == 0 && *argv[2];
+    if (!is_field && (argc != 3 || (strcmp(argv[1], "context") && strcmp(argv[1], "cases") &&
+                                    strcmp(argv[1], "samples")))) {
+        fputs(gate_tsv_usage, stderr);
         return 2;
     }
     char err[1024];
     gate_run run;
-    if (gate_run_load(&run, argv[2], err, sizeof err)) {
+    if (gate_run_load(&run, argv[is_field ? 3 : 2], err, sizeof err)) {
         fprintf(stderr, "json2tsv: %s\n", err);
         return 2;
     }
-    if (strcmp(argv[1], "context") == 0) gate_print_context(&run);
+    if (is_field) gate_print_field(&run, argv[2]);
+    else if (strcmp(argv[1], "context") == 0) gate_print_context(&run);
     else if (strcmp(argv[1], "cases") == 0) gate_print_cases(&run);
     else gate_print_samples(&run);
     gate_run_free(&run);

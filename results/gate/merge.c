@@ -8,8 +8,10 @@
  * mean over the inputs (each shard measured its own GPU) and a "shards" array
  * recording every input's file, date, host and copy bandwidth; the benchmarks
  * are every input's entries, in input order. The inputs must share the schema,
- * gpu_name and git_commit, and no case may appear in two of them. OUT is
- * written whole or not at all. Exit status 0, or 2 on bad input.
+ * gpu_name (one GPU model), git_commit (one build; a missing commit differs
+ * from every commit) and timing_mode, and no case may appear in two of them;
+ * the refusal names both files and their values. OUT is written whole or not
+ * at all. Exit status 0, or 2 on bad input.
  */
 #include <errno.h>
 #include <math.h>
@@ -99,9 +101,19 @@ int main(int argc, char **argv)
             loaded++;
             goto done;
         }
-        if (*r->git_commit && *first->git_commit && strcmp(r->git_commit, first->git_commit) != 0) {
+        /* One build: the same commit, a missing one included (a run without
+         * its commit cannot be shown to come from the same build). */
+        if (strcmp(r->git_commit, first->git_commit) != 0) {
             fprintf(stderr, "merge: different builds: %s is commit %s, %s is commit %s\n", first->path,
-                    first->git_commit, r->path, r->git_commit);
+                    *first->git_commit ? first->git_commit : "(none)", r->path,
+                    *r->git_commit ? r->git_commit : "(none)");
+            loaded++;
+            goto done;
+        }
+        /* Cold and hot L2 times are different measurements of a case. */
+        if (strcmp(r->timing_mode, first->timing_mode) != 0) {
+            fprintf(stderr, "merge: different timing modes: %s is \"%s\", %s is \"%s\"\n", first->path,
+                    first->timing_mode, r->path, r->timing_mode);
             loaded++;
             goto done;
         }

@@ -333,6 +333,15 @@ fu_status hb_profile_call(hb_cupti *cu, hb_timer *t, hb_call_fn call, void *ctx,
  * copies, in GB/s (1e9 bytes per second). */
 fu_status hb_copy_bandwidth(fu_runtime *rt, size_t bytes, int reps, double *gbps, fu_error *err);
 
+/* The floor of a case that must move `bytes` (its fewest bytes, read and
+ * written): a device-to-device copy (cuMemcpyDtoDAsync) of bytes / 2, so that
+ * half is read and half written, timed exactly as a case is (hb_timer_measure:
+ * the same prelude, cold or hot L2, warm-up and stop rule). Its median is the
+ * speed of light of the case at its own size, launch latency and first wave
+ * included, which a 1 GiB copy does not show. Buffers are allocated for the
+ * measurement and freed after it. */
+fu_status hb_floor_measure(hb_timer *t, int64_t bytes, hb_samples *out, fu_error *err);
+
 /* ================================================================ checks and inputs (verify.c) */
 
 /* Relative error of out against ref: ||out - ref||_2 / ||ref||_2 (||out||_2

@@ -1,6 +1,7 @@
 /*
  * timing.c -- CUDA-event timing of a call, the L2 flush, the sampling loop,
- * CUPTI recording of single calls, and the device's copy bandwidth.
+ * CUPTI recording of single calls, the device's copy bandwidth, and the floor
+ * of a case (a copy of its fewest bytes, timed as the case is).
  *
  * A sample is: a prelude, then a start event, the call, an end event; the
  * sample is the events' elapsed time. The prelude is, cold, a memset of twice
@@ -306,5 +307,32 @@ fu_status hb_copy_bandwidth(fu_runtime *rt, size_t bytes, int reps, double *gbps
     fu_device_free(rt, src, NULL);
     fu_device_free(rt, dst, NULL);
     free(ms);
+    return s;
+}
+
+/* The copy that stands for a case's floor: half the bytes read, half written. */
+typedef struct floor_copy {
+    fu_runtime *rt;
+    fu_devptr src, dst;
+    size_t half;
+} floor_copy;
+
+static fu_status floor_copy_call(void *p, fu_error *err)
+{
+    floor_copy *c = p;
+    return fu_device_copy_async(c->rt, c->dst, c->src, c->half, err);
+}
+
+fu_status hb_floor_measure(hb_timer *t, int64_t bytes, hb_samples *out, fu_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (bytes < 2) return fu_error_set(err, FU_ERR_ARG, "floor: a case of %lld bytes has nothing to copy", (long long)bytes);
+    floor_copy c = {t->rt, 0, 0, (size_t)(bytes / 2)};
+    fu_status s = fu_device_alloc(t->rt, c.half, &c.src, err);
+    if (!s) s = fu_device_alloc(t->rt, c.half, &c.dst, err);
+    if (!s) s = fu_device_memset8(t->rt, c.src, 0x3f, c.half, err); /* not zeros */
+    if (!s) s = hb_timer_measure(t, floor_copy_call, &c, out, err);
+    if (c.src) fu_device_free(t->rt, c.src, NULL);
+    if (c.dst) fu_device_free(t->rt, c.dst, NULL);
     return s;
 }

@@ -8,7 +8,10 @@
  *   4. the runner through Google Benchmark: a right case is timed (samples,
  *      counters, aggregates); a wrong result (a variant that overwrites an
  *      output) fails its case, which is never timed; a case checked on a row
- *      slice then run at full size is timed.
+ *      slice then run at full size is timed; every timed case has its floor
+ *      (a copy of its bytes, timed the same way) and its fraction of it;
+ *   5. the floor of a large case is a copy at about the copy bandwidth, and
+ *      a small case's floor takes longer than its bytes at that bandwidth.
  * Without a GPU: prints "test_harness_gpu: skipped: no GPU (...)" and exits 77.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -262,6 +265,39 @@ static void broken_free(void *p)
 
 static const hb_variant broken = {"broken", broken_prepare, broken_run, broken_check, NULL, broken_free};
 
+/* 5. The floor: 2 GiB moved (a 1 GiB copy) runs at about the copy bandwidth
+ * (same method, same bytes: a sanity check of the byte accounting, not a
+ * performance bound); 64 KiB moved cannot beat its bytes at that bandwidth,
+ * since launch and the first wave come on top. */
+static void test_floor(fu_runtime *rt, double copy_gbps)
+{
+    fu_error err;
+    memset(&err, 0, sizeof err);
+    hb_timing_options o;
+    hb_timing_options_default(&o);
+    o.stop.time_limit_s = 0.3;
+    hb_timer *t = NULL;
+    OK(hb_timer_open(rt, NULL, &o, &t, &err));
+    if (!t) return;
+    hb_samples big, small;
+    int64_t big_bytes = (int64_t)2 << 30, small_bytes = 64 << 10;
+    OK(hb_floor_measure(t, big_bytes, &big, &err));
+    OK(hb_floor_measure(t, small_bytes, &small, &err));
+    double big_gbps = (double)big_bytes / (big.summary.median * 1e-6) / 1e9;
+    double small_gbps = (double)small_bytes / (small.summary.median * 1e-6) / 1e9;
+    printf("floor: %lld bytes %.1f us (%.0f GB/s), %lld bytes %.2f us (%.0f GB/s); copy %.0f GB/s\n",
+           (long long)big_bytes, big.summary.median, big_gbps, (long long)small_bytes, small.summary.median,
+           small_gbps, copy_gbps);
+    CHECK(big.n >= 3 && small.n >= 3);
+    CHECK(big_gbps > 0.5 * copy_gbps && big_gbps < 2 * copy_gbps);
+    CHECK(small_gbps < copy_gbps);
+    hb_samples_free(&big);
+    hb_samples_free(&small);
+    hb_samples none;
+    CHECK(hb_floor_measure(t, 1, &none, &err) == FU_ERR_ARG);
+    hb_timer_close(t);
+}
+
 static void test_runner(fu_runtime *rt, const char *dir)
 {
     fu_error err;
@@ -317,6 +353,9 @@ static void test_runner(fu_runtime *rt, const char *dir)
         CHECK(hb_entry_get_counter(&e[i], "kernel_time_us") > 0);
         CHECK(hb_entry_get_counter(&e[i], "max_rel_error") < (is_ce ? 1e-2 : 1e-6));
         CHECK(e[i].nkernel_records == (int)kernels);
+        double floor_us = hb_entry_get_counter(&e[i], "floor_us");
+        CHECK(floor_us > 0);
+        CHECK_NEAR(hb_entry_get_counter(&e[i], "floor_fraction"), floor_us / e[i].real_time, 1e-9);
     }
     CHECK(good_reps == 2 && ce_reps == 2 && broken_reps == 2);
     CHECK(good_aggs >= 8); /* median, mean, stddev, cv of two cases */
@@ -389,6 +428,7 @@ int main(void)
     OK(hb_copy_bandwidth(rt, (size_t)1 << 30, 5, &gbps, &err));
     printf("copy bandwidth (cuMemcpyDtoD, 1 GiB, read + write): %.0f GB/s\n", gbps);
     CHECK(gbps > 100 && gbps < 20000);
+    test_floor(rt, gbps);
     hb_timer_close(timer);
     hb_cupti_close(cu); /* the runner opens its own */
     test_runner(rt, dir);

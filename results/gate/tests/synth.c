@@ -192,6 +192,10 @@ cJSON *synth_run(const synth_opts *o)
                             if (!failed) {
                                 cJSON_AddNumberToObject(e, "GB/s", bytes / rt / 1e3);
                                 cJSON_AddNumberToObject(e, "peak_fraction", bytes / rt / 1e3 / o->copy_gbps);
+                                /* the floor: a copy of the bytes at the copy bandwidth, plus a launch */
+                                double floor_us = 3.0 + bytes / o->copy_gbps / 1e3;
+                                cJSON_AddNumberToObject(e, "floor_us", floor_us);
+                                cJSON_AddNumberToObject(e, "floor_fraction", floor_us / rt);
                                 cJSON_AddNumberToObject(e, "max_rel_error", 1e-6);
                                 cJSON_AddStringToObject(e, "status", "ok");
                                 if (samples) cJSON_AddItemToObject(e, "samples_us", samples);

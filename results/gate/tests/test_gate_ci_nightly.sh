@@ -26,7 +26,7 @@ check '[ $? = 0 ]' "the first night passes: $(cat "$tmp/stderr")"
 check "grep -q 'no baseline for NVIDIA H200' '$tmp/stderr'" "it says there was no baseline"
 check "[ -f '$res/baselines/nvidia_h200.json' ]" "the run becomes the baseline"
 check "[ -f '$res/runs/2025-06-01T010000Z_aaa0001_nvidia_h200.json.gz' ]" "the run is kept (compressed)"
-check "[ -s '$tmp/n1/plots/bandwidth_cross_entropy_fwd_bf16.png' ]" "bandwidth plots are drawn"
+check "[ -s '$tmp/n1/plots/bandwidth_cross_entropy.png' ]" "bandwidth plots are drawn"
 
 # Night 2: the same speed: passes, reports written.
 FAKE_ARGS_LOG=$tmp/args.log FAKE_SEED=2 FAKE_DATE=2025-06-02T01:00:00Z FAKE_COMMIT=aaa0002 nightly --out "$tmp/n2x" \

@@ -1,6 +1,8 @@
 #!/bin/sh
 # test_plot.sh -- scripts/plot on synthetic runs (gate_synth): the bandwidth
-# charts of a run and the history of a case over stored runs come out as
+# pages of a run (one per suite: bytes on a log axis, error bars from the
+# samples' quartiles, the floor and the fuser's % of it, checked against the
+# run's numbers) and the history of a case over stored runs come out as
 # non-empty PNG and SVG files; bad input exits 2. gnuplot must be installed
 # (scripts/setup installs gnuplot-nox): without it this test FAILS.
 # Environment (set by CTest): GATE_SYNTH, FUSEBENCH_GATE_DIR, FUSEBENCH_ROOT.
@@ -20,29 +22,72 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/test_plot.XXXXXX")
 is_png() { [ -s "$1" ] && [ "$(od -An -tx1 -N8 "$1" | tr -d ' \n')" = 89504e470d0a1a0a ]; }
 is_svg() { [ -s "$1" ] && grep -q '<svg' "$1" && grep -q '</svg>' "$1"; }
 
-"$synth" "$tmp/run.json" --samples 5 || exit 1
-"$root/scripts/plot" bandwidth "$tmp/run.json" --out "$tmp/bw" > "$tmp/bw.list" 2> "$tmp/err"
+"$synth" "$tmp/run.json" --samples 9 --noise 0.05 || exit 1
+PLOT_DATA_DIR=$tmp/bw.data "$root/scripts/plot" bandwidth "$tmp/run.json" --out "$tmp/bw" > "$tmp/bw.list" 2> "$tmp/err"
 check '[ $? = 0 ]' "plot bandwidth failed: $(cat "$tmp/err")"
-# 3 suites: cross_entropy fwd, bwd x bf16, f32; embedding fwd, bwd; qkv_split fwd = 7 charts.
-check '[ "$(grep -c "\.png$" "$tmp/bw.list")" = 7 ]' "7 PNG bandwidth charts"
-check '[ "$(grep -c "\.svg$" "$tmp/bw.list")" = 7 ]' "7 SVG bandwidth charts"
-for f in "$tmp/bw/bandwidth_cross_entropy_fwd_bf16" "$tmp/bw/bandwidth_qkv_split_fwd_bf16"; do
+# One page per suite: cross_entropy, embedding, qkv_split.
+check '[ "$(grep -c "\.png$" "$tmp/bw.list")" = 3 ]' "3 PNG bandwidth pages: $(cat "$tmp/bw.list")"
+check '[ "$(grep -c "\.svg$" "$tmp/bw.list")" = 3 ]' "3 SVG bandwidth pages"
+for f in "$tmp/bw/bandwidth_cross_entropy" "$tmp/bw/bandwidth_qkv_split"; do
     check "is_png '$f.png'" "$f.png is a non-empty PNG"
     check "is_svg '$f.svg'" "$f.svg is a non-empty SVG"
 done
-svg=$tmp/bw/bandwidth_cross_entropy_fwd_bf16.svg
-check "grep -q 'cross_entropy fwd bf16 on NVIDIA H200' '$svg'" "the title names suite, case, dtype and GPU"
-check "grep -q 'copy (measured)' '$svg'" "the copy bandwidth line is labelled"
-check "grep -q 'effective bandwidth (GB/s)' '$svg'" "the y axis is labelled"
-check "grep -q '8192x32768' '$svg'" "sizes label the x axis"
+svg=$tmp/bw/bandwidth_cross_entropy.svg
+check "grep -q 'cross_entropy on NVIDIA H200' '$svg'" "the title names the suite and the GPU"
+for panel in 'fwd bf16' 'fwd f32' 'bwd bf16' 'bwd f32'; do
+    check "grep -q '>$panel<' '$svg'" "a panel per case and dtype: $panel"
+done
+check "grep -q 'copy 1 GiB: 4000 GB/s' '$svg'" "the copy bandwidth line is labelled"
+check "grep -q 'floor: copy of its bytes' '$svg'" "the floor is drawn"
+check "grep -q 'bytes moved' '$svg' && grep -q '>GB/s<' '$svg'" "the axes are labelled"
+check "grep -q '>1 GB<' '$svg'" "the x axis is bytes, numeric"
+for size in 2048x32768 8192x32768 16384x50304; do
+    check "grep -q '>$size<' '$svg'" "every size of the suite is on its page: $size"
+done
 check "grep -q 'torch_compile' '$svg'" "variants are in the key"
+# The data behind the page: x is the case's bytes on a log axis; each variant
+# is points with error bars (no line joins two sizes), at the median's GB/s,
+# the bars from p75's to p25's; the floor is bytes over floor_us, by bytes;
+# the fuser's label is its % of floor.
+d=$tmp/bw.data
+check 'grep -q "set logscale x" "$d/s1.gp"' "the x axis is a log scale"
+check '! grep "v1_[0-9]*_[0-9]*.dat" "$d/s1.gp" | grep -q linespoints' "variant points are not joined by lines"
+check 'grep -q "v1_1_1.dat. using 1:2:3:4 with yerrorbars" "$d/s1.gp"' "variants are drawn with error bars"
+"$FUSEBENCH_GATE_DIR/fusebench-json2tsv" cases "$tmp/run.json" > "$tmp/cases.tsv"
+"$FUSEBENCH_GATE_DIR/fusebench-json2tsv" samples "$tmp/run.json" > "$tmp/samples.tsv"
+"$FUSEBENCH_GATE_DIR/fusebench-json2tsv" field floor_us "$tmp/run.json" > "$tmp/floors.tsv"
+name=cross_entropy/fwd/fuser/bf16/8192x32768
+# expected: bytes, GB/s, GB/s at p75 and p25 (NumPy's linear quantiles of 90 samples), % of floor
+expect=$(N=$name awk -F '\t' '
+    FILENAME == ARGV[1] { if ($1 == ENVIRON["N"]) { bytes = $15; med = $10 }; next }
+    FILENAME == ARGV[2] { if ($1 == ENVIRON["N"]) fl = $3; next }
+    $1 == ENVIRON["N"] { v[n++] = $3 }
+    END {
+        for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+        h = (n - 1) * 0.25; i = int(h); p25 = v[i] + (h - i) * (v[i + 1] - v[i])
+        h = (n - 1) * 0.75; i = int(h); p75 = v[i] + (h - i) * (v[i + 1] - v[i])
+        printf "%.4g %.4g %.4g %.4g %.1f%%", bytes, bytes / med / 1e3, bytes / p75 / 1e3, bytes / p25 / 1e3, 100 * fl / med
+    }' "$tmp/cases.tsv" "$tmp/floors.tsv" "$tmp/samples.tsv")
+got=$(awk -F '\t' '$6 == "8192x32768" { printf "%.4g %.4g %.4g %.4g %s", $1, $2, $3, $4, $5 }' "$d/v1_1_1.dat")
+check '[ -n "$expect" ] && [ "$got" = "$expect" ]' "the fuser's point, bars and % of floor at 8192x32768: got '$got', expected '$expect'"
+check 'awk -F "\t" "\$3 < \$2 && \$2 < \$4 { n++ } END { exit n != NR }" "$d/v1_1_1.dat"' "every bar spans its point (p75 below, p25 above)"
+check 'sort -c -g "$d/f1_1.dat" && [ "$(wc -l < "$d/f1_1.dat")" = 3 ]' "a floor per size, by bytes"
+check "grep -q '>${expect##* }<' '$svg'" "the fuser's % of floor is on the page (${expect##* })"
 
-# A failing variant leaves a gap, not an error; one format only.
+# A failing variant leaves a gap and is named; one format only.
 "$synth" "$tmp/failing.json" --fail 'embedding/fwd/fuser/*' || exit 1
 "$root/scripts/plot" bandwidth "$tmp/failing.json" --out "$tmp/bw2" --format svg > "$tmp/bw2.list" 2> "$tmp/err"
 check '[ $? = 0 ]' "plot bandwidth with a failed case: $(cat "$tmp/err")"
-check '[ "$(grep -c "\.svg$" "$tmp/bw2.list")" = 7 ] && ! grep -q "\.png$" "$tmp/bw2.list"' "--format svg writes SVG only"
-check "grep -q 'fuser failed' '$tmp/bw2/bandwidth_embedding_fwd_bf16.svg'" "a failed case is named on the chart"
+check '[ "$(grep -c "\.svg$" "$tmp/bw2.list")" = 3 ] && ! grep -q "\.png$" "$tmp/bw2.list"' "--format svg writes SVG only"
+check "grep -q 'fuser failed at 8192x768' '$tmp/bw2/bandwidth_embedding.svg'" "a failed case is named on the chart"
+# A run without floors (from before floor_us) says so.
+sed '/"floor_us"/d; /"floor_fraction"/d' "$tmp/failing.json" > "$tmp/nofloor.json"
+"$root/scripts/plot" bandwidth "$tmp/nofloor.json" --out "$tmp/bw3" --format svg > /dev/null 2> "$tmp/err"
+check '[ $? = 0 ] && grep -q "floor: not measured" "$tmp/bw3/bandwidth_qkv_split.svg"' "a run without floors: $(cat "$tmp/err")"
+# Nothing timed (every case failed): exit 2, nothing drawn.
+"$synth" "$tmp/untimed.json" --fail '*' || exit 1
+"$root/scripts/plot" bandwidth "$tmp/untimed.json" --out "$tmp/bw4" > /dev/null 2> "$tmp/err"
+check '[ $? = 2 ] && grep -q "no timed case" "$tmp/err" && [ ! -e "$tmp/bw4/bandwidth_qkv_split.png" ]' "an untimed run: exit 2: $(cat "$tmp/err")"
 
 # History: five stored runs of one GPU (the third slower, the fourth with one
 # more kernel) and one of another GPU, which is left out.
