@@ -7,7 +7,8 @@
 #
 # SASS (nvcc -cubin, cuobjdump -sass) where cuobjdump is installed, else PTX
 # (nvcc -ptx: what ptxas is given; its counts track the SASS ones but are not
-# them). A loop is a backward branch; for each loop of each kernel it prints
+# them; register moves and 16-to-32-bit zero extensions, which ptxas folds
+# away, are not counted). A loop is a backward branch; for each loop of each kernel it prints
 # the instructions between the branch target and the branch, the MUFU
 # (transcendental) ones among them (PTX: ex2/lg2/rcp/rsqrt/sqrt/tanh/sin/cos
 # .approx), and, for the reduction scheduler's pass loops (`for (int it0 = 0;
@@ -44,7 +45,7 @@ for src in "$work"/k*.cu; do
     kind=PTX
     "$nvcc" -arch=sm_90 -ptx -w -o "$work/$k.ptx" "$src"
     awk '/^\$L__BB[0-9_]+:/ { lab = $1; sub(/:$/, "", lab); at[lab] = n + 1; next }
-         /^[[:space:]]+[a-z@][^;]*;/ && !/^[[:space:]]+\.(reg|local|shared|param|global|const)/ { n++; line = $0; sub(/^[[:space:]]+/, "", line); ins[n] = line }
+         /^[[:space:]]+[a-z@][^;]*;/ && !/^[[:space:]]+\.(reg|local|shared|param|global|const)/ && !/^[[:space:]]+(mov\.(b32|f32)|cvt\.u32\.u16)[[:space:]]/ { n++; line = $0; sub(/^[[:space:]]+/, "", line); ins[n] = line }
          END { for (i = 1; i <= n; i++) print ins[i]; print "@@labels"; for (l in at) print l, at[l] }' "$work/$k.ptx" >"$work/$k.lst"
   fi
   echo "== $name ($kind, vec=${vec:-?}, elements per pass-loop trip: ${per:-?})"

@@ -133,6 +133,11 @@ const char *cg_store_source(const cg_ctx *c, const char *var, fu_dtype dt);
  * of dtype dt: a store of dt copies it without converting; else NULL. */
 const char *cg_store_raw(const cg_ctx *c, const char *var, fu_dtype dt);
 
+/* a / k for a constant k is emitted as fu_div_const(a, hi, lo) = fmaf(a, hi, a * lo):
+ * hi = 1/k rounded toward zero, lo = 1/k - hi (docs/format.md, Numerics). False
+ * for k = 0, non-finite k or |k| outside [1e-30, 1e30] (then a plain division). */
+bool cg_div_const_split(double k, float *hi, float *lo);
+
 /* C type holding values of dtype t in registers (compute type), and in memory. */
 const char *cg_compute_type(fu_dtype t);
 const char *cg_storage_type(fu_dtype t);

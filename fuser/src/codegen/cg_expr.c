@@ -29,7 +29,15 @@ static const char prelude[] =
     "__device__ __forceinline__ bool fu_load(unsigned char v) { return v != 0; }\n"
     "__device__ __forceinline__ fu_bf16 fu_to_bf16(float f) { fu_bf16 r; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(r.x) : \"f\"(f)); return r; }\n"
     "__device__ __forceinline__ fu_f16 fu_to_f16(float f) { fu_f16 r; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r.x) : \"f\"(f)); return r; }\n"
-    "__device__ __forceinline__ float fu_round_bf16(float f) { return fu_load(fu_to_bf16(f)); }\n"
+    "// f to bf16 and back in one instruction (sm_80+): the pair (f, 0) packed puts the\n"
+    "// rounded f in the upper half, which is its f32 bit pattern\n"
+    "__device__ __forceinline__ float fu_round_bf16(float f) {\n"
+    "#if __CUDA_ARCH__ >= 800\n"
+    "  unsigned r; asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(f), \"f\"(0.0f)); return __uint_as_float(r);\n"
+    "#else\n"
+    "  return fu_load(fu_to_bf16(f));\n"
+    "#endif\n"
+    "}\n"
     "__device__ __forceinline__ float fu_round_f16(float f) { return fu_load(fu_to_f16(f)); }\n"
     "// Two lanes converted by one instruction (sm_80+); lo goes to the low half.\n"
     "__device__ __forceinline__ unsigned fu_pack_bf16x2(float lo, float hi) {\n"
@@ -65,10 +73,30 @@ static const char prelude[] =
     "__device__ __forceinline__ double fu_sqrt(double x) { return sqrt(x); }\n"
     "__device__ __forceinline__ float fu_rsqrt(float x) { return rsqrtf(x); }\n"
     "__device__ __forceinline__ double fu_rsqrt(double x) { return rsqrt(x); }\n"
-    "__device__ __forceinline__ float fu_tanh(float x) { return tanhf(x); }\n"
+    "// tanh and sigmoid: the rules are in docs/format.md (Numerics). Where the result is\n"
+    "// rounded to bf16 or f16: tanh.approx.f32, one MUFU.TANH, relative error < 2^-10.9\n"
+    "__device__ __forceinline__ float fu_tanh_approx(float x) { float r; asm(\"tanh.approx.f32 %0, %1;\" : \"=f\"(r) : \"f\"(x)); return r; }\n"
+    "// f32 results: an odd polynomial below |x| = 0.125 (truncation < 2e-9 relative), else\n"
+    "// (1 - e) / (1 + e) with e = 2^(-2|x| log2(e)) (ex2.approx and rcp.approx: < 1.5e-6 relative)\n"
+    "__device__ __forceinline__ float fu_tanh(float x) {\n"
+    "  const float a = fabsf(x), x2 = x * x;\n"
+    "  const float p = fmaf(x * x2, fmaf(x2, fmaf(x2, -0.053968254f, 0.13333334f), -0.33333334f), x);\n"
+    "  float e, r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(e) : \"f\"(a * -2.88539008f));\n"
+    "  asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(1.0f + e));\n"
+    "  return a < 0.125f ? p : copysignf((1.0f - e) * r, x);\n"
+    "}\n"
     "__device__ __forceinline__ double fu_tanh(double x) { return tanh(x); }\n"
-    "__device__ __forceinline__ float fu_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
+    "// 1 / (1 + 2^(-x log2(e))): ex2.approx and rcp.approx, < 5e-6 relative for |x| < 80\n"
+    "// (the error of -x log2(e) grows with |x|), 0 where 2^(-x log2(e)) overflows, as expf's did\n"
+    "__device__ __forceinline__ float fu_sigmoid(float x) {\n"
+    "  float e, r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(e) : \"f\"(x * -1.44269504f));\n"
+    "  asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(1.0f + e)); return r;\n"
+    "}\n"
     "__device__ __forceinline__ double fu_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
+    "// a / c for a constant c as a * hi + a * lo, hi = 1/c rounded toward zero and lo the\n"
+    "// rest (same sign, so a = +-inf gives +-inf): an FMUL and an FFMA, correctly rounded\n"
+    "// unless a / c lies within 2^-46 of a rounding boundary (never for a c of <= 20 significant bits)\n"
+    "__device__ __forceinline__ float fu_div_const(float a, float hi, float lo) { return fmaf(a, hi, a * lo); }\n"
     "__device__ __forceinline__ float fu_abs(float x) { return fabsf(x); }\n"
     "__device__ __forceinline__ double fu_abs(double x) { return fabs(x); }\n"
     "__device__ __forceinline__ long long fu_abs(long long x) { return x < 0 ? -x : x; }\n"
@@ -778,6 +806,58 @@ static const char *gather_value(cg_ctx *c, const fu_node *n, const cg_index *idx
     return memo_add(c, n->output, key, v);
 }
 
+/* The value of a constant tensor (a full, maybe broadcast or reshaped). */
+static bool constant_of(const fu_fusion *f, fu_tensor t, double *value)
+{
+    for (int depth = 0; depth < 16; depth++) {
+        const fu_node *n = fu_producer(f, t);
+        if (!n) return false;
+        fu_op_kind k = fu_op_kind_of(n->op);
+        if (k == FU_KIND_FULL) {
+            *value = fu_round_to_dtype(n->attrs.value, fu_val(f, t)->dtype);
+            return true;
+        }
+        if (k != FU_KIND_BROADCAST && k != FU_KIND_RESHAPE && k != FU_KIND_HINT) return false;
+        t = n->inputs[0];
+    }
+    return false;
+}
+
+/* Every value of dtype `from` is a value of dtype `to`. */
+static bool cast_is_exact(fu_dtype from, fu_dtype to)
+{
+    if (from == to) return true;
+    if (to == FU_F64) return from == FU_F32 || from == FU_BF16 || from == FU_F16;
+    if (to == FU_F32) return from == FU_BF16 || from == FU_F16;
+    return false;
+}
+
+/* a / k in f32 for a finite nonzero constant k (docs/format.md, Numerics): a
+ * product where 1/k is a power of two (exact), else fu_div_const with 1/k
+ * split into a float rounded toward zero and the rest. */
+bool cg_div_const_split(double k, float *hi, float *lo)
+{
+    if (!isfinite(k) || k == 0.0 || fabs(k) > 1e30 || fabs(k) < 1e-30) return false;
+    double d = 1.0 / k;
+    *hi = (float)d;
+    if (fabs((double)*hi) > fabs(d)) *hi = nextafterf(*hi, 0.0f);
+    *lo = (float)(d - (double)*hi);
+    return true;
+}
+
+static bool div_const_expr(const char *a, double k, char *buf, size_t n)
+{
+    float hi, lo;
+    if (!cg_div_const_split(k, &hi, &lo)) return false;
+    char h[80], l[80];
+    float_literal((double)hi, 9, "f", h, sizeof h);
+    float_literal((double)lo, 9, "f", l, sizeof l);
+    int e;
+    if (frexp(fabs(k), &e) == 0.5) snprintf(buf, n, "(%s * %s)", a, h); /* 1/k = 2^-(e-1) exactly */
+    else snprintf(buf, n, "fu_div_const(%s, %s, %s)", a, h, l);
+    return true;
+}
+
 const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
 {
     if (c->failed) return "0";
@@ -821,7 +901,11 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         if (n->op == FU_OP_NEG) snprintf(raw, sizeof raw, "(-%s)", a);
         else if (n->op == FU_OP_RECIPROCAL) snprintf(raw, sizeof raw, "(%s(1) / %s)", ct, a);
         else if (n->op == FU_OP_LOGICAL_NOT) snprintf(raw, sizeof raw, "(!%s)", a);
+        else if (n->op == FU_OP_TANH && (v->dtype == FU_BF16 || v->dtype == FU_F16))
+            snprintf(raw, sizeof raw, "fu_tanh_approx(%s)", a); /* docs/format.md, Numerics */
         else snprintf(raw, sizeof raw, "%s(%s)", unary_fn(n->op), a);
+        /* -x and |x| of a value of the dtype are values of the dtype: no rounding */
+        if (n->op == FU_OP_NEG || n->op == FU_OP_ABS) return new_value(c, t, key, ct, "%s", raw);
         return result_value(c, t, key, v->dtype, raw);
     }
     case FU_KIND_BINARY: {
@@ -831,6 +915,22 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         const char *va = cg_value(c, n->inputs[0], sub[0]);
         const char *vb = cg_value(c, n->inputs[1], sub[1]);
         char raw[512];
+        double k;
+        bool kb = fu_dtype_is_float(v->dtype) && constant_of(f, n->inputs[1], &k);
+        double ka;
+        bool kaf = fu_dtype_is_float(v->dtype) && constant_of(f, n->inputs[0], &ka);
+        /* x * 1, 1 * x, x / 1, x - (+0): x itself, bit for bit (same dtype, already rounded) */
+        if (kb && ((k == 1.0 && (n->op == FU_OP_MUL || n->op == FU_OP_DIV)) || (k == 0.0 && !signbit(k) && n->op == FU_OP_SUB)))
+            return memo_add(c, t, key, va);
+        if (kaf && ka == 1.0 && n->op == FU_OP_MUL) return memo_add(c, t, key, vb);
+        if (kb && n->op == FU_OP_DIV && (v->dtype == FU_F32 || v->dtype == FU_BF16 || v->dtype == FU_F16) &&
+            div_const_expr(va, k, raw, sizeof raw))
+            return result_value(c, t, key, v->dtype, raw);
+        /* the larger or smaller of two values of the dtype is one of them: no rounding */
+        if (n->op == FU_OP_MAX || n->op == FU_OP_MIN) {
+            snprintf(raw, sizeof raw, binary_fmt(n->op), va, vb);
+            return new_value(c, t, key, ct, "%s", raw);
+        }
         bool compare = v->dtype == FU_BOOL && n->op != FU_OP_LOGICAL_AND && n->op != FU_OP_LOGICAL_OR;
         if (compare && fu_dtype_is_int(a->dtype) && fu_dtype_is_int(b->dtype) && value_is_i32(c, va) &&
             value_is_i32(c, vb)) {
@@ -858,6 +958,10 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         const fu_value *in = fu_val(f, n->inputs[0]);
         const char *a = cg_value(c, n->inputs[0], idx);
         char raw[512];
+        /* every value of the input dtype is one of the output dtype, in the same
+         * compute type: the value itself (no new variable, no conversion) */
+        if (cast_is_exact(in->dtype, v->dtype) && !strcmp(cg_compute_type(in->dtype), ct)) return memo_add(c, t, key, a);
+        if (in->dtype == FU_BOOL && fu_dtype_is_float(v->dtype)) return new_value(c, t, key, ct, "(%s)(%s)", ct, a);
         if (v->dtype == FU_BOOL) snprintf(raw, sizeof raw, "(%s != 0)", a);
         else if (v->dtype == FU_I32) snprintf(raw, sizeof raw, "(long long)(int)(%s)", a);
         else snprintf(raw, sizeof raw, "(%s)(%s)", ct, a);
