@@ -9,7 +9,10 @@
  *     f32 and bf16; its bf16 kernel uses tanh.approx, its f32 kernel the f32
  *     tanh, neither has a division by 30 left, and both compile with NVRTC;
  *   - the pointwise math fusion folds x * 1 and x / 1 (its output 'same' is
- *     the input's loaded value, stored unconverted) and compiles.
+ *     the input's loaded value, stored unconverted) and compiles;
+ *   - column_reductions and bias_grad plan to one kernel of the outer-reduction
+ *     scheduler with vector loads, whose rows are split over blocks (the last
+ *     block combining) exactly where the columns are few, and compile.
  * FUSER_TEST_DATA is the data directory (set by CTest).
  */
 #define _XOPEN_SOURCE 700
@@ -137,6 +140,28 @@ int main(void)
     CHECK_CONTAINS(body_of(pmb), "_9[0] = x0[0];");
     CHECK(!strstr(body_of(pm), "* 1.0f") && !strstr(body_of(pm), "/ 1.0f"));
     CHECK_CONTAINS(body_of(pm), "* 0.25f"); /* x / 4 */
+    /* outer reductions: one kernel, coalesced vector loads; rows split over
+     * blocks where the columns are few, not where they are many */
+    const char *few[] = {"N=8192", "C=1024"}, *many[] = {"N=64", "C=65536"}, *odd[] = {"N=1000", "C=24"};
+    const char *bg[] = {"B=4", "T=512", "C=1024"}, *bg_odd[] = {"B=3", "T=5", "C=100"};
+    struct {
+        const char *file;
+        const char *const *sets;
+        int nsets;
+        fu_dtype dt;
+        bool split;
+    } outer[] = {
+        {"column_reductions.fusion", few, 2, FU_F32, true},   {"column_reductions.fusion", few, 2, FU_BF16, true},
+        {"column_reductions.fusion", many, 2, FU_BF16, false}, {"column_reductions.fusion", odd, 2, FU_F32, true},
+        {"bias_grad.fusion", bg, 3, FU_F32, true},            {"bias_grad.fusion", bg_odd, 3, FU_BF16, false},
+    };
+    for (size_t i = 0; i < sizeof outer / sizeof outer[0]; i++) {
+        char *src = one_kernel(rt, data, outer[i].file, outer[i].sets, outer[i].nsets, outer[i].dt);
+        CHECK_CONTAINS(src, "scheduler: outer reduction");
+        CHECK_CONTAINS(body_of(src), "= __ldg((const uint");
+        CHECK((strstr(body_of(src), "atomicAdd(&fu_done[bx]") != NULL) == outer[i].split);
+        free(src);
+    }
     free(bf);
     free(f32);
     free(pm);

@@ -6,6 +6,9 @@
  *     test_gpu_fuser's tolerances;
  *   - pointwise_math (f32, bf16): element by element, |gpu - cpu| <= 1e-5 |cpu|
  *     (f32) and <= 2^-7 |cpu|, one bf16 ulp (bf16), plus 1e-30 for zeros.
+ *   - column_reductions and bias_grad (outer reductions; f32, bf16; with and
+ *     without row splits, odd sizes): max-relative as above;
+ *   - every case runs twice and gives the same bits.
  * With --time: the soft-capped cross entropy at 8192 x 32768 in both dtypes,
  * median of 20 launches (CUDA events; the 537 MB / 1.07 GB input is far above
  * the L2), beside a device-to-device copy of the same bytes: % of copy.
@@ -83,6 +86,19 @@ static void run_case(fu_runtime *rt, const char *data, const char *rel, const ch
         CHECK(e <= tol);
         if (!(e <= tol))
             fprintf(stderr, "%s: output '%s': error %.3g > %.3g\n", c->name, fu_tensor_name(f, fu_fusion_output(f, i)), e, tol);
+    }
+    /* the same bits again: row splits are combined in a fixed order */
+    fu_host_tensor again[16] = {0};
+    if (s == FU_OK && fu_exec_run_host(rt, f, &po, in, again, &err) == FU_OK) {
+        for (int i = 0; i < nout; i++) {
+            bool same = fu_host_tensor_bytes(&again[i]) == fu_host_tensor_bytes(&gpu[i]) &&
+                        !memcmp(again[i].data, gpu[i].data, fu_host_tensor_bytes(&gpu[i]));
+            CHECK(same);
+            if (!same) fprintf(stderr, "%s: output %d differs between two runs\n", c->name, i);
+        }
+        free_tensors(again, nout);
+    } else if (s == FU_OK) {
+        CHECK(!"second run");
     }
     if (s == FU_OK) free_tensors(gpu, nout);
     if (r == FU_OK) free_tensors(cpu, nout);
@@ -184,6 +200,15 @@ int main(int argc, char **argv)
         run_case(rt, data, "softcap_cross_entropy.fusion", small, 2, dts[d], false);
         run_case(rt, data, "softcap_cross_entropy.fusion", wide, 2, dts[d], false);
         run_case(rt, data, "pointwise_math.fusion", pm, 1, dts[d], true);
+    }
+    const char *few[] = {"N=8192", "C=1024"}, *many[] = {"N=64", "C=65536"}, *odd[] = {"N=1000", "C=24"};
+    const char *bg[] = {"B=4", "T=512", "C=1024"}, *bg_odd[] = {"B=3", "T=5", "C=100"};
+    for (int d = 0; d < 2; d++) {
+        run_case(rt, data, "column_reductions.fusion", few, 2, dts[d], false);
+        run_case(rt, data, "column_reductions.fusion", many, 2, dts[d], false);
+        run_case(rt, data, "column_reductions.fusion", odd, 2, dts[d], false);
+        run_case(rt, data, "bias_grad.fusion", bg, 3, dts[d], false);
+        run_case(rt, data, "bias_grad.fusion", bg_odd, 3, dts[d], false);
     }
     for (int d = 0; timing && d < 2; d++) time_case(rt, data, dts[d]);
     fu_runtime_close(rt);

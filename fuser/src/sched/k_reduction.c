@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "reduce_common.h"
 
 #define MAX_REDS 32
 #define MAX_CACHE 4
@@ -449,7 +450,7 @@ static int output_pass(const struct red_ctx *r, fu_tensor t)
     return p;
 }
 
-static const char *identity(fu_op op, fu_dtype dt)
+const char *fu_red_identity(fu_op op, fu_dtype dt)
 {
     bool integer = fu_dtype_is_int(dt);
     if (op == FU_OP_SUM) return integer ? "0ll" : dt == FU_F64 ? "0.0" : "0.0f";
@@ -459,7 +460,7 @@ static const char *identity(fu_op op, fu_dtype dt)
 
 static const char *op_functor(fu_op op) { return op == FU_OP_SUM ? "fu_op_sum()" : op == FU_OP_RMAX ? "fu_op_max()" : "fu_op_min()"; }
 
-static void combine(cg_ctx *c, fu_op op, const char *acc, const char *v)
+void fu_red_combine(cg_ctx *c, fu_op op, const char *acc, const char *v)
 {
     if (op == FU_OP_SUM) cg_line(c, "%s += %s;", acc, v);
     else cg_line(c, "%s = %s(%s, %s);", acc, op == FU_OP_RMAX ? "fu_max" : "fu_min", acc, v);
@@ -885,7 +886,7 @@ static void emit_pass(red_ctx *r, int pass)
         if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
         if (ri->online_max >= 0) cg_line(c, "%s %s = 0.0f; // online: sum of exp(x - %s)", ct, ri->var, r->reds[ri->online_max].var);
-        else cg_line(c, "%s %s = %s;", ct, ri->var, identity(ri->op, fu_val(f, ri->out)->dtype));
+        else cg_line(c, "%s %s = %s;", ct, ri->var, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
     }
     const bool issued = pass == 1 && r->first_batch_issued;
     if (!issued) plan_pass(r, pass);
@@ -931,7 +932,7 @@ static void emit_pass(red_ctx *r, int pass)
                 snprintf(online_e[i][lane], sizeof online_e[i][lane], "%s", cg_value(c, online_source(r, ri), li));
                 continue;
             }
-            combine(c, ri->op, ri->var, cg_value(c, ri->in, li));
+            fu_red_combine(c, ri->op, ri->var, cg_value(c, ri->in, li));
         }
         for (int o = 0; o < nout; o++) snprintf(outs[o][lane], sizeof outs[o][lane], "%s", cg_value(c, out_t[o], li));
     }
@@ -1010,14 +1011,14 @@ static void emit_grid_prologue(red_ctx *r, red_info *ri)
     const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
     cg_line(c, "%s %s; // %s, computed by every block: rows need it", ct, ri->var, fu_val(f, ri->out)->name);
     cg_open(c);
-    cg_line(c, "%s acc = %s;", ct, identity(ri->op, fu_val(f, ri->out)->dtype));
+    cg_line(c, "%s acc = %s;", ct, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
     cg_line(c, "for (%s row = threadIdx.x; row < %lld; row += %d) {", it, (long long)r->rows, r->threads);
     c->indent++;
     c->scope++;
     emit_outer_vars(r, "row");
     cg_index idx[FU_MAX_RANK];
     row_index(r, x, idx);
-    combine(c, ri->op, "acc", cg_value(c, ri->in, idx));
+    fu_red_combine(c, ri->op, "acc", cg_value(c, ri->in, idx));
     cg_close(c);
     cg_line(c, "%s = fu_block_reduce(acc, %s, %s);", ri->var, op_functor(ri->op), smem_of(ct));
     cg_close(c);
@@ -1260,7 +1261,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     for (int i = 0; i < r->nred && !queue; i++)
         if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID)
             cg_line(c, "%s fu_g%d = %s; // this block's part of %s", cg_compute_type(fu_val(f, r->reds[i].out)->dtype), i,
-                    identity(r->reds[i].op, fu_val(f, r->reds[i].out)->dtype), fu_val(f, r->reds[i].out)->name);
+                    fu_red_identity(r->reds[i].op, fu_val(f, r->reds[i].out)->dtype), fu_val(f, r->reds[i].out)->name);
     if (queue) {
         /* rows + gridDim.x tickets in all: one per row, and each block's last one, past the rows */
         cg_line(c, "// rows in order from the queue fu_count[1], each taken a row ahead (see ROW_QUEUE)");
@@ -1316,7 +1317,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         } else {
             char g[16];
             snprintf(g, sizeof g, "fu_g%d", i);
-            combine(c, ri->op, g, val);
+            fu_red_combine(c, ri->op, g, val);
         }
     }
     if (queue) {
@@ -1342,13 +1343,13 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
             red_info *ri = &r->reds[i];
             if (ri->kind != RK_GRID_EPI && ri->kind != RK_ROWGRID) continue;
             const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
-            cg_line(c, "%s %s = %s;", ct, ri->var, identity(ri->op, fu_val(f, ri->out)->dtype));
+            cg_line(c, "%s %s = %s;", ct, ri->var, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
             if (queue) cg_line(c, "for (unsigned b = threadIdx.x; b < %lldu; b += %d) { // the rows' partials", (long long)r->rows, r->threads);
             else cg_line(c, "for (unsigned b = threadIdx.x; b < gridDim.x; b += %d) {", r->threads);
             c->indent++;
             char v[64];
             snprintf(v, sizeof v, "(%s)__ldcg(&fu_ws[b * %d + %d])", ct, ngrid, gi++);
-            combine(c, ri->op, ri->var, v);
+            fu_red_combine(c, ri->op, ri->var, v);
             c->indent--;
             cg_line(c, "}");
             cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", ri->var, ri->var, op_functor(ri->op), smem_of(ct));
