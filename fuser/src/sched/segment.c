@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "reduce_common.h"
 
 static const char *const sched_names[] = {
     [FU_SCHED_POINTWISE] = "pointwise", [FU_SCHED_REDUCTION] = "reduction", [FU_SCHED_SCATTER] = "scatter"};
@@ -174,7 +175,7 @@ static int try_group(seg_ctx *s, const bool *in_group, char *why, size_t nwhy)
     memset(&kp, 0, sizeof kp);
     bool ok;
     if (any_scatter) ok = fu_sched_scatter(&g, &kp, why, nwhy);
-    else if (any_reduce) ok = fu_sched_reduction(&g, &kp, why, nwhy);
+    else if (any_reduce) ok = fu_sched_outer_reduction(&g, &kp, why, nwhy) || fu_sched_reduction(&g, &kp, why, nwhy);
     else ok = fu_sched_pointwise(&g, &kp, why, nwhy);
     if (ok) {
         for (int i = 0; i < g.noutputs; i++) p->materialized[outs[i]] = true;
