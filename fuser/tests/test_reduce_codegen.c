@@ -12,7 +12,11 @@
  *     the input's loaded value, stored unconverted) and compiles;
  *   - column_reductions and bias_grad plan to one kernel of the outer-reduction
  *     scheduler with vector loads, whose rows are split over blocks (the last
- *     block combining) exactly where the columns are few, and compile.
+ *     block combining) exactly where the columns are few, and compile;
+ *   - layer_norm_backward and rms_norm_backward (dx per row, dweight and dbias
+ *     per column) plan to one kernel of the row scheduler with column
+ *     reductions (strided rows, a two-level last-block combine) at four sizes
+ *     (few rows, odd columns) in f32 and bf16, and compile.
  * FUSER_TEST_DATA is the data directory (set by CTest).
  */
 #define _XOPEN_SOURCE 700
@@ -162,6 +166,17 @@ int main(void)
         CHECK((strstr(body_of(src), "atomicAdd(&fu_done[bx]") != NULL) == outer[i].split);
         free(src);
     }
+    /* norm backwards: dx per row and dweight (dbias) per column in one kernel */
+    const char *nb_sets[][2] = {{"N=8192", "C=1024"}, {"N=1000", "C=100"}, {"N=8", "C=4096"}, {"N=300", "C=2048"}};
+    const char *norms[] = {"layer_norm_backward.fusion", "rms_norm_backward.fusion"};
+    for (int nf = 0; nf < 2; nf++)
+        for (int k = 0; k < 4; k++)
+            for (int d = 0; d < 2; d++) {
+                char *src = one_kernel(rt, data, norms[nf], nb_sets[k], 2, d ? FU_BF16 : FU_F32);
+                CHECK_CONTAINS(body_of(src), "atomicAdd(&fu_group_done[fu_group], 1u)");
+                CHECK(src && !strstr(body_of(src), "fu_take_row")); /* rows strided, not from the queue */
+                free(src);
+            }
     free(bf);
     free(f32);
     free(pm);

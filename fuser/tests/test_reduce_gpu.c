@@ -8,6 +8,8 @@
  *     (f32) and <= 2^-7 |cpu|, one bf16 ulp (bf16), plus 1e-30 for zeros.
  *   - column_reductions and bias_grad (outer reductions; f32, bf16; with and
  *     without row splits, odd sizes): max-relative as above;
+ *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
+ *     column gradients combined by the last blocks) at four sizes;
  *   - every case runs twice and gives the same bits.
  * With --time: the soft-capped cross entropy at 8192 x 32768 in both dtypes,
  * median of 20 launches (CUDA events; the 537 MB / 1.07 GB input is far above
@@ -210,6 +212,12 @@ int main(int argc, char **argv)
         run_case(rt, data, "bias_grad.fusion", bg, 3, dts[d], false);
         run_case(rt, data, "bias_grad.fusion", bg_odd, 3, dts[d], false);
     }
+    const char *nb_sets[][2] = {{"N=2048", "C=1024"}, {"N=1000", "C=100"}, {"N=8", "C=4096"}, {"N=300", "C=2048"}};
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < 4; k++) {
+            run_case(rt, data, "layer_norm_backward.fusion", nb_sets[k], 2, dts[d], false);
+            run_case(rt, data, "rms_norm_backward.fusion", nb_sets[k], 2, dts[d], false);
+        }
     for (int d = 0; timing && d < 2; d++) time_case(rt, data, dts[d]);
     fu_runtime_close(rt);
     return check_finish("test_reduce_gpu");
