@@ -10,6 +10,9 @@
  *     tanh, neither has a division by 30 left, and both compile with NVRTC;
  *   - the pointwise math fusion folds x * 1 and x / 1 (its output 'same' is
  *     the input's loaded value, stored unconverted) and compiles;
+ *   - a kernel's prelude holds the helper files it uses and what they need
+ *     (the pointwise kernel no reductions, the cross entropy the lse file and
+ *     the min/max file it needs);
  *   - column_reductions and bias_grad plan to one kernel of the outer-reduction
  *     scheduler with vector loads, whose rows are split over blocks (the last
  *     block combining) exactly where the columns are few, and compile;
@@ -144,6 +147,14 @@ int main(void)
     CHECK_CONTAINS(body_of(pmb), "_9[0] = x0[0];");
     CHECK(!strstr(body_of(pm), "* 1.0f") && !strstr(body_of(pm), "/ 1.0f"));
     CHECK_CONTAINS(body_of(pm), "* 0.25f"); /* x / 4 */
+    /* each kernel's prelude: the helper files its code uses, and what they need */
+    CHECK_CONTAINS(pm, "fuser prelude 00_core.cuh");
+    CHECK_CONTAINS(pm, "fuser prelude 30_tanh.cuh");
+    CHECK(pm && !strstr(pm, "fuser prelude 50_reduce.cuh") && !strstr(pm, "fuser prelude 60_lse.cuh") &&
+          !strstr(pm, "fuser prelude 70_row_queue.cuh"));
+    CHECK_CONTAINS(bf, "fuser prelude 60_lse.cuh");
+    CHECK_CONTAINS(bf, "fuser prelude 10_minmax.cuh"); /* 60_lse.cuh needs it */
+    CHECK_CONTAINS(bf, "fuser prelude 30_tanh.cuh");
     /* outer reductions: one kernel, coalesced vector loads; rows split over
      * blocks where the columns are few, not where they are many */
     const char *few[] = {"N=8192", "C=1024"}, *many[] = {"N=64", "C=65536"}, *odd[] = {"N=1000", "C=24"};

@@ -146,8 +146,19 @@ const char *cg_vector_type(int bytes);
 /* Expression storing the value `var` as storage type t: converts the value
  * before its rounding to t when var is that rounding (cg_store_source). */
 void cg_store_expr(const cg_ctx *c, char *buf, size_t n, fu_dtype t, const char *var);
-/* The prelude every kernel starts with (conversions, math overloads, reductions). */
-const char *cg_prelude(void);
+/* The device helpers (the .cuh files of fuser/src/codegen/prelude/, embedded at build time by
+ * reference/cmake/embed.cmake into cg_prelude_files[]; ends with {NULL, NULL}). */
+typedef struct cg_prelude_file {
+    const char *name; /* "00_core.cuh" */
+    const char *text;
+} cg_prelude_file;
+extern const cg_prelude_file cg_prelude_files[];
+const char *cg_prelude_file_text(const char *name);
+/* A line a kernel's text holds where its prelude goes, and the text with that
+ * line replaced by the files its code after the line uses (cg_prelude.c),
+ * ending in "// ---- end of prelude ----"; malloc'd, NULL when out of memory. */
+const char *cg_prelude_marker(void);
+char *cg_prelude_expand(const char *source);
 
 /* Contiguous offset of a tensor of `shape` at idx, as an affine-aware index. */
 void cg_offset(cg_ctx *c, int rank, const int64_t *shape, const int64_t *strides, const cg_index *idx,
