@@ -4,7 +4,9 @@
  *   - a / k as fmaf(a, hi, a * lo) (cg_div_const_split) is the correctly rounded
  *     f32 quotient for constants of few significant bits, on 2^22 random
  *     floats each where a, a / k and a * lo are normal, and keeps infinities,
- *     zeros and NaN (a * hi alone where 1/k is a power of two);
+ *     zeros and NaN (a * hi alone where 1/k is a power of two); with bf16
+ *     operands, a * RN(1/k) rounded to bf16 is the correctly rounded bf16
+ *     quotient for every normal bf16 a (9 constants);
  *   - the soft-capped cross entropy (fuser/tests/data) plans to one kernel in
  *     f32 and bf16; its bf16 kernel uses tanh.approx, its f32 kernel the f32
  *     tanh, neither has a division by 30 left, and both compile with NVRTC;
@@ -83,6 +85,29 @@ static void check_div_const(void)
     }
 }
 
+/* bf16 a / k for bf16 a and k, as emitted: the f32 product a * RN(1/k), rounded
+ * to bf16, against the correctly rounded bf16 quotient: every normal bf16 a. */
+static void check_div_const_bf16(void)
+{
+    const double ks[] = {30.0, 3.0, -3.0, 0.69921875, 7.0, 0.0999755859375, 1000.0, 255.0, 1.0 / 3.0};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        double k = fu_round_to_dtype(ks[i], FU_BF16);
+        float r = (float)(1.0 / k);
+        int bad = 0;
+        for (uint32_t bits = 0; bits < 0x10000u; bits++) {
+            uint32_t f32 = bits << 16;
+            float a;
+            memcpy(&a, &f32, sizeof a);
+            double want = fu_round_to_dtype((double)a / k, FU_BF16);
+            if (!isnormal(a) || !isnormal((float)want)) continue;
+            double got = fu_round_to_dtype((double)(a * r), FU_BF16);
+            if (got != want && bad++ < 3) fprintf(stderr, "bf16 %.9g / %.9g: %.9g, want %.9g\n", a, k, got, want);
+        }
+        CHECK(bad == 0);
+        printf("bf16 a / %-10.9g a * %.9g: %s\n", k, r, bad ? "FAIL" : "the correctly rounded bf16 quotient");
+    }
+}
+
 static char *one_kernel(fu_runtime *rt, const char *data, const char *rel, const char *const *sets, int nsets,
                         fu_dtype dt)
 {
@@ -121,6 +146,7 @@ int main(void)
         return 1;
     }
     check_div_const();
+    check_div_const_bf16();
     char cache[512];
     if (!tu_make_temp_dir(cache, sizeof cache, "reduce-codegen")) return 1;
     fu_runtime_options ro = {0};

@@ -674,7 +674,7 @@ bool cg_div_const_split(double k, float *hi, float *lo)
     return true;
 }
 
-static bool div_const_expr(const char *a, double k, char *buf, size_t n)
+static bool div_const_expr(const char *a, double k, fu_dtype dt, char *buf, size_t n)
 {
     float hi, lo;
     if (!cg_div_const_split(k, &hi, &lo)) return false;
@@ -682,8 +682,16 @@ static bool div_const_expr(const char *a, double k, char *buf, size_t n)
     float_literal((double)hi, 9, "f", h, sizeof h);
     float_literal((double)lo, 9, "f", l, sizeof l);
     int e;
-    if (frexp(fabs(k), &e) == 0.5) snprintf(buf, n, "(%s * %s)", a, h); /* 1/k = 2^-(e-1) exactly */
-    else snprintf(buf, n, "fu_div_const(%s, %s, %s)", a, h, l);
+    if (frexp(fabs(k), &e) == 0.5) {
+        snprintf(buf, n, "(%s * %s)", a, h); /* 1/k = 2^-(e-1) exactly */
+    } else if (dt == FU_BF16) {
+        /* a and k bf16: a * RN(1/k) in f32 rounds to bf16 as a / k does (the
+         * quotient is 2^-17 or more from a bf16 midpoint, the product within 2^-23) */
+        float_literal((double)(float)(1.0 / k), 9, "f", h, sizeof h);
+        snprintf(buf, n, "(%s * %s)", a, h);
+    } else {
+        snprintf(buf, n, "fu_div_const(%s, %s, %s)", a, h, l);
+    }
     return true;
 }
 
@@ -753,7 +761,7 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
             return memo_add(c, t, key, va);
         if (kaf && ka == 1.0 && n->op == FU_OP_MUL) return memo_add(c, t, key, vb);
         if (kb && n->op == FU_OP_DIV && (v->dtype == FU_F32 || v->dtype == FU_BF16 || v->dtype == FU_F16) &&
-            div_const_expr(va, k, raw, sizeof raw))
+            div_const_expr(va, k, v->dtype, raw, sizeof raw))
             return result_value(c, t, key, v->dtype, raw);
         /* the larger or smaller of two values of the dtype is one of them: no rounding */
         if (n->op == FU_OP_MAX || n->op == FU_OP_MIN) {
