@@ -48,10 +48,7 @@ static double error_of(const fu_host_tensor *a, const fu_host_tensor *b, bool el
 {
     double maxdiff = 0, maxref = 0, worst = 0;
     for (int64_t i = 0; i < fu_host_tensor_numel(b); i++) {
-        double x = fu_host_tensor_get(a, i), y = fu_host_tensor_get(b, i), d;
-        if (isnan(x) || isnan(y)) d = isnan(x) && isnan(y) ? 0 : INFINITY;
-        else if (isinf(x) || isinf(y)) d = x == y ? 0 : INFINITY;
-        else d = fabs(x - y);
+        double x = fu_host_tensor_get(a, i), y = fu_host_tensor_get(b, i), d = gpu_test_diff(x, y);
         if (d > maxdiff) maxdiff = d;
         if (isfinite(y) && fabs(y) > maxref) maxref = fabs(y);
         if (elementwise && d / (fabs(y) + 1e-30) > worst) worst = d / (fabs(y) + 1e-30);

@@ -443,7 +443,11 @@ bool fu_sched_outer_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, 
         c->user = o;
         c->lookup_register = outer_lookup_register;
         choose_config(o);
-        ok = check_outputs(o, why, nwhy) && o->gx * o->splits < INT32_MAX;
+        ok = check_outputs(o, why, nwhy);
+        if (ok && o->gx * o->splits >= INT32_MAX) {
+            snprintf(why, nwhy, "outer reduction: %lld blocks do not fit a 32-bit grid", (long long)(o->gx * o->splits));
+            ok = false;
+        }
         if (ok) emit_kernel(o, kp);
         if (ok) ok = fu_kw_finish(w, kp, why, nwhy);
         else fu_kw_abort(w);
