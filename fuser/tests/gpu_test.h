@@ -6,6 +6,7 @@
 #ifndef FUSER_TEST_GPU_H
 #define FUSER_TEST_GPU_H
 
+#include <math.h>
 #include <stdio.h>
 
 #include "check.h"
@@ -19,6 +20,15 @@
         CHECK(ok_s_ == FU_OK);                                           \
         if (ok_s_ != FU_OK) fprintf(stderr, "  -> %s\n", err.message);   \
     } while (0)
+
+/* |x - y| of a GPU element x against the interpreter's y: 0 where both are NaN
+ * or the same infinity, inf where only one is NaN or they are different infinities. */
+static inline double gpu_test_diff(double x, double y)
+{
+    if (isnan(x) || isnan(y)) return isnan(x) && isnan(y) ? 0 : INFINITY;
+    if (isinf(x) || isinf(y)) return x == y ? 0 : INFINITY;
+    return fabs(x - y);
+}
 
 /* Opens the runtime with opts (NULL: the defaults) into *rt. 0 when it has a
  * GPU. Otherwise nothing stays open and main returns what this returns: 77

@@ -92,10 +92,7 @@ static double compare(const fu_host_tensor *a, const fu_host_tensor *b)
     }
     double maxdiff = 0, maxref = 0;
     for (int64_t i = 0; i < n; i++) {
-        double x = fu_host_tensor_get(a, i), y = fu_host_tensor_get(b, i), d;
-        if (isnan(x) || isnan(y)) d = isnan(x) && isnan(y) ? 0 : INFINITY;
-        else if (isinf(x) || isinf(y)) d = x == y ? 0 : INFINITY;
-        else d = fabs(x - y);
+        double x = fu_host_tensor_get(a, i), y = fu_host_tensor_get(b, i), d = gpu_test_diff(x, y);
         if (d > maxdiff) maxdiff = d;
         if (isfinite(y) && fabs(y) > maxref) maxref = fabs(y);
     }

@@ -133,6 +133,11 @@ const char *cg_store_source(const cg_ctx *c, const char *var, fu_dtype dt);
  * of dtype dt: a store of dt copies it without converting; else NULL. */
 const char *cg_store_raw(const cg_ctx *c, const char *var, fu_dtype dt);
 
+/* a / k for a constant k is emitted as fu_div_const(a, hi, lo) = fmaf(a, hi, a * lo):
+ * hi = 1/k rounded toward zero, lo = 1/k - hi (docs/format.md, Numerics). False
+ * for k = 0, non-finite k or |k| outside [1e-30, 1e30] (then a plain division). */
+bool cg_div_const_split(double k, float *hi, float *lo);
+
 /* C type holding values of dtype t in registers (compute type), and in memory. */
 const char *cg_compute_type(fu_dtype t);
 const char *cg_storage_type(fu_dtype t);
@@ -141,8 +146,19 @@ const char *cg_vector_type(int bytes);
 /* Expression storing the value `var` as storage type t: converts the value
  * before its rounding to t when var is that rounding (cg_store_source). */
 void cg_store_expr(const cg_ctx *c, char *buf, size_t n, fu_dtype t, const char *var);
-/* The prelude every kernel starts with (conversions, math overloads, reductions). */
-const char *cg_prelude(void);
+/* The device helpers (the .cuh files of fuser/src/codegen/prelude/, embedded at build time by
+ * reference/cmake/embed.cmake into cg_prelude_files[]; ends with {NULL, NULL}). */
+typedef struct cg_prelude_file {
+    const char *name; /* "00_core.cuh" */
+    const char *text;
+} cg_prelude_file;
+extern const cg_prelude_file cg_prelude_files[];
+const char *cg_prelude_file_text(const char *name);
+/* A line a kernel's text holds where its prelude goes, and the text with that
+ * line replaced by the files its code after the line uses (cg_prelude.c),
+ * ending in "// ---- end of prelude ----"; malloc'd, NULL when out of memory. */
+const char *cg_prelude_marker(void);
+char *cg_prelude_expand(const char *source);
 
 /* Contiguous offset of a tensor of `shape` at idx, as an affine-aware index. */
 void cg_offset(cg_ctx *c, int rank, const int64_t *shape, const int64_t *strides, const cg_index *idx,

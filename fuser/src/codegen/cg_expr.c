@@ -1,5 +1,6 @@
 /*
- * cg_expr.c -- the expression inliner (see cg.h) and the kernel prelude.
+ * cg_expr.c -- the expression inliner (see cg.h). The device helpers it
+ * calls (fu_load, fu_exp, fu_div_const ...) are the .cuh files of prelude/.
  */
 #include <limits.h>
 #include <math.h>
@@ -9,150 +10,6 @@
 #include <string.h>
 
 #include "cg.h"
-
-/* ------------------------------------------------------------ prelude */
-
-static const char prelude[] =
-    "// ---- fuser prelude: storage types, conversions, math, block/grid reductions ----\n"
-    "struct fu_bf16 { unsigned short x; };\n"
-    "struct fu_f16 { unsigned short x; };\n"
-    "#define FU_INF __int_as_float(0x7f800000)\n"
-    "#define FU_NAN __int_as_float(0x7fc00000)\n"
-    "#define FU_DINF __longlong_as_double(0x7ff0000000000000ll)\n"
-    "#define FU_DNAN __longlong_as_double(0x7ff8000000000000ll)\n"
-    "__device__ __forceinline__ float fu_load(fu_bf16 v) { return __uint_as_float(((unsigned)v.x) << 16); }\n"
-    "__device__ __forceinline__ float fu_load(fu_f16 v) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(v.x)); return f; }\n"
-    "__device__ __forceinline__ float fu_load(float v) { return v; }\n"
-    "__device__ __forceinline__ double fu_load(double v) { return v; }\n"
-    "__device__ __forceinline__ long long fu_load(int v) { return v; }\n"
-    "__device__ __forceinline__ long long fu_load(long long v) { return v; }\n"
-    "__device__ __forceinline__ bool fu_load(unsigned char v) { return v != 0; }\n"
-    "__device__ __forceinline__ fu_bf16 fu_to_bf16(float f) { fu_bf16 r; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(r.x) : \"f\"(f)); return r; }\n"
-    "__device__ __forceinline__ fu_f16 fu_to_f16(float f) { fu_f16 r; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r.x) : \"f\"(f)); return r; }\n"
-    "__device__ __forceinline__ float fu_round_bf16(float f) { return fu_load(fu_to_bf16(f)); }\n"
-    "__device__ __forceinline__ float fu_round_f16(float f) { return fu_load(fu_to_f16(f)); }\n"
-    "// Two lanes converted by one instruction (sm_80+); lo goes to the low half.\n"
-    "__device__ __forceinline__ unsigned fu_pack_bf16x2(float lo, float hi) {\n"
-    "#if __CUDA_ARCH__ >= 800\n"
-    "  unsigned r; asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r;\n"
-    "#else\n"
-    "  return (unsigned)fu_to_bf16(lo).x | ((unsigned)fu_to_bf16(hi).x << 16);\n"
-    "#endif\n"
-    "}\n"
-    "__device__ __forceinline__ unsigned fu_pack_f16x2(float lo, float hi) {\n"
-    "#if __CUDA_ARCH__ >= 800\n"
-    "  unsigned r; asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r;\n"
-    "#else\n"
-    "  return (unsigned)fu_to_f16(lo).x | ((unsigned)fu_to_f16(hi).x << 16);\n"
-    "#endif\n"
-    "}\n"
-    "// f32 exp through ex2.approx (2 instructions): relative error ~3e-7 plus the\n"
-    "// rounding of x * log2(e); these kernels are bound by memory and by issue slots\n"
-    "__device__ __forceinline__ float fu_exp(float x) { return __expf(x); }\n"
-    "__device__ __forceinline__ double fu_exp(double x) { return exp(x); }\n"
-    "// exp(a - b) as 2^(a*log2(e) - b*log2(e)): one FFMA and one MUFU.EX2, since\n"
-    "// b (a row's max or log-sum-exp) is the same for many a and b*log2(e) is shared\n"
-    "__device__ __forceinline__ float fu_exp_sub(float a, float b) {\n"
-    "  const float l2e = 1.4426950408889634f;\n"
-    "  float r; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(fmaf(a, l2e, -b * l2e))); return r;\n"
-    "}\n"
-    "__device__ __forceinline__ double fu_exp_sub(double a, double b) { return exp(a - b); }\n"
-    "__device__ __forceinline__ float fu_log(float x) { return logf(x); }\n"
-    "__device__ __forceinline__ double fu_log(double x) { return log(x); }\n"
-    "__device__ __forceinline__ float fu_log1p(float x) { return log1pf(x); }\n"
-    "__device__ __forceinline__ double fu_log1p(double x) { return log1p(x); }\n"
-    "__device__ __forceinline__ float fu_sqrt(float x) { return sqrtf(x); }\n"
-    "__device__ __forceinline__ double fu_sqrt(double x) { return sqrt(x); }\n"
-    "__device__ __forceinline__ float fu_rsqrt(float x) { return rsqrtf(x); }\n"
-    "__device__ __forceinline__ double fu_rsqrt(double x) { return rsqrt(x); }\n"
-    "__device__ __forceinline__ float fu_tanh(float x) { return tanhf(x); }\n"
-    "__device__ __forceinline__ double fu_tanh(double x) { return tanh(x); }\n"
-    "__device__ __forceinline__ float fu_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
-    "__device__ __forceinline__ double fu_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
-    "__device__ __forceinline__ float fu_abs(float x) { return fabsf(x); }\n"
-    "__device__ __forceinline__ double fu_abs(double x) { return fabs(x); }\n"
-    "__device__ __forceinline__ long long fu_abs(long long x) { return x < 0 ? -x : x; }\n"
-    "__device__ __forceinline__ float fu_pow(float a, float b) { return powf(a, b); }\n"
-    "__device__ __forceinline__ double fu_pow(double a, double b) { return pow(a, b); }\n"
-    "__device__ __forceinline__ long long fu_pow(long long a, long long b) { long long r = 1; if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0); while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }\n"
-    "// maximum/minimum propagate NaN, as torch.maximum does\n"
-    "template <class T> __device__ __forceinline__ T fu_max(T a, T b) { return (a != a || a > b) ? a : b; }\n"
-    "template <class T> __device__ __forceinline__ T fu_min(T a, T b) { return (a != a || a < b) ? a : b; }\n"
-    "#if __CUDA_ARCH__ >= 800\n"
-    "// the same in one instruction (FMNMX.NAN) where the GPU has it\n"
-    "__device__ __forceinline__ float fu_max(float a, float b) { float r; asm(\"max.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b)); return r; }\n"
-    "__device__ __forceinline__ float fu_min(float a, float b) { float r; asm(\"min.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b)); return r; }\n"
-    "#endif\n"
-    "// Two bf16 lanes in one word (lo = the lower address) as f32, one instruction\n"
-    "// each (word w of a bf16 array: fu_pair_lo/hi), and their NaN-propagating\n"
-    "// max two at a time: a row's max at half an instruction per element\n"
-    "__device__ __forceinline__ float fu_bf16x2_lo(unsigned w) { return __uint_as_float(w << 16); }\n"
-    "__device__ __forceinline__ float fu_bf16x2_hi(unsigned w) { return __uint_as_float(w & 0xffff0000u); }\n"
-    "__device__ __forceinline__ float fu_pair_lo(const fu_bf16 *a, int w) { return fu_bf16x2_lo(((const unsigned *)a)[w]); }\n"
-    "__device__ __forceinline__ float fu_pair_hi(const fu_bf16 *a, int w) { return fu_bf16x2_hi(((const unsigned *)a)[w]); }\n"
-    "__device__ __forceinline__ unsigned fu_max_bf16x2(unsigned a, unsigned b) {\n"
-    "#if __CUDA_ARCH__ >= 800\n"
-    "  unsigned r; asm(\"max.NaN.bf16x2 %0, %1, %2;\" : \"=r\"(r) : \"r\"(a), \"r\"(b)); return r;\n"
-    "#else\n"
-    "  const float lo = fu_max(fu_bf16x2_lo(a), fu_bf16x2_lo(b)), hi = fu_max(fu_bf16x2_hi(a), fu_bf16x2_hi(b));\n"
-    "  return (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u); // exact: both are bf16 values\n"
-    "#endif\n"
-    "}\n"
-    "struct fu_op_sum { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; } };\n"
-    "struct fu_op_max { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return fu_max(a, b); } };\n"
-    "struct fu_op_min { template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return fu_min(a, b); } };\n"
-    "template <class T, class Op> __device__ __forceinline__ T fu_warp_reduce(T v, Op op) {\n"
-    "  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
-    "  return v;\n"
-    "}\n"
-    "// Block-wide reduction; every thread gets the result. Warps combine in a\n"
-    "// fixed order, so the result is the same run to run.\n"
-    "template <class T, class Op> __device__ __forceinline__ T fu_block_reduce(T v, Op op, T *smem) {\n"
-    "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;\n"
-    "  v = fu_warp_reduce(v, op);\n"
-    "  __syncthreads(); // smem may still be read by the previous reduction\n"
-    "  if (lane == 0) smem[warp] = v;\n"
-    "  __syncthreads();\n"
-    "  v = smem[0];\n"
-    "  for (int w = 1; w < nwarps; w++) v = op(v, smem[w]);\n"
-    "  return v;\n"
-    "}\n"
-    "// Online log-sum-exp state (m = running max, s = sum of exp(x - m)).\n"
-    "__device__ __forceinline__ void fu_lse_combine(float &m, float &s, float m2, float s2) {\n"
-    "  const float mn = fu_max(m, m2);\n"
-    "  s = (m == mn ? s : s * __expf(m - mn)) + (m2 == mn ? s2 : s2 * __expf(m2 - mn));\n"
-    "  m = mn;\n"
-    "}\n"
-    "__device__ __forceinline__ void fu_lse_block(float &m, float &s, float *smem) {\n"
-    "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;\n"
-    "  for (int o = 16; o > 0; o >>= 1) fu_lse_combine(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));\n"
-    "  __syncthreads();\n"
-    "  if (lane == 0) { smem[2 * warp] = m; smem[2 * warp + 1] = s; }\n"
-    "  __syncthreads();\n"
-    "  // warp 0 combines the warps' states in a fixed tree, then broadcasts\n"
-    "  if (warp == 0) {\n"
-    "    m = lane < nwarps ? smem[2 * lane] : -FU_INF;\n"
-    "    s = lane < nwarps ? smem[2 * lane + 1] : 0.0f;\n"
-    "    for (int o = 16; o > 0; o >>= 1) fu_lse_combine(m, s, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, s, o));\n"
-    "    if (lane == 0) { smem[64] = m; smem[65] = s; }\n"
-    "  }\n"
-    "  __syncthreads();\n"
-    "  m = smem[64]; s = smem[65];\n"
-    "}\n"
-    "// A ticket from a queue of rows shared by the blocks; the last of the `takers`\n"
-    "// tickets resets the queue for the next launch.\n"
-    "__device__ __forceinline__ unsigned fu_take_row(unsigned *queue, unsigned takers) {\n"
-    "  const unsigned t = atomicAdd(queue, 1u);\n"
-    "  if (t == takers - 1) *queue = 0u;\n"
-    "  return t;\n"
-    "}\n"
-    "// First out-of-range index wins: err[0] = op + 1, err[1] = value, err[2] = position.\n"
-    "__device__ __noinline__ void fu_report_index(unsigned long long *err, int op, long long value, long long pos) {\n"
-    "  if (atomicCAS(err, 0ull, (unsigned long long)(op + 1)) == 0ull) { err[1] = (unsigned long long)value; err[2] = (unsigned long long)pos; }\n"
-    "}\n"
-    "// ---- end of prelude ----\n";
-
-const char *cg_prelude(void) { return prelude; }
 
 /* ------------------------------------------------------------ types */
 
@@ -778,6 +635,66 @@ static const char *gather_value(cg_ctx *c, const fu_node *n, const cg_index *idx
     return memo_add(c, n->output, key, v);
 }
 
+/* The value of a constant tensor (a full, maybe broadcast or reshaped). */
+static bool constant_of(const fu_fusion *f, fu_tensor t, double *value)
+{
+    for (int depth = 0; depth < 16; depth++) {
+        const fu_node *n = fu_producer(f, t);
+        if (!n) return false;
+        fu_op_kind k = fu_op_kind_of(n->op);
+        if (k == FU_KIND_FULL) {
+            *value = fu_round_to_dtype(n->attrs.value, fu_val(f, t)->dtype);
+            return true;
+        }
+        if (k != FU_KIND_BROADCAST && k != FU_KIND_RESHAPE && k != FU_KIND_HINT) return false;
+        t = n->inputs[0];
+    }
+    return false;
+}
+
+/* Every value of dtype `from` is a value of dtype `to`. */
+static bool cast_is_exact(fu_dtype from, fu_dtype to)
+{
+    if (from == to) return true;
+    if (to == FU_F64) return from == FU_F32 || from == FU_BF16 || from == FU_F16;
+    if (to == FU_F32) return from == FU_BF16 || from == FU_F16;
+    return false;
+}
+
+/* a / k in f32 for a finite nonzero constant k (docs/format.md, Numerics): a
+ * product where 1/k is a power of two (exact), else fu_div_const with 1/k
+ * split into a float rounded toward zero and the rest. */
+bool cg_div_const_split(double k, float *hi, float *lo)
+{
+    if (!isfinite(k) || k == 0.0 || fabs(k) > 1e30 || fabs(k) < 1e-30) return false;
+    double d = 1.0 / k;
+    *hi = (float)d;
+    if (fabs((double)*hi) > fabs(d)) *hi = nextafterf(*hi, 0.0f);
+    *lo = (float)(d - (double)*hi);
+    return true;
+}
+
+static bool div_const_expr(const char *a, double k, fu_dtype dt, char *buf, size_t n)
+{
+    float hi, lo;
+    if (!cg_div_const_split(k, &hi, &lo)) return false;
+    char h[80], l[80];
+    float_literal((double)hi, 9, "f", h, sizeof h);
+    float_literal((double)lo, 9, "f", l, sizeof l);
+    int e;
+    if (frexp(fabs(k), &e) == 0.5) {
+        snprintf(buf, n, "(%s * %s)", a, h); /* 1/k = 2^-(e-1) exactly */
+    } else if (dt == FU_BF16) {
+        /* a and k bf16: a * RN(1/k) in f32 rounds to bf16 as a / k does (the
+         * quotient is 2^-17 or more from a bf16 midpoint, the product within 2^-23) */
+        float_literal((double)(float)(1.0 / k), 9, "f", h, sizeof h);
+        snprintf(buf, n, "(%s * %s)", a, h);
+    } else {
+        snprintf(buf, n, "fu_div_const(%s, %s, %s)", a, h, l);
+    }
+    return true;
+}
+
 const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
 {
     if (c->failed) return "0";
@@ -821,7 +738,11 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         if (n->op == FU_OP_NEG) snprintf(raw, sizeof raw, "(-%s)", a);
         else if (n->op == FU_OP_RECIPROCAL) snprintf(raw, sizeof raw, "(%s(1) / %s)", ct, a);
         else if (n->op == FU_OP_LOGICAL_NOT) snprintf(raw, sizeof raw, "(!%s)", a);
+        else if (n->op == FU_OP_TANH && (v->dtype == FU_BF16 || v->dtype == FU_F16))
+            snprintf(raw, sizeof raw, "fu_tanh_approx(%s)", a); /* docs/format.md, Numerics */
         else snprintf(raw, sizeof raw, "%s(%s)", unary_fn(n->op), a);
+        /* -x and |x| of a value of the dtype are values of the dtype: no rounding */
+        if (n->op == FU_OP_NEG || n->op == FU_OP_ABS) return new_value(c, t, key, ct, "%s", raw);
         return result_value(c, t, key, v->dtype, raw);
     }
     case FU_KIND_BINARY: {
@@ -831,6 +752,22 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         const char *va = cg_value(c, n->inputs[0], sub[0]);
         const char *vb = cg_value(c, n->inputs[1], sub[1]);
         char raw[512];
+        double k;
+        bool kb = fu_dtype_is_float(v->dtype) && constant_of(f, n->inputs[1], &k);
+        double ka;
+        bool kaf = fu_dtype_is_float(v->dtype) && constant_of(f, n->inputs[0], &ka);
+        /* x * 1, 1 * x, x / 1, x - (+0): x itself, bit for bit (same dtype, already rounded) */
+        if (kb && ((k == 1.0 && (n->op == FU_OP_MUL || n->op == FU_OP_DIV)) || (k == 0.0 && !signbit(k) && n->op == FU_OP_SUB)))
+            return memo_add(c, t, key, va);
+        if (kaf && ka == 1.0 && n->op == FU_OP_MUL) return memo_add(c, t, key, vb);
+        if (kb && n->op == FU_OP_DIV && (v->dtype == FU_F32 || v->dtype == FU_BF16 || v->dtype == FU_F16) &&
+            div_const_expr(va, k, v->dtype, raw, sizeof raw))
+            return result_value(c, t, key, v->dtype, raw);
+        /* the larger or smaller of two values of the dtype is one of them: no rounding */
+        if (n->op == FU_OP_MAX || n->op == FU_OP_MIN) {
+            snprintf(raw, sizeof raw, binary_fmt(n->op), va, vb);
+            return new_value(c, t, key, ct, "%s", raw);
+        }
         bool compare = v->dtype == FU_BOOL && n->op != FU_OP_LOGICAL_AND && n->op != FU_OP_LOGICAL_OR;
         if (compare && fu_dtype_is_int(a->dtype) && fu_dtype_is_int(b->dtype) && value_is_i32(c, va) &&
             value_is_i32(c, vb)) {
@@ -858,6 +795,10 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         const fu_value *in = fu_val(f, n->inputs[0]);
         const char *a = cg_value(c, n->inputs[0], idx);
         char raw[512];
+        /* every value of the input dtype is one of the output dtype, in the same
+         * compute type: the value itself (no new variable, no conversion) */
+        if (cast_is_exact(in->dtype, v->dtype) && !strcmp(cg_compute_type(in->dtype), ct)) return memo_add(c, t, key, a);
+        if (in->dtype == FU_BOOL && fu_dtype_is_float(v->dtype)) return new_value(c, t, key, ct, "(%s)(%s)", ct, a);
         if (v->dtype == FU_BOOL) snprintf(raw, sizeof raw, "(%s != 0)", a);
         else if (v->dtype == FU_I32) snprintf(raw, sizeof raw, "(long long)(int)(%s)", a);
         else snprintf(raw, sizeof raw, "(%s)(%s)", ct, a);

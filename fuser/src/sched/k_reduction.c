@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "reduce_common.h"
 
 #define MAX_REDS 32
 #define MAX_CACHE 4
@@ -80,8 +81,20 @@
 #define ROW_LOADS_FIRST 1
 #endif
 #define STATIC_SHARED_BYTES 1024 /* fu_smem, fu_last and fu_next, rounded up */
+/* Column reductions: the blocks' partials are combined by the last block of
+ * each group of COL_GROUP_BLOCKS blocks, then the groups' by the last group;
+ * each thread keeps at most COL_MAX_ACC accumulators (registers). */
+#ifndef COL_GROUP_BLOCKS
+#define COL_GROUP_BLOCKS 16
+#endif
+#define COL_MAX_ACC 16 /* (32 spilled the bf16 layer norm backward at C = 4096 under 64 registers) */
+#define COL_BLOCKS_PER_SM 4 /* fewer blocks: fewer partials to combine */
 
-typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI } rkind;
+/* RK_COL: a reduction of a full-size value over the outer axes (a column sum
+ * of a row kernel: dweight and dbias of a norm backward), accumulated by each
+ * thread at its own row positions in registers over the block's rows, then
+ * combined over the blocks (COL_GROUP_BLOCKS, two levels of last blocks). */
+typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI, RK_COL } rkind;
 typedef enum batch_max_kind { BM_NONE, BM_REGISTER, BM_PACKED_BF16 } batch_max_kind;
 
 typedef struct red_info {
@@ -128,6 +141,7 @@ typedef struct red_ctx {
     int batch;
     bool in_pass;
     bool first_batch_issued; /* pass 1's first batch was loaded before the per-row values */
+    int ncol;                /* column reductions (RK_COL) */
 } red_ctx;
 
 static int red_of(const red_ctx *r, fu_tensor t)
@@ -182,6 +196,31 @@ static bool row_index(const red_ctx *r, const fu_value *t, cg_index *idx)
     return k == no;
 }
 
+/* The index of a per-column tensor t (the inner axes' extents, the outer ones
+ * 1 or left out) at the current column (the inner variables), or false. */
+static bool col_index(const red_ctx *r, const fu_value *t, cg_index *idx)
+{
+    const cg_ctx *c = &r->w->cg;
+    if (t->rank == r->rank) {
+        for (int a = 0; a < t->rank; a++) {
+            if (t->shape[a] == 1) cg_index_const(&idx[a], 0);
+            else if (!r->inner[a] || t->shape[a] != r->D[a]) return false;
+            else cg_index_var(&idx[a], a, c->var_names[a]);
+        }
+        return true;
+    }
+    int ia[FU_MAX_RANK], ni = 0;
+    for (int a = 0; a < r->rank; a++)
+        if (r->inner[a]) ia[ni++] = a;
+    if (t->rank != ni) return false;
+    for (int k = 0; k < ni; k++) {
+        if (t->shape[k] != r->D[ia[k]]) return false;
+        if (t->shape[k] == 1) cg_index_const(&idx[k], 0);
+        else cg_index_var(&idx[k], ia[k], c->var_names[ia[k]]);
+    }
+    return true;
+}
+
 static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, void *user)
 {
     red_ctx *r = user;
@@ -192,6 +231,15 @@ static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, 
     if (!ri->avail) {
         cg_fail(c, "reduction: '%s' is needed before it can be computed", v->name);
         return NULL;
+    }
+    if (ri->kind == RK_COL) {
+        cg_index want[FU_MAX_RANK];
+        bool ok = col_index(r, v, want);
+        for (int a = 0; ok && a < v->rank; a++) ok = strcmp(want[a].expr, idx[a].expr) == 0;
+        if (!ok) {
+            cg_fail(c, "reduction: column value '%s' is read at another column", v->name);
+            return NULL;
+        }
     }
     if (ri->kind == RK_ROW) {
         cg_index want[FU_MAX_RANK];
@@ -254,6 +302,7 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
     const fu_group *g = r->g;
     /* the domain: the input of the reductions that keep some axes */
     int first_partial = -1, largest_full = -1;
+    bool first_inner = false; /* first_partial reduces the innermost axis */
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
         if (!g->in_group[i] || fu_op_kind_of(n->op) != FU_KIND_REDUCE) continue;
@@ -271,7 +320,14 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
         ri->online_max = ri->online_sum = -1;
         snprintf(ri->var, sizeof ri->var, "r%d", r->nred - 1);
         bool full = n->attrs.naxes == 0 || n->attrs.naxes == x->rank;
-        if (!full && first_partial < 0) first_partial = r->nred - 1;
+        bool inner_reduced = n->attrs.naxes == 0;
+        for (int k = 0; k < n->attrs.naxes; k++) inner_reduced |= n->attrs.axes[k] == x->rank - 1;
+        /* the rows run along the innermost axis: a column reduction found first
+         * does not make the columns the rows */
+        if (!full && (first_partial < 0 || (inner_reduced && !first_inner))) {
+            first_partial = r->nred - 1;
+            first_inner = inner_reduced;
+        }
         if (full && x->rank >= 1 &&
             (largest_full < 0 || fu_shape_numel(x->rank, x->shape) >
                                      fu_tensor_numel(f, r->reds[largest_full].in)))
@@ -312,7 +368,15 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
             bool same = true;
             bool red[FU_MAX_RANK] = {false};
             for (int k = 0; k < n->attrs.naxes; k++) red[n->attrs.axes[k]] = true;
-            for (int a = 0; a < r->rank; a++) same &= red[a] == r->inner[a];
+            bool opposite = true;
+            for (int a = 0; a < r->rank; a++) {
+                same &= red[a] == r->inner[a];
+                opposite &= red[a] == !r->inner[a];
+            }
+            if (opposite && !same) {
+                ri->kind = RK_COL;
+                continue;
+            }
             if (!same) {
                 snprintf(why, nwhy, "reduction: '%s' reduces other axes than the row reductions", x->name);
                 return false;
@@ -410,6 +474,11 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
                 snprintf(why, nwhy, "reduction: '%s' needs another grid-wide reduction", fu_val(f, ri->out)->name);
                 return false;
             }
+            if (kj == RK_COL || (ri->kind == RK_COL && kj != RK_ROW && kj != RK_GRID_PRO)) {
+                snprintf(why, nwhy, "reduction: '%s' reads '%s', a column or grid-wide reduction", fu_val(f, ri->out)->name,
+                         fu_val(f, r->reds[j].out)->name);
+                return false;
+            }
         }
     }
     /* passes: a row reduction runs after the row reductions it reads */
@@ -430,6 +499,13 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
         if (p > r->passes) r->passes = p;
     }
     if (r->passes == 0) r->passes = 1;
+    /* column reductions accumulate in the pass after the row values they read */
+    for (int i = 0; i < r->nred; i++)
+        if (r->reds[i].kind == RK_COL) {
+            r->reds[i].pass = output_pass(r, r->reds[i].in);
+            if (r->reds[i].pass > r->passes) r->passes = r->reds[i].pass;
+            r->ncol++;
+        }
     /* full-size outputs are written in the pass after the row values they read */
     for (int o = 0; o < g->noutputs; o++)
         if (is_full_shape(r, fu_val(f, g->outputs[o]))) {
@@ -449,7 +525,7 @@ static int output_pass(const struct red_ctx *r, fu_tensor t)
     return p;
 }
 
-static const char *identity(fu_op op, fu_dtype dt)
+const char *fu_red_identity(fu_op op, fu_dtype dt)
 {
     bool integer = fu_dtype_is_int(dt);
     if (op == FU_OP_SUM) return integer ? "0ll" : dt == FU_F64 ? "0.0" : "0.0f";
@@ -459,7 +535,7 @@ static const char *identity(fu_op op, fu_dtype dt)
 
 static const char *op_functor(fu_op op) { return op == FU_OP_SUM ? "fu_op_sum()" : op == FU_OP_RMAX ? "fu_op_max()" : "fu_op_min()"; }
 
-static void combine(cg_ctx *c, fu_op op, const char *acc, const char *v)
+void fu_red_combine(cg_ctx *c, fu_op op, const char *acc, const char *v)
 {
     if (op == FU_OP_SUM) cg_line(c, "%s += %s;", acc, v);
     else cg_line(c, "%s = %s(%s, %s);", acc, op == FU_OP_RMAX ? "fu_max" : "fu_min", acc, v);
@@ -582,7 +658,7 @@ static bool pass_reads(const red_ctx *r, int pass, fu_tensor t)
 {
     for (int q = 0; q < r->nred; q++) {
         const red_info *ri = &r->reds[q];
-        if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
+        if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID && ri->kind != RK_COL)) continue;
         if (reads_at_row(r, ri->online_max >= 0 ? online_source(r, ri) : ri->in, t)) return true;
     }
     fu_tensor outs[16];
@@ -885,7 +961,7 @@ static void emit_pass(red_ctx *r, int pass)
         if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
         if (ri->online_max >= 0) cg_line(c, "%s %s = 0.0f; // online: sum of exp(x - %s)", ct, ri->var, r->reds[ri->online_max].var);
-        else cg_line(c, "%s %s = %s;", ct, ri->var, identity(ri->op, fu_val(f, ri->out)->dtype));
+        else cg_line(c, "%s %s = %s;", ct, ri->var, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
     }
     const bool issued = pass == 1 && r->first_batch_issued;
     if (!issued) plan_pass(r, pass);
@@ -893,7 +969,10 @@ static void emit_pass(red_ctx *r, int pass)
     full_index(r, idx);
     c->vec = r->vec;
     c->lane_var = r->vec > 1 ? r->rank - 1 : -1;
-    cg_line(c, "#pragma unroll%s", r->ncache ? "" : " 1");
+    /* unrolled where registers are indexed by the position: the row cache, the column accumulators */
+    bool col_pass = false;
+    for (int i = 0; i < r->nred; i++) col_pass |= r->reds[i].kind == RK_COL && r->reds[i].pass == pass;
+    cg_line(c, "#pragma unroll%s", r->ncache || col_pass ? "" : " 1");
     cg_line(c, "for (int it0 = 0; it0 < %d; it0 += %d) {", r->iters, r->batch);
     c->indent++;
     c->scope++;
@@ -926,12 +1005,18 @@ static void emit_pass(red_ctx *r, int pass)
         cg_index_refresh(c, &li[r->rank - 1]);
         for (int i = 0; i < r->nred; i++) {
             red_info *ri = &r->reds[i];
+            if (ri->pass == pass && ri->kind == RK_COL) { /* this thread's accumulator of the position */
+                char acc[48];
+                snprintf(acc, sizeof acc, "fu_col%d[it * %d + %d]", i, r->vec, lane);
+                fu_red_combine(c, ri->op, acc, cg_value(c, ri->in, li));
+                continue;
+            }
             if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID) || ri->online_sum >= 0) continue;
             if (ri->online_max >= 0) {
                 snprintf(online_e[i][lane], sizeof online_e[i][lane], "%s", cg_value(c, online_source(r, ri), li));
                 continue;
             }
-            combine(c, ri->op, ri->var, cg_value(c, ri->in, li));
+            fu_red_combine(c, ri->op, ri->var, cg_value(c, ri->in, li));
         }
         for (int o = 0; o < nout; o++) snprintf(outs[o][lane], sizeof outs[o][lane], "%s", cg_value(c, out_t[o], li));
     }
@@ -1010,14 +1095,14 @@ static void emit_grid_prologue(red_ctx *r, red_info *ri)
     const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
     cg_line(c, "%s %s; // %s, computed by every block: rows need it", ct, ri->var, fu_val(f, ri->out)->name);
     cg_open(c);
-    cg_line(c, "%s acc = %s;", ct, identity(ri->op, fu_val(f, ri->out)->dtype));
+    cg_line(c, "%s acc = %s;", ct, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
     cg_line(c, "for (%s row = threadIdx.x; row < %lld; row += %d) {", it, (long long)r->rows, r->threads);
     c->indent++;
     c->scope++;
     emit_outer_vars(r, "row");
     cg_index idx[FU_MAX_RANK];
     row_index(r, x, idx);
-    combine(c, ri->op, "acc", cg_value(c, ri->in, idx));
+    fu_red_combine(c, ri->op, "acc", cg_value(c, ri->in, idx));
     cg_close(c);
     cg_line(c, "%s = fu_block_reduce(acc, %s, %s);", ri->var, op_functor(ri->op), smem_of(ct));
     cg_close(c);
@@ -1116,6 +1201,11 @@ static void choose_config(red_ctx *r)
     int per_thread = r->passes >= 2 ? CACHED_ROW_ITERS : STREAMED_ROW_ITERS, max_threads = r->passes >= 2 ? 1024 : 512;
     int threads = 32;
     while (threads < max_threads && (int64_t)threads * per_thread < vecs) threads *= 2;
+    /* with column reductions, blocks of 256 threads at least (fewer blocks,
+     * fewer partials) and no more accumulators than COL_MAX_ACC a thread */
+    if (r->ncol > 0)
+        while (threads < 1024 && (threads < 256 || (int64_t)r->ncol * ((vecs + threads - 1) / threads) * r->vec > COL_MAX_ACC))
+            threads *= 2;
     r->threads = threads;
     r->iters = (int)((vecs + threads - 1) / threads);
     /* cache the full-size inputs a later pass reads, if they fit */
@@ -1134,6 +1224,131 @@ static void choose_config(red_ctx *r)
         }
     }
     choose_smem_cache(r);
+}
+
+/* Groups of COL_GROUP_BLOCKS blocks whose partials the group's last block combines. */
+static int64_t col_groups(int64_t grid) { return (grid + COL_GROUP_BLOCKS - 1) / COL_GROUP_BLOCKS; }
+
+/* Workspace of the column reductions (8-byte slots): per reduction the blocks'
+ * partials [grid][K], then the groups' [groups][K]; then a counter per group. */
+static size_t col_workspace_bytes(const red_ctx *r, int64_t grid)
+{
+    return (size_t)r->ncol * (size_t)(grid + col_groups(grid)) * (size_t)r->K * 8 + (size_t)col_groups(grid) * 4;
+}
+
+/* Before the rows: this thread's accumulators of each column reduction, one
+ * per row position it owns (iters x vec, indexed by constants). */
+static void emit_column_accumulators(red_ctx *r)
+{
+    cg_ctx *c = &r->w->cg;
+    for (int i = 0; i < r->nred; i++) {
+        red_info *ri = &r->reds[i];
+        if (ri->kind != RK_COL) continue;
+        const fu_dtype dt = fu_val(r->f, ri->out)->dtype;
+        cg_line(c, "%s fu_col%d[%d]; // %s: this thread's row positions, summed over the block's rows",
+                cg_compute_type(dt), i, r->iters * r->vec, fu_val(r->f, ri->out)->name);
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (int q = 0; q < %d; q++) fu_col%d[q] = %s;", r->iters * r->vec, i, fu_red_identity(ri->op, dt));
+        snprintf(ri->var, sizeof ri->var, "fu_cv%d", i);
+    }
+}
+
+/* After the rows: the block's column partials, the group's last block
+ * combines its blocks' in block order, the last group's combines the groups'
+ * in group order and writes the per-column outputs. Deterministic; the
+ * counters are left at zero. */
+static void emit_column_combine(red_ctx *r, int64_t grid, const fu_tensor *col_out, int ncol_out)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_fusion *f = r->f;
+    const int64_t groups = col_groups(grid), K = r->K;
+    const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "// column reductions: partials per block, per group of %d blocks, then one last block", COL_GROUP_BLOCKS);
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (int it = 0; it < %d; it++) {", r->iters);
+    c->indent++;
+    cg_line(c, "const %s kb = ((%s)it * %d + threadIdx.x) * %d;", it, it, r->threads, r->vec);
+    cg_line(c, "if (kb < %lld) {", (long long)K);
+    c->indent++;
+    int k = 0;
+    for (int i = 0; i < r->nred; i++) {
+        if (r->reds[i].kind != RK_COL) continue;
+        const char *ct = cg_compute_type(fu_val(f, r->reds[i].out)->dtype);
+        for (int lane = 0; lane < r->vec; lane++)
+            cg_line(c, "((%s *)(fu_ws + %lld))[(long long)blockIdx.x * %lld + kb + %d] = fu_col%d[it * %d + %d];", ct,
+                    (long long)(k * (grid + groups) * K), (long long)K, lane, i, r->vec, lane);
+        k++;
+    }
+    c->indent--;
+    cg_line(c, "}");
+    c->indent--;
+    cg_line(c, "}");
+    cg_line(c, "unsigned *fu_group_done = (unsigned *)(fu_ws + %lld);", (long long)(r->ncol * (grid + groups) * K));
+    cg_line(c, "__shared__ int fu_last;");
+    cg_line(c, "const unsigned fu_group = blockIdx.x / %du, fu_first = fu_group * %du;", COL_GROUP_BLOCKS, COL_GROUP_BLOCKS);
+    cg_line(c, "const unsigned fu_members = gridDim.x - fu_first < %du ? gridDim.x - fu_first : %du;", COL_GROUP_BLOCKS,
+            COL_GROUP_BLOCKS);
+    cg_line(c, "__threadfence();");
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(&fu_group_done[fu_group], 1u) == fu_members - 1;");
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (!fu_last) return;");
+    cg_line(c, "__threadfence();");
+    cg_line(c, "if (threadIdx.x == 0) fu_group_done[fu_group] = 0u;");
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: the group's blocks into its partial; pass 1: the groups into the columns */
+        if (pass == 1) {
+            cg_line(c, "__threadfence();");
+            cg_line(c, "__syncthreads();");
+            cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(fu_count, 1u) == %lldu;", (long long)(groups - 1));
+            cg_line(c, "__syncthreads();");
+            cg_line(c, "if (!fu_last) return;");
+            cg_line(c, "__threadfence();");
+            cg_line(c, "if (threadIdx.x == 0) *fu_count = 0u; // ready for the next launch");
+        }
+        cg_line(c, "for (%s kb = threadIdx.x; kb < %lld; kb += %d) {", it, (long long)K, r->threads);
+        c->indent++;
+        c->scope++;
+        k = 0;
+        for (int i = 0; i < r->nred; i++) {
+            red_info *ri = &r->reds[i];
+            if (ri->kind != RK_COL) continue;
+            const fu_dtype dt = fu_val(f, ri->out)->dtype;
+            const char *ct = cg_compute_type(dt);
+            const long long base = (long long)(k * (grid + groups) * K);
+            cg_line(c, "%s %s = %s;", ct, ri->var, fu_red_identity(ri->op, dt));
+            char v[160];
+            if (pass == 0) {
+                cg_line(c, "for (unsigned b = fu_first; b < fu_first + fu_members; b++) // in block order");
+                snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)b * %lld + kb)", ct, base, (long long)K);
+            } else {
+                cg_line(c, "for (unsigned q = 0; q < %lldu; q++) // in group order", (long long)groups);
+                snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)q * %lld + kb)", ct,
+                         base + (long long)(grid * K), (long long)K);
+            }
+            c->indent++;
+            fu_red_combine(c, ri->op, ri->var, v);
+            c->indent--;
+            if (pass == 0)
+                cg_line(c, "((%s *)(fu_ws + %lld))[(long long)fu_group * %lld + kb] = %s;", ct, base + (long long)(grid * K),
+                        (long long)K, ri->var);
+            k++;
+        }
+        if (pass == 1) {
+            for (int i = 0; i < r->nred; i++)
+                if (r->reds[i].kind == RK_COL) r->reds[i].avail = true;
+            emit_inner_vars(r);
+            for (int o = 0; o < ncol_out; o++) {
+                const fu_value *v = fu_val(f, col_out[o]);
+                cg_index idx[FU_MAX_RANK], off;
+                col_index(r, v, idx);
+                const char *val = cg_value(c, col_out[o], idx);
+                cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+                fu_kw_store(r->w, fu_kw_output(r->w, col_out[o]), off.expr, val);
+            }
+        }
+        cg_close(c);
+    }
 }
 
 bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
@@ -1171,18 +1386,37 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         choose_config(r);
     }
     /* classify the outputs */
-    int nrow_out = 0, nscalar_out = 0;
+    int nrow_out = 0, nscalar_out = 0, ncol_out = 0;
     bool full_out = false;
-    fu_tensor row_out[16], scalar_out[16];
-    uint32_t epi_bits = 0;
-    for (int i = 0; ok && i < r->nred; i++)
+    fu_tensor row_out[16], scalar_out[16], col_out[16];
+    uint32_t epi_bits = 0, col_bits = 0;
+    for (int i = 0; ok && i < r->nred; i++) {
         if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID) epi_bits |= 1u << i;
+        if (r->reds[i].kind == RK_COL) col_bits |= 1u << i;
+    }
+    bool any_scalar = false;
+    for (int o = 0; ok && o < g->noutputs; o++) any_scalar |= fu_shape_numel(fu_val(f, g->outputs[o])->rank, fu_val(f, g->outputs[o])->shape) == 1;
+    if (ok && col_bits && (epi_bits || any_scalar || r->K <= 1)) {
+        snprintf(why, nwhy, "reduction: column reductions with grid-wide reductions, scalar outputs or rows of one");
+        ok = false;
+    }
     for (int o = 0; ok && o < g->noutputs; o++) {
         fu_tensor t = g->outputs[o];
         const fu_value *v = fu_val(f, t);
         cg_index idx[FU_MAX_RANK];
         uint32_t d = r->deps[t];
-        if (is_full_shape(r, v)) {
+        if (d & col_bits) { /* per column, after the columns are combined */
+            uint32_t row_bits = 0;
+            for (int i = 0; i < r->nred; i++)
+                if (r->reds[i].kind == RK_ROW) row_bits |= 1u << i;
+            if (is_full_shape(r, v) || !col_index(r, v, idx) || (d & row_bits) || ncol_out == 16 ||
+                fu_shape_numel(v->rank, v->shape) != r->K) {
+                snprintf(why, nwhy, "reduction: output '%s' reads a column reduction but is not one value per column", v->name);
+                ok = false;
+            } else {
+                col_out[ncol_out++] = t;
+            }
+        } else if (is_full_shape(r, v)) {
             full_out = true;
             if (d & epi_bits) {
                 snprintf(why, nwhy, "reduction: full-size output '%s' needs a grid-wide value", v->name);
@@ -1230,25 +1464,33 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     }
     if (blocks_per_sm < 1) blocks_per_sm = 1;
     if (min_blocks < 1) min_blocks = 1;
+    if (r->ncol > 0 && blocks_per_sm > COL_BLOCKS_PER_SM) blocks_per_sm = COL_BLOCKS_PER_SM;
     int64_t grid = (int64_t)g->opts->sm_count * blocks_per_sm;
     if (grid > r->rows) grid = r->rows;
     if (grid < 1) grid = 1;
-    /* (partials are indexed in 32 bits by the last block) */
-    const bool queue = ROW_QUEUE && full_out && grid < r->rows && r->rows * (ngrid > 0 ? ngrid : 1) + grid < INT32_MAX;
+    /* (partials are indexed in 32 bits by the last block); column partials
+     * need each block's rows fixed (strided), not taken from the queue */
+    const bool queue = ROW_QUEUE && full_out && r->ncol == 0 && grid < r->rows &&
+                       r->rows * (ngrid > 0 ? ngrid : 1) + grid < INT32_MAX;
     const int64_t partials = queue ? r->rows : grid; /* grid reductions: one partial per row or per block */
     kp->sched = FU_SCHED_REDUCTION;
     kp->grid = (unsigned)grid;
     kp->block = (unsigned)r->threads;
     kp->shared_bytes = (size_t)r->smem_bytes;
     kp->workspace_bytes = ngrid || queue ? (size_t)ngrid * (size_t)partials * sizeof(double) + 64 : 0;
+    if (r->ncol) kp->workspace_bytes = col_workspace_bytes(r, grid) + 64;
     int nonline = 0;
     for (int i = 0; i < r->nred; i++) nonline += r->reds[i].online_max >= 0;
     snprintf(kp->config, sizeof kp->config,
              "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d%s grid_reductions=%d%s",
              (long long)r->rows, (long long)r->K, r->vec, r->threads, r->iters, r->passes, nonline, r->ncache + r->nsmem,
              r->nsmem ? " (shared memory)" : r->ncache ? " (registers)" : "", ngrid, queue ? " row_queue=1" : "");
+    if (r->ncol) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " column_reductions=%d groups=%lld", r->ncol, (long long)col_groups(grid));
+    }
 
-    fu_kw_signature(w, kp, (unsigned)r->threads, (unsigned)min_blocks, ngrid > 0 || queue);
+    fu_kw_signature(w, kp, (unsigned)r->threads, (unsigned)min_blocks, ngrid > 0 || queue || r->ncol > 0);
     cg_open(c);
     cg_line(c, "__shared__ double fu_smem[64];");
     if (r->nsmem)
@@ -1257,10 +1499,11 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     const char *it = c->index64 ? "long long" : "int";
     for (int i = 0; i < r->nred; i++)
         if (r->reds[i].kind == RK_GRID_PRO) emit_grid_prologue(r, &r->reds[i]);
+    emit_column_accumulators(r);
     for (int i = 0; i < r->nred && !queue; i++)
         if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID)
             cg_line(c, "%s fu_g%d = %s; // this block's part of %s", cg_compute_type(fu_val(f, r->reds[i].out)->dtype), i,
-                    identity(r->reds[i].op, fu_val(f, r->reds[i].out)->dtype), fu_val(f, r->reds[i].out)->name);
+                    fu_red_identity(r->reds[i].op, fu_val(f, r->reds[i].out)->dtype), fu_val(f, r->reds[i].out)->name);
     if (queue) {
         /* rows + gridDim.x tickets in all: one per row, and each block's last one, past the rows */
         cg_line(c, "// rows in order from the queue fu_count[1], each taken a row ahead (see ROW_QUEUE)");
@@ -1316,7 +1559,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         } else {
             char g[16];
             snprintf(g, sizeof g, "fu_g%d", i);
-            combine(c, ri->op, g, val);
+            fu_red_combine(c, ri->op, g, val);
         }
     }
     if (queue) {
@@ -1324,6 +1567,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         cg_line(c, "__syncthreads();");
     }
     cg_close(c);
+    if (r->ncol) emit_column_combine(r, grid, col_out, ncol_out);
     /* grid reductions: partials, then the last block combines them in block (or row) order */
     if (ngrid > 0) {
         int gi = 0;
@@ -1342,13 +1586,13 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
             red_info *ri = &r->reds[i];
             if (ri->kind != RK_GRID_EPI && ri->kind != RK_ROWGRID) continue;
             const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
-            cg_line(c, "%s %s = %s;", ct, ri->var, identity(ri->op, fu_val(f, ri->out)->dtype));
+            cg_line(c, "%s %s = %s;", ct, ri->var, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
             if (queue) cg_line(c, "for (unsigned b = threadIdx.x; b < %lldu; b += %d) { // the rows' partials", (long long)r->rows, r->threads);
             else cg_line(c, "for (unsigned b = threadIdx.x; b < gridDim.x; b += %d) {", r->threads);
             c->indent++;
             char v[64];
             snprintf(v, sizeof v, "(%s)__ldcg(&fu_ws[b * %d + %d])", ct, ngrid, gi++);
-            combine(c, ri->op, ri->var, v);
+            fu_red_combine(c, ri->op, ri->var, v);
             c->indent--;
             cg_line(c, "}");
             cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", ri->var, ri->var, op_functor(ri->op), smem_of(ct));

@@ -112,7 +112,7 @@ bool fu_kw_begin(fu_kernel_writer *w, const fu_group *g, fu_kernel_plan *kp, con
         fu_sb_printf(&w->sb, "%s %s=%s", i && i % 6 == 0 ? "\n//     " : "", f->values[n->output].name, fu_op_name(n->op));
     }
     fu_sb_puts(&w->sb, "\n");
-    fu_sb_puts(&w->sb, cg_prelude());
+    fu_sb_puts(&w->sb, cg_prelude_marker()); /* the helpers the kernel uses, at fu_kw_finish */
     return true;
 }
 
@@ -187,7 +187,9 @@ bool fu_kw_finish(fu_kernel_writer *w, fu_kernel_plan *kp, char *why, size_t nwh
         return false;
     }
     kp->params = fu_malloc((size_t)(w->nparams ? w->nparams : 1) * sizeof *kp->params);
-    kp->source = fu_sb_take(&w->sb);
+    char *text = fu_sb_take(&w->sb);
+    kp->source = text ? cg_prelude_expand(text) : NULL;
+    fu_free(text);
     cg_free(&w->cg);
     if (!kp->params || !kp->source) {
         snprintf(why, nwhy, "out of memory");

@@ -12,6 +12,7 @@
 /* The schedulers; each has one row in the registry (registry.c). */
 typedef enum fu_sched {
     FU_SCHED_POINTWISE, /* pointwise, broadcast, resize and gather ops; horizontal over outputs */
+    FU_SCHED_OUTER,     /* reductions over non-innermost axes, read coalesced along the kept axis */
     FU_SCHED_REDUCTION, /* row reductions, online softmax, passes over a row, grid reduction */
     FU_SCHED_SCATTER,   /* index_add / scatter_add */
     FU_SCHED_COUNT

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "reduce_common.h"
 
 static bool has_scatter(const fu_group *g) { return fu_group_has_op_kind(g, FU_KIND_SCATTER); }
 static bool has_reduce(const fu_group *g) { return fu_group_has_op_kind(g, FU_KIND_REDUCE); }
@@ -47,6 +48,12 @@ static bool reduction_step(const fu_group *g, void **params, fu_kernel_plan *kp,
     return fu_sched_reduction(g, kp, why, nwhy);
 }
 
+static bool outer_step(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    *params = NULL;
+    return fu_sched_outer_reduction(g, kp, why, nwhy);
+}
+
 static bool scatter_step(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
 {
     *params = NULL;
@@ -56,6 +63,7 @@ static bool scatter_step(const fu_group *g, void **params, fu_kernel_plan *kp, c
 /* ORDER priority: the first entry that takes a group plans it. */
 static const fu_scheduler registry[] = {
     {FU_SCHED_SCATTER, "scatter", can_scatter, scatter_step, NULL, NULL},
+    {FU_SCHED_OUTER, "outer_reduction", can_reduction, outer_step, NULL, NULL},
     {FU_SCHED_REDUCTION, "reduction", can_reduction, reduction_step, NULL, NULL},
     {FU_SCHED_POINTWISE, "pointwise", fu_pw_can_schedule, fu_pw_heuristics, fu_pw_emit, fu_free},
 };

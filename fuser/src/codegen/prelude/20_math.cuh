@@ -1,0 +1,31 @@
+// ---- fuser prelude 20_math.cuh: exp, log, sqrt, division by a constant, abs, pow (docs/format.md, Numerics)
+// provides: fu_exp fu_exp_sub fu_log fu_log1p fu_sqrt fu_rsqrt fu_div_const fu_abs fu_pow
+// f32 exp through ex2.approx (2 instructions): relative error ~3e-7 plus the
+// rounding of x * log2(e); these kernels are bound by memory and by issue slots
+__device__ __forceinline__ float fu_exp(float x) { return __expf(x); }
+__device__ __forceinline__ double fu_exp(double x) { return exp(x); }
+// exp(a - b) as 2^(a*log2(e) - b*log2(e)): one FFMA and one MUFU.EX2, since
+// b (a row's max or log-sum-exp) is the same for many a and b*log2(e) is shared
+__device__ __forceinline__ float fu_exp_sub(float a, float b) {
+  const float l2e = 1.4426950408889634f;
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(fmaf(a, l2e, -b * l2e))); return r;
+}
+__device__ __forceinline__ double fu_exp_sub(double a, double b) { return exp(a - b); }
+__device__ __forceinline__ float fu_log(float x) { return logf(x); }
+__device__ __forceinline__ double fu_log(double x) { return log(x); }
+__device__ __forceinline__ float fu_log1p(float x) { return log1pf(x); }
+__device__ __forceinline__ double fu_log1p(double x) { return log1p(x); }
+__device__ __forceinline__ float fu_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double fu_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float fu_rsqrt(float x) { return rsqrtf(x); }
+__device__ __forceinline__ double fu_rsqrt(double x) { return rsqrt(x); }
+// a / c for a constant c as a * hi + a * lo, hi = 1/c rounded toward zero and lo the
+// rest (same sign, so a = +-inf gives +-inf): an FMUL and an FFMA, correctly rounded
+// unless a / c lies within 2^-46 of a rounding boundary (never for a c of <= 20 significant bits)
+__device__ __forceinline__ float fu_div_const(float a, float hi, float lo) { return fmaf(a, hi, a * lo); }
+__device__ __forceinline__ float fu_abs(float x) { return fabsf(x); }
+__device__ __forceinline__ double fu_abs(double x) { return fabs(x); }
+__device__ __forceinline__ long long fu_abs(long long x) { return x < 0 ? -x : x; }
+__device__ __forceinline__ float fu_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double fu_pow(double a, double b) { return pow(a, b); }
+__device__ __forceinline__ long long fu_pow(long long a, long long b) { long long r = 1; if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0); while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }

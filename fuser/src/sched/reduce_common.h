@@ -1,0 +1,19 @@
+/*
+ * reduce_common.h -- what the reduction schedulers (k_reduction.c: rows,
+ * k_outer.c: columns) share: a reduction's identity and its combine step, and
+ * the outer-reduction scheduler's entry point (until the scheduler registry).
+ */
+#ifndef FUSER_REDUCE_COMMON_H
+#define FUSER_REDUCE_COMMON_H
+
+#include "plan.h"
+
+/* The identity of sum, max or min for a value of dtype dt, as C text. */
+const char *fu_red_identity(fu_op op, fu_dtype dt);
+/* Emits acc = acc (op) v. */
+void fu_red_combine(cg_ctx *c, fu_op op, const char *acc, const char *v);
+
+/* Reductions over non-innermost axes, coalesced (k_outer.c). */
+bool fu_sched_outer_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
+
+#endif

@@ -1,0 +1,224 @@
+/*
+ * test_reduce_codegen.c -- the code generator's numerics rules (docs/format.md,
+ * Numerics) without a GPU:
+ *   - a / k as fmaf(a, hi, a * lo) (cg_div_const_split) is the correctly rounded
+ *     f32 quotient for constants of few significant bits, on 2^22 random
+ *     floats each where a, a / k and a * lo are normal, and keeps infinities,
+ *     zeros and NaN (a * hi alone where 1/k is a power of two); with bf16
+ *     operands, a * RN(1/k) rounded to bf16 is the correctly rounded bf16
+ *     quotient for every normal bf16 a (9 constants);
+ *   - the soft-capped cross entropy (fuser/tests/data) plans to one kernel in
+ *     f32 and bf16; its bf16 kernel uses tanh.approx, its f32 kernel the f32
+ *     tanh, neither has a division by 30 left, and both compile with NVRTC;
+ *   - the pointwise math fusion folds x * 1 and x / 1 (its output 'same' is
+ *     the input's loaded value, stored unconverted) and compiles;
+ *   - a kernel's prelude holds the helper files it uses and what they need
+ *     (the pointwise kernel no reductions, the cross entropy the lse file and
+ *     the min/max file it needs);
+ *   - column_reductions and bias_grad plan to one kernel of the outer-reduction
+ *     scheduler with vector loads, whose rows are split over blocks (the last
+ *     block combining) exactly where the columns are few, and compile;
+ *   - layer_norm_backward and rms_norm_backward (dx per row, dweight and dbias
+ *     per column) plan to one kernel of the row scheduler with column
+ *     reductions (strided rows, a two-level last-block combine) at four sizes
+ *     (few rows, odd columns) in f32 and bf16, and compile.
+ * FUSER_TEST_DATA is the data directory (set by CTest).
+ */
+#define _XOPEN_SOURCE 700
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg.h"
+#include "check.h"
+#include "exec.h"
+#include "fuser_cases.h"
+#include "runtime.h"
+#include "test_util.h"
+
+static uint64_t next_random(uint64_t *z)
+{
+    uint64_t r = (*z += 0x9e3779b97f4a7c15ull); /* splitmix64 */
+    r = (r ^ (r >> 30)) * 0xbf58476d1ce4e5b9ull;
+    r = (r ^ (r >> 27)) * 0x94d049bb133111ebull;
+    return r ^ (r >> 31);
+}
+
+static bool same_float(float a, float b) { return (isnan(a) && isnan(b)) || memcmp(&a, &b, sizeof a) == 0; }
+
+/* What the generated code computes for a / k: a * hi where 1/k is exact (lo = 0). */
+static float div_as_emitted(float a, float hi, float lo) { return lo == 0.0f ? a * hi : fmaf(a, hi, a * lo); }
+
+static void check_div_const(void)
+{
+    const double ks[] = {30.0, 3.0, -3.0, 0.7f, 7.0, 1e-3f, -2.5, 0.1f, 1.0 / 3.0f, 1000.0, 4.0, 0.5};
+    float hi, lo;
+    CHECK(!cg_div_const_split(0.0, &hi, &lo));
+    CHECK(!cg_div_const_split(INFINITY, &hi, &lo));
+    CHECK(!cg_div_const_split(NAN, &hi, &lo));
+    uint64_t z = 7;
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        float k = (float)ks[i];
+        CHECK(cg_div_const_split(k, &hi, &lo));
+        CHECK(fabsf(hi) <= fabsf(1.0f / k) && (lo == 0.0f || signbit(lo) == signbit(hi)));
+        const float special[] = {INFINITY, -INFINITY, 0.0f, -0.0f, NAN, 1.0f, -1.0f, 3.0e38f, 1e-30f};
+        for (size_t s = 0; s < sizeof special / sizeof special[0]; s++) {
+            float a = special[s], got = div_as_emitted(a, hi, lo), want = a / k;
+            CHECK(same_float(got, want));
+            if (!same_float(got, want)) fprintf(stderr, "%.9g / %.9g: %.9g, want %.9g\n", a, k, got, want);
+        }
+        int bad = 0;
+        for (int n = 0; n < (1 << 22); n++) {
+            uint32_t bits = (uint32_t)next_random(&z);
+            float a;
+            memcpy(&a, &bits, sizeof a);
+            /* the rule's range: a, a / k and a * lo normal */
+            if (!isnormal(a) || !isnormal(a / k) || (lo != 0.0f && !isnormal(a * lo))) continue;
+            float got = div_as_emitted(a, hi, lo), want = a / k;
+            if (!same_float(got, want) && bad++ < 3) fprintf(stderr, "%.9g / %.9g: %.9g, want %.9g\n", a, k, got, want);
+        }
+        CHECK(bad == 0);
+        printf("a / %-12.9g fmaf(a, %.9g, a * %.9g): %s\n", k, hi, lo, bad ? "FAIL" : "correctly rounded");
+    }
+}
+
+/* bf16 a / k for bf16 a and k, as emitted: the f32 product a * RN(1/k), rounded
+ * to bf16, against the correctly rounded bf16 quotient: every normal bf16 a. */
+static void check_div_const_bf16(void)
+{
+    const double ks[] = {30.0, 3.0, -3.0, 0.69921875, 7.0, 0.0999755859375, 1000.0, 255.0, 1.0 / 3.0};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        double k = fu_round_to_dtype(ks[i], FU_BF16);
+        float r = (float)(1.0 / k);
+        int bad = 0;
+        for (uint32_t bits = 0; bits < 0x10000u; bits++) {
+            uint32_t f32 = bits << 16;
+            float a;
+            memcpy(&a, &f32, sizeof a);
+            double want = fu_round_to_dtype((double)a / k, FU_BF16);
+            if (!isnormal(a) || !isnormal((float)want)) continue;
+            double got = fu_round_to_dtype((double)(a * r), FU_BF16);
+            if (got != want && bad++ < 3) fprintf(stderr, "bf16 %.9g / %.9g: %.9g, want %.9g\n", a, k, got, want);
+        }
+        CHECK(bad == 0);
+        printf("bf16 a / %-10.9g a * %.9g: %s\n", k, r, bad ? "FAIL" : "the correctly rounded bf16 quotient");
+    }
+}
+
+static char *one_kernel(fu_runtime *rt, const char *data, const char *rel, const char *const *sets, int nsets,
+                        fu_dtype dt)
+{
+    tc_list l = {0};
+    tc_case *c = tc_add_suite(&l, data, rel, "codegen", sets, nsets, dt, NULL);
+    fu_error err = {0};
+    fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
+    CHECK(p != NULL && p->nkernels == 1);
+    if (!p) fprintf(stderr, "%s: %s\n", rel, err.message);
+    char *src = p && p->nkernels == 1 ? strdup(p->kernels[0].source) : NULL;
+    if (p) {
+        fu_executable *x = NULL;
+        fu_status s = fu_exec_prepare(rt, p, &x, &err);
+        CHECK(s == FU_OK);
+        if (s != FU_OK) fprintf(stderr, "%s %s: %s\n", rel, fu_dtype_name(dt), err.message);
+        fu_exec_free(x);
+    }
+    printf("%-40s %-5s kernels=%d\n", rel, fu_dtype_name(dt), p ? p->nkernels : -1);
+    fu_plan_free(p);
+    tc_list_free(&l);
+    return src;
+}
+
+/* The kernel after the prelude's definitions. */
+static const char *body_of(const char *src)
+{
+    const char *b = src ? strstr(src, "end of prelude") : NULL;
+    return b ? b : "";
+}
+
+int main(void)
+{
+    const char *data = getenv("FUSER_TEST_DATA");
+    if (!data) {
+        fprintf(stderr, "test_reduce_codegen: FUSER_TEST_DATA is not set\n");
+        return 1;
+    }
+    check_div_const();
+    check_div_const_bf16();
+    char cache[512];
+    if (!tu_make_temp_dir(cache, sizeof cache, "reduce-codegen")) return 1;
+    fu_runtime_options ro = {0};
+    ro.cache_dir = cache;
+    ro.compile_only = true;
+    fu_runtime *rt = NULL;
+    fu_error err = {0};
+    if (fu_runtime_open(&ro, &rt, &err) != FU_OK) {
+        fprintf(stderr, "fu_runtime_open: %s\n", err.message);
+        return 1;
+    }
+    const char *sets[] = {"N=64", "V=4096"};
+    char *bf = one_kernel(rt, data, "softcap_cross_entropy.fusion", sets, 2, FU_BF16);
+    char *f32 = one_kernel(rt, data, "softcap_cross_entropy.fusion", sets, 2, FU_F32);
+    CHECK_CONTAINS(body_of(bf), "fu_tanh_approx(");
+    CHECK(!strstr(body_of(bf), "fu_tanh(") && !strstr(body_of(bf), "/ 30.0f"));
+    CHECK_CONTAINS(body_of(f32), "fu_tanh(");
+    CHECK(!strstr(body_of(f32), "fu_tanh_approx(") && !strstr(body_of(f32), "/ 30.0f"));
+    CHECK_CONTAINS(body_of(f32), "fu_div_const(");
+    const char *psets[] = {"N=4096"};
+    char *pm = one_kernel(rt, data, "pointwise_math.fusion", psets, 1, FU_F32);
+    char *pmb = one_kernel(rt, data, "pointwise_math.fusion", psets, 1, FU_BF16);
+    /* 'same' = (x * 1) / 1 is the loaded x: stored from the load's own element */
+    CHECK_CONTAINS(body_of(pmb), "_9[0] = x0[0];");
+    CHECK(!strstr(body_of(pm), "* 1.0f") && !strstr(body_of(pm), "/ 1.0f"));
+    CHECK_CONTAINS(body_of(pm), "* 0.25f"); /* x / 4 */
+    /* each kernel's prelude: the helper files its code uses, and what they need */
+    CHECK_CONTAINS(pm, "fuser prelude 00_core.cuh");
+    CHECK_CONTAINS(pm, "fuser prelude 30_tanh.cuh");
+    CHECK(pm && !strstr(pm, "fuser prelude 50_reduce.cuh") && !strstr(pm, "fuser prelude 60_lse.cuh") &&
+          !strstr(pm, "fuser prelude 70_row_queue.cuh"));
+    CHECK_CONTAINS(bf, "fuser prelude 60_lse.cuh");
+    CHECK_CONTAINS(bf, "fuser prelude 10_minmax.cuh"); /* 60_lse.cuh needs it */
+    CHECK_CONTAINS(bf, "fuser prelude 30_tanh.cuh");
+    /* outer reductions: one kernel, coalesced vector loads; rows split over
+     * blocks where the columns are few, not where they are many */
+    const char *few[] = {"N=8192", "C=1024"}, *many[] = {"N=64", "C=65536"}, *odd[] = {"N=1000", "C=24"};
+    const char *bg[] = {"B=4", "T=512", "C=1024"}, *bg_odd[] = {"B=3", "T=5", "C=100"};
+    struct {
+        const char *file;
+        const char *const *sets;
+        int nsets;
+        fu_dtype dt;
+        bool split;
+    } outer[] = {
+        {"column_reductions.fusion", few, 2, FU_F32, true},   {"column_reductions.fusion", few, 2, FU_BF16, true},
+        {"column_reductions.fusion", many, 2, FU_BF16, false}, {"column_reductions.fusion", odd, 2, FU_F32, true},
+        {"bias_grad.fusion", bg, 3, FU_F32, true},            {"bias_grad.fusion", bg_odd, 3, FU_BF16, false},
+    };
+    for (size_t i = 0; i < sizeof outer / sizeof outer[0]; i++) {
+        char *src = one_kernel(rt, data, outer[i].file, outer[i].sets, outer[i].nsets, outer[i].dt);
+        CHECK_CONTAINS(src, "scheduler: outer reduction");
+        CHECK_CONTAINS(body_of(src), "= __ldg((const uint");
+        CHECK((strstr(body_of(src), "atomicAdd(&fu_done[bx]") != NULL) == outer[i].split);
+        free(src);
+    }
+    /* norm backwards: dx per row and dweight (dbias) per column in one kernel */
+    const char *nb_sets[][2] = {{"N=8192", "C=1024"}, {"N=1000", "C=100"}, {"N=8", "C=4096"}, {"N=300", "C=2048"}};
+    const char *norms[] = {"layer_norm_backward.fusion", "rms_norm_backward.fusion"};
+    for (int nf = 0; nf < 2; nf++)
+        for (int k = 0; k < 4; k++)
+            for (int d = 0; d < 2; d++) {
+                char *src = one_kernel(rt, data, norms[nf], nb_sets[k], 2, d ? FU_BF16 : FU_F32);
+                CHECK_CONTAINS(body_of(src), "atomicAdd(&fu_group_done[fu_group], 1u)");
+                CHECK(src && !strstr(body_of(src), "fu_take_row")); /* rows strided, not from the queue */
+                free(src);
+            }
+    free(bf);
+    free(f32);
+    free(pm);
+    free(pmb);
+    fu_runtime_close(rt);
+    tu_remove_tree(cache);
+    return check_finish("test_reduce_codegen");
+}
