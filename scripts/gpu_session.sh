@@ -6,7 +6,8 @@
 #
 #   scripts/gpu_session.sh [SUITES_ARGS...]      e.g. scripts/gpu_session.sh all --repetitions 5
 #
-# GPU_SESSION_TESTS=0 skips the tests and checks (suites only); GPU_SESSION_ASAN=0 skips the
+# GPU_SESSION_TESTS=0 skips the tests and checks (suites only); GPU_SESSION_LABELS (default
+# gpu|compile) picks the ctest labels; GPU_SESSION_ASAN=0 skips the
 # ASan build; GPU_SESSION_SASS=1 adds the compiler's report on the seed kernels
 # (scripts/sass_report.sh); GPU_SESSION_SECOND="<run_suite args>" runs a second
 # selection into run2.json (e.g. another size). GPU_SESSION_WARM=ITEMS (suite/case/dtype/size,
@@ -90,7 +91,7 @@ if [ -n "$warm" ]; then
   row "torch.compile warm-up" "exit $rc: $(grep -c 'rep 1/1' /tmp/warm.log) compiled"
 fi
 if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
-  ctest --test-dir /tmp/b -L 'gpu|compile' --output-on-failure >"$out/checks.log" 2>&1
+  ctest --test-dir /tmp/b -L "${GPU_SESSION_LABELS:-gpu|compile}" --output-on-failure >"$out/checks.log" 2>&1
   row "ctest -L 'gpu|compile' (Release)" "$(grep -E 'tests passed|tests failed' "$out/checks.log" | tail -n 1)"
 
   if [ "${GPU_SESSION_ASAN:-1}" = 1 ]; then
