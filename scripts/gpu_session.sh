@@ -77,7 +77,7 @@ if [ -n "$unpacked" ]; then
     LD_LIBRARY_PATH=$lib PKG_CONFIG_PATH=$lib/pkgconfig
   row "carried debs" "unpacked into /tmp/sysroot:$unpacked"
 fi
-[ -f /usr/include/cjson/cJSON.h ] || row "cJSON" "missing: the gate is not built"
+have_header cjson/cJSON.h || [ -f /tmp/sysroot/usr/include/cjson/cJSON.h ] || row "cJSON" "missing: the gate is not built"
 
 if cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release >>"$out/build.log" 2>&1 && cmake --build /tmp/b -j "$jobs" >>"$out/build.log" 2>&1; then
   row "build (Release)" "ok"

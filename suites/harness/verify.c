@@ -55,8 +55,10 @@ void hb_compare_tensors(const fu_host_tensor *out, const fu_host_tensor *ref, hb
         double d = o - r;
         diff2 += d * d;
         out2 += o * o;
-        double scale = fabs(r) + rms;
-        double e = scale > 0 ? fabs(d) / scale : (d != 0 ? INFINITY : 0.0);
+        /* An all-zero reference (a loss of exactly 0, V = 1) has no scale: the
+         * error is then absolute, as rel_l2 below is. */
+        double scale = rms > 0 ? fabs(r) + rms : 1.0;
+        double e = fabs(d) / scale;
         if (c->nan_count == 0 && (e > c->worst_elem || c->worst_index < 0)) {
             c->worst_elem = e;
             c->worst_index = i, c->worst_out = o, c->worst_ref = r;

@@ -638,6 +638,20 @@ static void test_compare(void)
     fu_host_tensor_free(&a);
     fu_host_tensor_free(&b);
 
+    /* An all-zero reference (cross entropy at V = 1): the error is absolute. */
+    int64_t one[1] = {1};
+    CHECK(fu_host_tensor_alloc(&a, FU_F32, 1, one, &err) == FU_OK);
+    CHECK(fu_host_tensor_alloc(&b, FU_F32, 1, one, &err) == FU_OK);
+    fu_host_tensor_set(&a, 0, -2.88e-9);
+    fu_host_tensor_set(&b, 0, 0.0);
+    hb_compare_tensors(&a, &b, &c);
+    CHECK(fabs(c.worst_elem - 2.88e-9) < 1e-12 && fabs(c.rel_l2 - 2.88e-9) < 1e-12);
+    fu_host_tensor_set(&a, 0, 0.5);
+    hb_compare_tensors(&a, &b, &c);
+    CHECK(c.worst_elem > tol_elem && c.rel_l2 > tol_l2);
+    fu_host_tensor_free(&a);
+    fu_host_tensor_free(&b);
+
     hb_tolerance(FU_BF16, &tol_l2, &tol_elem);
     CHECK(tol_l2 >= 1e-3 && tol_l2 <= 1e-2);
     hb_tolerance(FU_I64, &tol_l2, &tol_elem);
