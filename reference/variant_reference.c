@@ -5,8 +5,8 @@
  * launch configuration as -D defines (the fuser specializes on shapes too),
  * its workspace allocated once, and its launches enqueued by fu_runtime_launch.
  *
- * Which kernel: by the case fusion's name and its inputs and outputs (named
- * as in the .fusion files):
+ * Which kernel: the one the case's manifest line names (reference=FAMILY);
+ * the kernel finds the inputs and outputs by their names in the .fusion file:
  *   cross_entropy_fwd     logits[N, V], target[N]        -> loss[]               ce_fwd
  *   cross_entropy_bwd     logits, target, dloss[]         -> dlogits[N, V]        ce_bwd
  *   cross_entropy_fwdbwd  logits, target, dloss[]         -> loss[], dlogits      ce_fwdbwd
@@ -87,16 +87,12 @@ typedef struct ref_state {
 
 /* ------------------------------------------------------------ which kernel */
 
+/* The family the case's manifest names (`reference=ce_fwd`); -1: none. */
 static int family_of(const fu_fusion *f, const hb_case *c)
 {
-    const char *name = fu_fusion_name(f);
-    if (strcmp(name, "cross_entropy_fwd") == 0) return REF_FAM_CE_FWD;
-    if (strcmp(name, "cross_entropy_bwd") == 0) return REF_FAM_CE_BWD;
-    if (strcmp(name, "cross_entropy_fwdbwd") == 0) return REF_FAM_CE_FWDBWD;
-    if (strcmp(name, "embedding_fwd") == 0) return REF_FAM_EMB_FWD;
-    if (strcmp(name, "embedding_bwd") == 0)
-        return c && c->scatter == FU_SCATTER_ATOMIC ? REF_FAM_EMB_BWD_ATOMIC : REF_FAM_EMB_BWD_DET;
-    if (strcmp(name, "qkv_split") == 0) return REF_FAM_QKV;
+    (void)f;
+    for (int i = 0; c && c->reference[0] && i < REF_FAM_COUNT; i++)
+        if (strcmp(family_names[i], c->reference) == 0) return i;
     return -1;
 }
 
@@ -417,7 +413,8 @@ static fu_status ref_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case *
     memset(info, 0, sizeof *info);
     int fam = family_of(f, c);
     if (fam < 0)
-        return fu_error_set(err, FU_ERR_UNSUPPORTED, "reference: no reference kernel for fusion '%s'", fu_fusion_name(f));
+        return fu_error_set(err, FU_ERR_UNSUPPORTED, "reference: no reference kernel '%s' for fusion '%s'",
+                            c && c->reference[0] ? c->reference : "(none named)", fu_fusion_name(f));
     ref_state *st = calloc(1, sizeof *st);
     if (!st) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     st->rt = rt;

@@ -1,6 +1,6 @@
 /*
- * suites.c -- the registry of suites, and what they share: sizes, dtypes and
- * parameter lists.
+ * suites.c -- what the suites share: the variants, sizes, dtypes, parameter
+ * lists, building a case at a size, comparing rows.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -11,28 +11,17 @@
 
 #include "suite.h"
 
-/* ORDER: the order `run_suite all` runs them. */
-const hb_suite *const hb_suites[] = {&hb_suite_embedding, &hb_suite_cross_entropy, &hb_suite_qkv_split, NULL};
-
 /* ORDER: the variants of each case, in the order they run. */
 const hb_variant *const hb_variants[] = {&hb_variant_fuser, &hb_variant_reference, NULL};
 
-const hb_suite *hb_find_suite(const char *name)
-{
-    for (int i = 0; hb_suites[i]; i++)
-        if (strcmp(hb_suites[i]->name, name) == 0) return hb_suites[i];
-    return NULL;
-}
-
-fu_status hb_build_fusion(const fu_program *prog, const hb_suite *s, const hb_size *size, fu_dtype dt,
-                          fu_fusion **out, fu_error *err)
+fu_status hb_build_case(const hb_suite *s, const hb_case *c, const hb_size *size, fu_dtype dt, fu_fusion **out,
+                        fu_error *err)
 {
     *out = NULL;
     hb_params p;
-    memset(&p, 0, sizeof p);
-    char why[256];
-    if (!s->params(size, dt, &p, why, sizeof why)) return fu_error_set(err, FU_ERR_ARG, "%s", why);
-    fu_status st = fu_program_build(prog, p.v, p.n, out, err);
+    char why[512];
+    if (!hb_suite_bind(s, c, size, dt, &p, why, sizeof why)) return fu_error_set(err, FU_ERR_ARG, "%s", why);
+    fu_status st = fu_program_build(c->prog, p.v, p.n, out, err);
     if (!st) st = fu_fusion_verify(*out, err);
     if (st && *out) {
         fu_fusion_free(*out);
@@ -41,23 +30,11 @@ fu_status hb_build_fusion(const fu_program *prog, const hb_suite *s, const hb_si
     return st;
 }
 
-fu_status hb_build_case(const char *suites_dir, const hb_suite *s, const hb_case *c, const hb_size *size,
-                        fu_dtype dt, fu_fusion **out, fu_error *err)
-{
-    *out = NULL;
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", suites_dir, c->fusion_file);
-    fu_program *prog = NULL;
-    fu_status st = fu_program_parse_file(path, &prog, err);
-    if (!st) st = hb_build_fusion(prog, s, size, dt, out, err);
-    fu_program_free(prog);
-    return st;
-}
-
 void hb_size_str(const hb_size *s, char *out, size_t cap)
 {
     size_t k = 0;
     out[0] = '\0';
+    if (s->n == 0) snprintf(out, cap, "default"); /* a fusion file without size parameters */
     for (int i = 0; i < s->n && k < cap; i++) {
         int w = snprintf(out + k, cap - k, "%s%" PRId64, i ? "x" : "", s->d[i]);
         if (w < 0) break;

@@ -306,16 +306,28 @@ static void test_runner(fu_runtime *rt, const char *dir)
     hb_runner_options_default(&o);
     o.repetitions = 2;
     o.timing.stop.time_limit_s = 0.3;
-    o.suites_dir = dir;
+    hb_suite_set set;
+    char why[1200];
+    if (!hb_suites_discover(dir, &set, why, sizeof why)) {
+        fprintf(stderr, "%s\n", why);
+        CHECK(!"the suites load");
+        return;
+    }
+    const hb_suite *qs = hb_suite_set_find(&set, "qkv_split"), *cs = hb_suite_set_find(&set, "cross_entropy");
+    CHECK(qs && cs);
+    if (!qs || !cs) {
+        hb_suite_set_free(&set);
+        return;
+    }
     o.copy_bytes = (size_t)256 << 20;
     hb_runner *r = NULL;
     OK(hb_runner_new(&o, &r, &err));
     if (!r) return;
     hb_size qkv = {3, {16, 128, 3072}}, ce = {2, {2048, 32768}};
-    OK(hb_runner_add(r, &hb_suite_qkv_split, &hb_suite_qkv_split.cases[0], &hb_variant_fuser, FU_F32, &qkv, &err));
-    OK(hb_runner_add(r, &hb_suite_qkv_split, &hb_suite_qkv_split.cases[0], &broken, FU_F32, &qkv, &err));
+    OK(hb_runner_add(r, qs, &qs->cases[0], &hb_variant_fuser, FU_F32, &qkv, &err));
+    OK(hb_runner_add(r, qs, &qs->cases[0], &broken, FU_F32, &qkv, &err));
     /* 2048 x 32768 = 67M logits: checked on a slice of rows, then run at full size */
-    OK(hb_runner_add(r, &hb_suite_cross_entropy, &hb_suite_cross_entropy.cases[2], &hb_variant_fuser, FU_BF16, &ce,
+    OK(hb_runner_add(r, cs, &cs->cases[2], &hb_variant_fuser, FU_BF16, &ce,
                      &err));
     CHECK(hb_runner_prepare(r, rt) == 0);
     OK(hb_runner_measure(r, "test_harness_gpu", 0, NULL, &err));
@@ -375,6 +387,7 @@ static void test_runner(fu_runtime *rt, const char *dir)
         fclose(f);
     }
     hb_runner_free(r);
+    hb_suite_set_free(&set);
 }
 
 int main(void)
