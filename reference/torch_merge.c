@@ -295,7 +295,7 @@ hb_torch_result hb_torch_run(const hb_torch_options *o, const char *items, hb_to
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
     char *argv[] = {(char *)python, "-u", (char *)script, "--items", (char *)items, "--repetitions", reps,
                     "--time-limit", limit, "--mode", (char *)(o->mode ? o->mode : "cold"), "--seed", seed,
-                    "--out", path, "--quiet-if-absent", NULL};
+                    "--out", path, "--quiet-if-absent", o->fusions ? "--fusions" : NULL, (char *)o->fusions, NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO); /* our stdout may be JSON */

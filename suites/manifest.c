@@ -392,6 +392,7 @@ static bool parse_case(hb_suite *s, line_ctx *l, char *p)
         char val[64], *vat = p;
         if (!take_ident(&p, val, sizeof val)) return fail_at(l, vat, "expected a value for '%s'", key);
         if (strcmp(key, "scatter") == 0) {
+            c->scatter_named = true;
             if (strcmp(val, "atomic") == 0) c->scatter = FU_SCATTER_ATOMIC;
             else if (strcmp(val, "deterministic") == 0) c->scatter = FU_SCATTER_DETERMINISTIC;
             else return fail_at(l, vat, "scatter=%s: the modes are atomic and deterministic", val);

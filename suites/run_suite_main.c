@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench_shim.h"
 #include "suite.h"
@@ -338,9 +339,26 @@ static void run_torch(const hb_runner *r, const options *o, hb_torch_rows *rows)
     t.time_limit_s = o->run.timing.stop.time_limit_s;
     t.mode = hb_mode_name(o->run.timing.mode);
     t.seed = o->run.seed;
+    /* the fusions, for torch_bench.py to translate */
+    const char *tmpdir = getenv("TMPDIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fusebench-fusions-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    bool written = f && hb_runner_write_torch_items(r, f);
+    if (f && fclose(f) != 0) written = false;
+    if (!f && fd >= 0) close(fd);
+    if (!written) {
+        fprintf(stderr, "run_suite: --with-torch: cannot write the fusions to %s; PyTorch rows skipped\n", path);
+        if (fd >= 0) remove(path);
+        free(items);
+        return;
+    }
+    t.fusions = path;
     char msg[1024];
     hb_torch_run(&t, items, rows, msg, sizeof msg);
     fprintf(stderr, "run_suite: %s\n", msg);
+    remove(path);
     free(items);
 }
 

@@ -63,6 +63,7 @@ typedef struct hb_case {
     char file_name[128];          /* as the manifest names it */
     fu_program *prog;             /* the parsed file */
     fu_scatter_mode scatter;      /* plan option (embedding backward) */
+    bool scatter_named;           /* the manifest names the mode (PyTorch's deterministic mode follows it) */
     char reference[32];           /* the reference kernel family, "" = none */
     int manifest_line;
 } hb_case;
@@ -244,6 +245,11 @@ int hb_runner_failures(const hb_runner *r);
  * repetitions and time aggregates; left as they are where the run has no
  * floor for their bytes). */
 void hb_runner_add_floors(const hb_runner *r, hb_entry *e, int n);
+/* The items file of reference/torch_bench.py (its --fusions): every distinct
+ * suite/case/dtype/size that was built, with its fusion as fu_fusion_print
+ * writes it, its bytes and formula, the index bound of each input, and
+ * whether PyTorch runs it in deterministic mode. false on a write error. */
+bool hb_runner_write_torch_items(const hb_runner *r, FILE *out);
 /* The readable table: one row per item. */
 void hb_runner_print_table(const hb_runner *r, FILE *out);
 /* The same with rows measured elsewhere (PyTorch's run-file entries: each

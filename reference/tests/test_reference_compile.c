@@ -190,6 +190,9 @@ static void test_run_suite_merge(void)
             CHECK(jv_num(e, "speedup_vs_torch_compile") == 0.5);
             CHECK(jv_num(e, "kernels") == 2 && jv_num(e, "launches") == 3);
             CHECK(jv_get(e, "samples_us") && jv_get(e, "samples_us")->n == 3);
+            /* the stand-in read the fuser's bytes from the fusions file */
+            CHECK(jv_num(e, "bytes") == 2.0 * 2 * 5 * 192 * (strcmp(jv_str(e, "dtype"), "f32") == 0 ? 4 : 2));
+            CHECK(jv_str(e, "bytes_formula") && strcmp(jv_str(e, "bytes_formula"), "6*B*T*C*elem") == 0);
         } else if (strcmp(variant, "torch_compile") == 0) {
             compiled++;
             CHECK(jv_num(e, "speedup_vs_torch_compile") == 1.0);
