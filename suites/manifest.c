@@ -433,6 +433,10 @@ static bool parse_line(hb_suite *s, line_ctx *l, char *p, bool *have_size)
         char *at = p;
         if (!take_ident(&p, s->name, sizeof s->name) || *skip_ws(p))
             return fail_at(l, at, "expected the suite's name (letters, digits, '_'; at most %zu)", sizeof s->name - 1);
+        const char *base = strrchr(s->dir, '/');
+        base = base ? base + 1 : s->dir;
+        if (strcmp(base, s->name) != 0)
+            return fail_at(l, at, "suite '%s' is in folder '%s': a suite's name is its folder's", s->name, base);
     } else if (strcmp(key, "size") == 0) {
         if (*have_size) return fail_at(l, kat, "a second 'size' line");
         for (;;) {
@@ -653,7 +657,14 @@ bool hb_suite_load(const char *dir, hb_suite **out, char *why, size_t nwhy)
         if (*p) ok = parse_line(s, &l, p, &have_size);
     }
     fclose(f);
-    if (ok && !s->name[0]) ok = (snprintf(why, nwhy, "%s: no 'suite NAME' line", s->manifest), false);
+    if (ok && !s->name[0]) { /* the folder's name */
+        const char *base = strrchr(s->dir, '/');
+        base = base ? base + 1 : s->dir;
+        bool valid = strlen(base) < sizeof s->name && (isalpha((unsigned char)base[0]) || base[0] == '_');
+        for (const char *q = base; valid && *q; q++) valid = isalnum((unsigned char)*q) || *q == '_';
+        if (valid) copy_str(s->name, sizeof s->name, base);
+        else ok = (snprintf(why, nwhy, "%s: folder '%s' is not a suite name (letters, digits, '_')", s->manifest, base), false);
+    }
     if (ok && !have_size) ok = (snprintf(why, nwhy, "%s: no 'size A x B' line", s->manifest), false);
     if (ok && !s->default_sizes[0]) ok = (snprintf(why, nwhy, "%s: no 'sizes default = ...' line", s->manifest), false);
     if (ok && !s->ncases) ok = (snprintf(why, nwhy, "%s: no 'case NAME = FILE.fusion' line", s->manifest), false);

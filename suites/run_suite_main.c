@@ -34,6 +34,7 @@ typedef struct options {
     const char *out;
     const char *filter;
     const char *suites_dir;
+    const char *write_fusions; /* --write-fusions FILE */
     out_format format;
     bool list, help, compile_only, with_torch;
     hb_runner_options run;
@@ -81,6 +82,8 @@ static void usage(FILE *f, const hb_suite_set *set)
           "                       and L2 mode (reference/torch_bench.py with $FUSEBENCH_PYTHON or python3),\n"
           "                       merge their rows, and give every row its speed-up over torch.compile;\n"
           "                       without python3, PyTorch or a GPU it says so in one line and goes on\n"
+          "  --write-fusions FILE write the selected cases' fusions, as --with-torch hands them to\n"
+          "                       reference/torch_bench.py (its --fusions), and stop (implies --compile-only)\n"
           "  --suites-dir DIR     where the suite folders are (default: $FUSEBENCH_SUITES_DIR, else the\n"
           "                       source tree's suites/)\n"
           "  -h, --help           this text\n"
@@ -202,6 +205,11 @@ static int parse_args(int argc, char **argv, options *o)
             long long n;
             if (!parse_long(v, 0, INT64_MAX, &n)) return usage_error("--seed: '%s' is not a non-negative integer", v);
             o->run.seed = (uint64_t)n;
+        } else if (option_value(argc, argv, &i, "--write-fusions", &v, &rc)) {
+            if (rc) return rc;
+            if (!v[0]) return usage_error("--write-fusions needs a file name");
+            o->write_fusions = v;
+            o->compile_only = true;
         } else if (option_value(argc, argv, &i, "--suites-dir", &v, &rc)) {
             if (rc) return rc;
             o->suites_dir = v;
@@ -501,6 +509,15 @@ static int run(options *o, const hb_suite_set *set, const char *argv0, hb_gbench
         goto done;
     }
     hb_runner_prepare(r, rt);
+    if (o->write_fusions) {
+        FILE *f = fopen(o->write_fusions, "w");
+        bool ok = f && hb_runner_write_torch_items(r, f);
+        if (f && fclose(f) != 0) ok = false;
+        if (!ok) fprintf(stderr, "run_suite: --write-fusions %s: cannot write: %s\n", o->write_fusions, strerror(errno));
+        else fprintf(stderr, "run_suite: wrote the fusions of %d benchmarks to %s\n", hb_runner_count(r), o->write_fusions);
+        rc = ok && hb_runner_failures(r) == 0 ? EXIT_OK : EXIT_FAILED;
+        goto done;
+    }
     if (!fu_runtime_has_device(rt) || o->compile_only) {
         char line[1024];
         if (o->compile_only)

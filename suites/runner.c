@@ -482,6 +482,16 @@ static fu_status spot_check(hb_runner *r, hb_item *it, const fu_host_tensor *ful
     fu_status s = hb_build_case(it->suite, it->cs, &small, it->dtype, &sf, err);
     if (s) return s;
     int nin = fu_fusion_num_inputs(sf), nout = fu_fusion_num_outputs(sf);
+    bool any_rows = false; /* an output along the axis: else there is nothing to compare */
+    for (int o = 0; o < nout; o++) {
+        fu_tensor ts = fu_fusion_output(sf, o), tf = fu_fusion_output(f, o);
+        any_rows |= fu_tensor_rank(sf, ts) > 0 && fu_tensor_shape(sf, ts)[0] == k &&
+                    fu_tensor_shape(f, tf)[0] == it->size.d[axis];
+    }
+    if (!any_rows) {
+        fu_fusion_free(sf);
+        return FU_OK;
+    }
     fu_host_tensor *in = calloc((size_t)nin + 1, sizeof *in), *ref = calloc((size_t)nout + 1, sizeof *ref);
     double *got = NULL, *want = NULL;
     int nalloc = 0;

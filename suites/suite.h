@@ -17,8 +17,8 @@
 #ifndef FUSEBENCH_SUITE_H
 #define FUSEBENCH_SUITE_H
 
+#include "fuser_plan.h"
 #include "harness.h"
-#include "plan.h"
 
 #define HB_MAX_DIMS 4
 #define HB_MAX_PARAMS 16

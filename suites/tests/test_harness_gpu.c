@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "exec.h"
+#include "fuser_exec.h"
 #include "gpu_test.h"
 #include "suite.h"
 
@@ -113,18 +113,16 @@ static void test_seed(fu_runtime *rt, hb_cupti *cu, hb_timer *timer, const char 
     CHECK(prof.kernel_us > 0 && isfinite(prof.kernel_us));
     CHECK(prof.last.span_us >= prof.last.kernel_us * 0.999);
     /* each record is the planned kernel: its name, grid and block */
-    fu_plan_options po;
-    fu_plan_options_for_device(rt, &po);
-    po.scatter = sd->scatter;
     fu_plan *plan = NULL;
-    OK(fu_plan_build(f, &po, &plan, &err));
-    for (int i = 0; plan && i < prof.last.nrecords && i < plan->nkernels; i++) {
+    OK(fu_plan_for_device(f, rt, sd->scatter, &plan, &err));
+    for (int i = 0; plan && i < prof.last.nrecords && i < fu_plan_num_kernels(plan); i++) {
         const hb_kernel_record *r = &prof.last.records[i];
-        const fu_kernel_plan *kp = &plan->kernels[i];
+        const char *kname = fu_plan_kernel_name(plan, i);
         CHECK(r->registers > 0 && r->us > 0);
-        if (strcmp(r->name, kp->name) != 0) fprintf(stderr, "  CUPTI names '%s', the plan '%s'\n", r->name, kp->name);
-        CHECK(strcmp(r->name, kp->name) == 0);
-        CHECK(r->grid[0] == kp->grid && r->grid[1] == 1 && r->block[0] == kp->block && r->block[1] == 1);
+        if (strcmp(r->name, kname) != 0) fprintf(stderr, "  CUPTI names '%s', the plan '%s'\n", r->name, kname);
+        CHECK(strcmp(r->name, kname) == 0);
+        CHECK(r->grid[0] == fu_plan_kernel_grid(plan, i) && r->grid[1] == 1 &&
+              r->block[0] == fu_plan_kernel_block(plan, i) && r->block[1] == 1);
     }
     fu_plan_free(plan);
     for (int i = 0; i < nin; i++) fu_device_free(rt, din[i], NULL);

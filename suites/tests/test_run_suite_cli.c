@@ -19,7 +19,7 @@
 
 #include "check.h"
 #include "json_read.h"
-#include "runtime.h"
+#include "fuser_runtime.h"
 #include "test_util.h"
 
 static const char *bin;

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "runtime.h"
+#include "fuser_runtime.h"
 #include "test_util.h"
 
 static const char *bin;
@@ -119,19 +119,21 @@ static void test_folders(void)
     CHECK(strcmp(r.out, "mysuite/scale/fuser/bf16/64x8\nmysuite/scale/fuser/bf16/4x32\n") == 0);
     tu_output_free(&r);
 
-    expect_bad_manifest("missing", "suite s\nsize R x W\nsizes default = 4x4\ncase a = nothere.fusion\n",
+    expect_bad_manifest("missing", "suite bad\nsize R x W\nsizes default = 4x4\ncase a = nothere.fusion\n",
                         "suite.txt:4:10: case 'a': fusion file");
-    expect_bad_manifest("unbound", "suite s\nsize R x W x Q\nsizes default = 4x4x4\ncase a = scale.fusion\n",
+    expect_bad_manifest("unbound", "suite bad\nsize R x W x Q\nsizes default = 4x4x4\ncase a = scale.fusion\n",
                         "suite.txt:2:14: axis 'Q' binds no parameter of case 'a' (scale.fusion)");
-    expect_bad_manifest("axes", "suite s\nsize R x W\nsizes default = 4x4, 4x4x4\ncase a = scale.fusion\n",
+    expect_bad_manifest("axes", "suite bad\nsize R x W\nsizes default = 4x4, 4x4x4\ncase a = scale.fusion\n",
                         "suite.txt:3:17: size '4x4x4' has more than 2 numbers");
-    expect_bad_manifest("duplicate", "suite s\nsize R x W\nsizes default = 4x4\ncase a = scale.fusion\n"
+    expect_bad_manifest("duplicate", "suite bad\nsize R x W\nsizes default = 4x4\ncase a = scale.fusion\n"
                                      "case a = scale.fusion, scatter=atomic\n",
                         "suite.txt:5:6: case 'a' is listed twice (first on line 4)");
-    expect_bad_manifest("keyword", "suite s\nsize R x W\nsizes default = 4x4\nrows 12\n", "suite.txt:4:1: unknown keyword 'rows'");
-    expect_bad_manifest("expr", "suite s\nsize R x W\nsizes default = 4x4\ncheck R = min(R, Z)\ncase a = scale.fusion\n",
+    expect_bad_manifest("name", "suite other\nsize R x W\nsizes default = 4x4\ncase a = scale.fusion\n",
+                        "suite.txt:1:7: suite 'other' is in folder 'bad'");
+    expect_bad_manifest("keyword", "suite bad\nsize R x W\nsizes default = 4x4\nrows 12\n", "suite.txt:4:1: unknown keyword 'rows'");
+    expect_bad_manifest("expr", "suite bad\nsize R x W\nsizes default = 4x4\ncheck R = min(R, Z)\ncase a = scale.fusion\n",
                         "suite.txt:4:18: unknown name 'Z'");
-    expect_bad_manifest("require", "suite s\nsize R x W\nlet HALF = W / 2\nrequire W % 2 == 0 : W must be even\n"
+    expect_bad_manifest("require", "suite bad\nsize R x W\nlet HALF = W / 2\nrequire W % 2 == 0 : W must be even\n"
                                    "sizes default = 4x5\ncase a = scale.fusion\n",
                         "W must be even");
 
