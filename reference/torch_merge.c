@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "json_read.h"
+#include "suite.h"
 #include "torch_merge.h"
 
 #ifndef HB_REFERENCE_DIR
@@ -144,35 +145,7 @@ static const char *const counter_keys[] = {"kernels", "launches", "segments", "b
 /* The whole file, or NULL and why (malloc'd: free()). */
 static char *read_file(const char *path, char *why, size_t nwhy)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, nwhy, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, len = 0;
-    char *text = malloc(cap);
-    for (size_t got; text && (got = fread(text + len, 1, cap - len - 1, f)) > 0;) {
-        len += got;
-        if (cap - len < 2) {
-            char *more = realloc(text, cap * 2);
-            if (!more) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = more;
-            cap *= 2;
-        }
-    }
-    bool failed = ferror(f);
-    fclose(f);
-    if (!text || failed) {
-        free(text);
-        snprintf(why, nwhy, "%s: %s", path, failed ? "read error" : "out of memory");
-        return NULL;
-    }
-    text[len] = '\0';
-    return text;
+    return hb_read_text_file(path, why, nwhy);
 }
 
 /* One benchmark entry into e (samples into *samples, malloc'd). false and why. */

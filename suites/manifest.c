@@ -398,6 +398,9 @@ static bool parse_case(hb_suite *s, line_ctx *l, char *p)
             else return fail_at(l, vat, "scatter=%s: the modes are atomic and deterministic", val);
         } else if (strcmp(key, "reference") == 0) {
             copy_str(c->reference, sizeof c->reference, val);
+            snprintf(c->reference_file, sizeof c->reference_file, "%s/reference.cu", s->dir);
+            if (stat(c->reference_file, &st) != 0 || !S_ISREG(st.st_mode))
+                return fail_at(l, kat, "case '%s' names reference=%s, but the folder has no reference.cu", c->name, val);
         } else {
             return fail_at(l, kat, "unknown case option '%s' (scatter, reference)", key);
         }

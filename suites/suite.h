@@ -65,6 +65,7 @@ typedef struct hb_case {
     fu_scatter_mode scatter;      /* plan option (embedding backward) */
     bool scatter_named;           /* the manifest names the mode (PyTorch's deterministic mode follows it) */
     char reference[32];           /* the reference kernel family, "" = none */
+    char reference_file[1100];    /* its source: the suite folder's reference.cu */
     int manifest_line;
 } hb_case;
 
@@ -146,6 +147,9 @@ int hb_spot_rows(int64_t n, uint64_t seed, int64_t *rows);
  * false and why (naming `what`) when they differ. */
 bool hb_spot_compare(const double *got, const double *ref, int64_t n, fu_dtype dt, const char *what, char *why,
                      size_t nwhy);
+
+/* The whole text file at path (malloc'd, NUL-terminated), or NULL and why. */
+char *hb_read_text_file(const char *path, char *why, size_t nwhy);
 
 /* A case's fusion at one size and dtype: the suite's parameters bound into
  * the case's parsed file, built and verified. On error *out is NULL. */

@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -13,6 +14,39 @@
 
 /* ORDER: the variants of each case, in the order they run. */
 const hb_variant *const hb_variants[] = {&hb_variant_fuser, &hb_variant_reference, NULL};
+
+char *hb_read_text_file(const char *path, char *why, size_t nwhy)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(why, nwhy, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, len = 0;
+    char *text = malloc(cap);
+    for (size_t got; text && (got = fread(text + len, 1, cap - len - 1, f)) > 0;) {
+        len += got;
+        if (cap - len < 2) {
+            char *more = realloc(text, cap * 2);
+            if (!more) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = more;
+            cap *= 2;
+        }
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    if (!text || failed) {
+        free(text);
+        snprintf(why, nwhy, "%s: %s", path, failed ? "read error" : "out of memory");
+        return NULL;
+    }
+    text[len] = '\0';
+    return text;
+}
 
 fu_status hb_build_case(const hb_suite *s, const hb_case *c, const hb_size *size, fu_dtype dt, fu_fusion **out,
                         fu_error *err)

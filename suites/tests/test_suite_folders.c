@@ -130,6 +130,8 @@ static void test_folders(void)
                         "suite.txt:5:6: case 'a' is listed twice (first on line 4)");
     expect_bad_manifest("name", "suite other\nsize R x W\nsizes default = 4x4\ncase a = scale.fusion\n",
                         "suite.txt:1:7: suite 'other' is in folder 'bad'");
+    expect_bad_manifest("noref", "suite bad\nsize R x W\nsizes default = 4x4\ncase a = scale.fusion, reference=x\n",
+                        "suite.txt:4:24: case 'a' names reference=x, but the folder has no reference.cu");
     expect_bad_manifest("keyword", "suite bad\nsize R x W\nsizes default = 4x4\nrows 12\n", "suite.txt:4:1: unknown keyword 'rows'");
     expect_bad_manifest("expr", "suite bad\nsize R x W\nsizes default = 4x4\ncheck R = min(R, Z)\ncase a = scale.fusion\n",
                         "suite.txt:4:18: unknown name 'Z'");
