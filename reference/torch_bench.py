@@ -1,34 +1,31 @@
 #!/usr/bin/env python3
-"""torch_bench.py -- PyTorch eager and torch.compile on the suites' cases.
+"""torch_bench.py -- PyTorch eager and torch.compile on any fusion.
 
-The same cases, sizes and dtypes as run_suite (suites/*.c), timed the same way
+Each item (suite/case/dtype/size) comes with its fusion as the fuser prints
+it at that size (run_suite --with-torch writes them into the --fusions file),
+translated op by op into PyTorch by reference/fusion_torch.py: torch_eager
+runs the translation as is (composite backwards through PyTorch's own
+backward kernels), torch_compile runs torch.compile of the plain-op
+translation. So every suite, including one a user just added, gets both
+rows, and the rows cannot drift from the fusion. Timing as run_suite's
 (cold L2: a buffer of twice the L2 zeroed before every sample, then a GPU
 spin so that Python's dispatch is not on the clock; CUDA events around the
-call only; warm-up first; samples until (p75 - p25) / median is
-under 2% with at least 10, or the time limit; the repetition's time is the
-median), kernel counts from torch.profiler, and the same bytes formulas. It
-writes a run file in docs/results-schema.md's schema with the variants
-torch_eager and torch_compile, which `run_suite --with-torch` merges.
+call only; warm-up first; samples until (p75 - p25) / median is under 2%
+with at least 10, or the time limit; the repetition's time is the median),
+kernel counts from torch.profiler, the bytes the fuser counted. It writes a
+run file in docs/results-schema.md's schema with the variants torch_eager and
+torch_compile, which run_suite merges. An item whose fusion cannot be
+translated (or that raises) is a row with status "failed" and the reason.
 
-    python3 reference/torch_bench.py --items cross_entropy/fwd/bf16/8192x32768 --out torch.json
-    python3 reference/torch_bench.py --suites cross_entropy,qkv_split --dtypes bf16 --out torch.json
+    python3 reference/torch_bench.py --fusions items.json --out torch.json
 
-Exit status: 0 the run file is written (a case that raised is in it with
-status "failed"); 3 PyTorch or a CUDA GPU is not there: the reason, one line,
-is written to --out instead of JSON and printed; 2 bad usage; 1 anything else.
+The --fusions file: {"items": [{"item": "suite/case/dtype/size", "fusion":
+TEXT, "bytes": N, "bytes_formula": "...", "deterministic": true|false,
+"inputs": [{"name": ..., "index_bound": N}, ...]}, ...]}.
 
-What each case runs:
-  cross_entropy/fwd     F.cross_entropy(logits, target) (mean, ignore_index -100)
-  cross_entropy/bwd     the backward alone: torch.autograd.grad of a loss computed
-                        beforehand (eager: PyTorch's backward kernels reading the
-                        saved log-softmax; compile: the AOTAutograd backward graph)
-  cross_entropy/fwdbwd  the loss, then its gradient with respect to the logits
-  embedding/fwd         F.embedding(ids, weight)
-  embedding/bwd_*       eager: aten.embedding_dense_backward (PyTorch's embedding
-                        backward, sort-based); compile: zeros(V, D).index_put_(
-                        (ids,), grad, accumulate=True) (atomics); bwd_deterministic
-                        with torch.use_deterministic_algorithms(True)
-  qkv_split/fwd         x.split(C, 2), each .view(B, T, H, 64).transpose(1, 2).contiguous()
+Exit status: 0 the run file is written; 3 PyTorch or a CUDA GPU is not there:
+the reason, one line, is written to --out instead of JSON and printed; 2 bad
+usage; 1 anything else.
 """
 import argparse
 import datetime
@@ -43,81 +40,39 @@ import sys
 import time
 
 EXIT_ABSENT = 3
-HEAD = 64  # qkv_split: heads of 64, as suites/qkv_split.c
-
-# suite -> (dimension names, cases, default sizes); ORDER as suites/*.c
-SUITES = {
-    "embedding": (("V", "D", "T"), ("fwd", "bwd_atomic", "bwd_deterministic"), "50304x768x8192,128256x4096x65536"),
-    "cross_entropy": (("N", "V"), ("fwd", "bwd", "fwdbwd"), "8192x32768"),
-    "qkv_split": (("B", "T", "C3"), ("fwd",), "16x128x3072,16x1024x2304,32x2048x6144"),
-}
-DTYPE_SIZE = {"f32": 4, "bf16": 2}
-
-# The fewest bytes each case must move: the formulas of suites/*.c (hb_case.bytes).
-BYTES = {
-    ("cross_entropy", "fwd"): ("N*V*elem + 8N", lambda d, e: d["N"] * d["V"] * e + 8 * d["N"]),
-    ("cross_entropy", "bwd"): ("2*N*V*elem + 8N", lambda d, e: 2 * d["N"] * d["V"] * e + 8 * d["N"]),
-    ("cross_entropy", "fwdbwd"): ("2*N*V*elem + 8N", lambda d, e: 2 * d["N"] * d["V"] * e + 8 * d["N"]),
-    ("embedding", "fwd"): ("2*T*D*elem + 8T", lambda d, e: 2 * d["T"] * d["D"] * e + 8 * d["T"]),
-    ("embedding", "bwd_atomic"): ("V*D*elem + T*D*elem + 8T",
-                                  lambda d, e: d["V"] * d["D"] * e + d["T"] * d["D"] * e + 8 * d["T"]),
-    ("embedding", "bwd_deterministic"): ("V*D*elem + T*D*elem + 8T",
-                                         lambda d, e: d["V"] * d["D"] * e + d["T"] * d["D"] * e + 8 * d["T"]),
-    ("qkv_split", "fwd"): ("2*B*T*3C*elem", lambda d, e: 2 * d["B"] * d["T"] * d["C3"] * e),
-}
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Item:
-    """One benchmark: suite/case/dtype/size."""
+    """One benchmark: suite/case/dtype/size, its fusion and its bytes."""
 
-    def __init__(self, suite, case, dtype, size):
-        if suite not in SUITES:
-            raise ValueError(f"unknown suite '{suite}' (known: {', '.join(SUITES)})")
-        dims, cases, _ = SUITES[suite]
-        if case not in cases:
-            raise ValueError(f"suite {suite} has no case '{case}' (cases: {', '.join(cases)})")
-        if dtype not in DTYPE_SIZE:
-            raise ValueError(f"unknown dtype '{dtype}' (f32 or bf16)")
-        if not re.fullmatch(r"[1-9][0-9]*(x[1-9][0-9]*)*", size) or len(size.split("x")) != len(dims):
-            raise ValueError(f"size '{size}' of suite {suite} is not {'x'.join(dims)}")
-        self.suite, self.case, self.dtype, self.size = suite, case, dtype, size
-        self.dims = dict(zip(dims, (int(v) for v in size.split("x"))))
-        if suite == "qkv_split" and self.dims["C3"] % (3 * HEAD):
-            raise ValueError(f"qkv_split size {size}: 3C must be a multiple of {3 * HEAD}")
-        self.formula, f = BYTES[(suite, case)]
-        self.bytes = f(self.dims, DTYPE_SIZE[dtype])
+    def __init__(self, spec):
+        parts = spec["item"].split("/")
+        if len(parts) != 4:
+            raise ValueError(f"item '{spec['item']}' is not suite/case/dtype/size")
+        self.suite, self.case, self.dtype, self.size = parts
+        self.text = spec["fusion"]
+        self.bytes = int(spec.get("bytes", 0))
+        self.formula = spec.get("bytes_formula", "")
+        self.deterministic = bool(spec.get("deterministic", False))
+        self.bounds = {i["name"]: int(i.get("index_bound", 0)) for i in spec.get("inputs", [])}
 
     def name(self, variant):
         return f"{self.suite}/{self.case}/{variant}/{self.dtype}/{self.size}"
 
 
-def parse_items(args):
-    """The items of --items, or of --suites/--cases/--sizes/--dtypes, in order, without repeats."""
-    items = []
-    if args.items:
-        for text in args.items.split(","):
-            parts = text.strip().split("/")
-            if len(parts) != 4:
-                raise ValueError(f"--items: '{text}' is not suite/case/dtype/size")
-            items.append(Item(*parts))
-    else:
-        suites = args.suites.split(",") if args.suites else list(SUITES)
-        for s in suites:
-            if s not in SUITES:
-                raise ValueError(f"--suites: unknown suite '{s}' (known: {', '.join(SUITES)})")
-            _, cases, defaults = SUITES[s]
-            sel_cases = [c for c in cases if not args.cases or c in args.cases.split(",")]
-            for c in sel_cases:
-                for dt in (args.dtypes or "f32,bf16").split(","):
-                    for size in (args.sizes or defaults).split(","):
-                        items.append(Item(s, c, dt, size))
-    seen, out = set(), []
-    for it in items:
-        key = (it.suite, it.case, it.dtype, it.size)
-        if key not in seen:
-            seen.add(key)
-            out.append(it)
-    return out
+def read_items(path, only):
+    """The items of the --fusions file (those named in `only`, when given), in order."""
+    with open(path) as f:
+        doc = json.load(f)
+    items = [Item(x) for x in doc.get("items", [])]
+    if only:
+        keep = set(only.split(","))
+        missing = keep - {f"{i.suite}/{i.case}/{i.dtype}/{i.size}" for i in items}
+        if missing:
+            raise ValueError(f"--items: {', '.join(sorted(missing))} not in {path}")
+        items = [i for i in items if f"{i.suite}/{i.case}/{i.dtype}/{i.size}" in keep]
+    return items
 
 
 def summarize(x):
@@ -141,11 +96,8 @@ def gpu_key(name):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--items", help="comma-separated suite/case/dtype/size (what run_suite passes)")
-    ap.add_argument("--suites", help="comma-separated suites (default: all), with --cases, --sizes, --dtypes")
-    ap.add_argument("--cases", help="comma-separated cases (default: all of each suite)")
-    ap.add_argument("--sizes", help="comma-separated sizes (default: each suite's)")
-    ap.add_argument("--dtypes", help="f32,bf16 (default: both)")
+    ap.add_argument("--fusions", help="the items and their fusions (what run_suite writes); required")
+    ap.add_argument("--items", help="comma-separated suite/case/dtype/size: only these of --fusions")
     ap.add_argument("--variants", default="torch_eager,torch_compile")
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--time-limit", type=float, default=2.0, help="seconds of samples per repetition")
@@ -165,10 +117,13 @@ def main():
     for v in variants:
         if v not in ("torch_eager", "torch_compile"):
             ap.error(f"--variants: '{v}' is not torch_eager or torch_compile")
+
+    if not args.fusions:
+        ap.error("--fusions is required (run_suite --with-torch writes it)")
     try:
-        items = parse_items(args)
-    except ValueError as ex:
-        ap.error(str(ex))
+        items = read_items(args.fusions, args.items)
+    except (OSError, ValueError, KeyError) as ex:
+        ap.error(f"--fusions {args.fusions}: {ex}")
 
     def absent(why):
         line = why.replace("\n", " ")
@@ -280,56 +235,27 @@ class Bench:
 
     # ---- the cases
     def make(self, it, variant):
-        """Inputs, and the call to time (a closure), for item it and variant."""
-        t, F, dev = self.torch, self.F, self.dev
-        dt = t.float32 if it.dtype == "f32" else t.bfloat16
-        d = it.dims
+        """The call to time (a closure over its inputs) for item it and variant."""
+        sys.path.insert(0, HERE)
+        import fusion_torch
+        t, dev = self.torch, self.dev
+        fusion = fusion_torch.parse(it.text)
+        fn = fusion_torch.translate(fusion, t, mode="eager" if variant == "torch_eager" else "graph", device=dev)
+        if variant == "torch_compile":
+            fn = t.compile(fn, dynamic=False)
         g = t.Generator(device=dev)
         g.manual_seed(self.args.seed)
-        compile_ = variant == "torch_compile"
-
-        def maybe_compile(fn):
-            return t.compile(fn, dynamic=False) if compile_ else fn
-
-        if it.suite == "cross_entropy":
-            n, v = d["N"], d["V"]
-            x = t.randn(n, v, device=dev, dtype=dt, generator=g)
-            tgt = t.randint(0, v, (n,), device=dev, generator=g)
-            dloss = (t.rand((), device=dev, generator=g) + 0.5).to(dt)
-            ce = maybe_compile(lambda x, tg: F.cross_entropy(x, tg))
-            if it.case == "fwd":
-                return lambda: ce(x, tgt)
-            xg = x.detach().requires_grad_(True)
-            if it.case == "bwd":
-                loss = ce(xg, tgt)
-                return lambda: t.autograd.grad(loss, xg, dloss, retain_graph=True)
-            return lambda: t.autograd.grad(ce(xg, tgt), xg, dloss)
-        if it.suite == "embedding":
-            rows, dim, tok = d["V"], d["D"], d["T"]
-            ids = t.randint(0, rows, (tok,), device=dev, generator=g)
-            if it.case == "fwd":
-                w = t.randn(rows, dim, device=dev, dtype=dt, generator=g)
-                emb = maybe_compile(lambda i, w: F.embedding(i, w))
-                return lambda: emb(ids, w)
-            grad = t.randn(tok, dim, device=dev, dtype=dt, generator=g)
-            if not compile_:
-                return lambda: t.ops.aten.embedding_dense_backward(grad, ids, rows, -1, False)
-            bwd = t.compile(lambda gr, i: t.zeros(rows, dim, device=dev, dtype=dt).index_put_((i,), gr, accumulate=True),
-                            dynamic=False)
-            return lambda: bwd(grad, ids)
-        if it.suite == "qkv_split":
-            b, tt, c3 = d["B"], d["T"], d["C3"]
-            c = c3 // 3
-            h = c // HEAD
-            x = t.randn(b, tt, c3, device=dev, dtype=dt, generator=g)
-
-            def qkv(x):
-                q, k, v = x.split(c, dim=2)
-                return [y.reshape(b, tt, h, HEAD).transpose(1, 2).contiguous() for y in (q, k, v)]
-
-            f = maybe_compile(qkv)
-            return lambda: f(x)
-        raise ValueError(f"no PyTorch code for {it.suite}/{it.case}")
+        inputs = []
+        for name, dtype, shape in fusion.inputs:
+            dt = fusion_torch.torch_dtype(t, dtype)
+            if dt.is_floating_point:
+                inputs.append(t.randn(shape, device=dev, dtype=t.float32, generator=g).to(dt))
+            elif dt == t.bool:
+                inputs.append(t.randint(0, 2, shape, device=dev, generator=g).to(t.bool))
+            else:
+                bound = it.bounds.get(name, 0) or 10
+                inputs.append(t.randint(0, bound, shape, device=dev, generator=g).to(dt))
+        return lambda: fn(*inputs)
 
     def entry(self, it, variant, rep, reps, status, error="", samples=None, counts=None):
         e = {
@@ -384,7 +310,7 @@ class Bench:
         t = self.torch
         reps = self.args.repetitions
         label = f"[{index}/{total}] {it.name(variant)}"
-        deterministic = it.case == "bwd_deterministic"
+        deterministic = it.deterministic
         try:
             t._dynamo.reset()  # a fresh compile for every item: no recompile limit, no stale guards
             if deterministic:

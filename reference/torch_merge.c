@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "json_read.h"
+#include "suite.h"
 #include "torch_merge.h"
-#include "util.h"
 
 #ifndef HB_REFERENCE_DIR
 #define HB_REFERENCE_DIR "reference"
@@ -145,13 +145,7 @@ static const char *const counter_keys[] = {"kernels", "launches", "segments", "b
 /* The whole file, or NULL and why (malloc'd: free()). */
 static char *read_file(const char *path, char *why, size_t nwhy)
 {
-    errno = 0;
-    char *text = fu_read_file(path, NULL);
-    if (!text) {
-        if (errno) snprintf(why, nwhy, "cannot open %s: %s", path, strerror(errno));
-        else snprintf(why, nwhy, "%s: out of memory", path);
-    }
-    return text;
+    return hb_read_text_file(path, why, nwhy);
 }
 
 /* One benchmark entry into e (samples into *samples, malloc'd). false and why. */
@@ -295,7 +289,7 @@ hb_torch_result hb_torch_run(const hb_torch_options *o, const char *items, hb_to
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
     char *argv[] = {(char *)python, "-u", (char *)script, "--items", (char *)items, "--repetitions", reps,
                     "--time-limit", limit, "--mode", (char *)(o->mode ? o->mode : "cold"), "--seed", seed,
-                    "--out", path, "--quiet-if-absent", NULL};
+                    "--out", path, "--quiet-if-absent", o->fusions ? "--fusions" : NULL, (char *)o->fusions, NULL};
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO); /* our stdout may be JSON */

@@ -27,6 +27,7 @@ typedef struct hb_torch_options {
     double time_limit_s;    /* per repetition */
     const char *mode;       /* "cold" or "hot" */
     uint64_t seed;
+    const char *fusions;    /* the items file (hb_runner_write_torch_items), passed as --fusions */
 } hb_torch_options;
 void hb_torch_options_default(hb_torch_options *o);
 

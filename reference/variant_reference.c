@@ -1,12 +1,13 @@
 /*
- * variant_reference.c -- the `reference` variant: for each suite case, the
- * hand-written kernel of reference/kernels/ (common.cuh + the family's file),
+ * variant_reference.c -- the `reference` variant: for each suite case whose
+ * manifest names one, the hand-written kernel of the suite folder's
+ * reference.cu (after reference/kernels/common.cuh),
  * compiled by NVRTC through fu_runtime_compile with the case's shapes and the
  * launch configuration as -D defines (the fuser specializes on shapes too),
  * its workspace allocated once, and its launches enqueued by fu_runtime_launch.
  *
- * Which kernel: by the case fusion's name and its inputs and outputs (named
- * as in the .fusion files):
+ * Which kernel: the one the case's manifest line names (reference=FAMILY);
+ * the kernel finds the inputs and outputs by their names in the .fusion file:
  *   cross_entropy_fwd     logits[N, V], target[N]        -> loss[]               ce_fwd
  *   cross_entropy_bwd     logits, target, dloss[]         -> dlogits[N, V]        ce_bwd
  *   cross_entropy_fwdbwd  logits, target, dloss[]         -> loss[], dlogits      ce_fwdbwd
@@ -87,16 +88,12 @@ typedef struct ref_state {
 
 /* ------------------------------------------------------------ which kernel */
 
+/* The family the case's manifest names (`reference=ce_fwd`); -1: none. */
 static int family_of(const fu_fusion *f, const hb_case *c)
 {
-    const char *name = fu_fusion_name(f);
-    if (strcmp(name, "cross_entropy_fwd") == 0) return REF_FAM_CE_FWD;
-    if (strcmp(name, "cross_entropy_bwd") == 0) return REF_FAM_CE_BWD;
-    if (strcmp(name, "cross_entropy_fwdbwd") == 0) return REF_FAM_CE_FWDBWD;
-    if (strcmp(name, "embedding_fwd") == 0) return REF_FAM_EMB_FWD;
-    if (strcmp(name, "embedding_bwd") == 0)
-        return c && c->scatter == FU_SCATTER_ATOMIC ? REF_FAM_EMB_BWD_ATOMIC : REF_FAM_EMB_BWD_DET;
-    if (strcmp(name, "qkv_split") == 0) return REF_FAM_QKV;
+    (void)f;
+    for (int i = 0; c && c->reference[0] && i < REF_FAM_COUNT; i++)
+        if (strcmp(family_names[i], c->reference) == 0) return i;
     return -1;
 }
 
@@ -350,27 +347,25 @@ static void ref_free(void *p)
     free(st);
 }
 
-static const char *family_file(ref_family fam)
+/* common.cuh (embedded), then the case's reference.cu with its own line numbers. */
+static char *kernel_source(const hb_case *c, fu_error *err)
 {
-    return fam <= REF_FAM_CE_FWDBWD ? "cross_entropy.cu" : fam <= REF_FAM_EMB_BWD_DET ? "embedding.cu" : "qkv_split.cu";
-}
-
-/* common.cuh, then the family's file with its own line numbers. */
-static char *kernel_source(ref_family fam, fu_error *err)
-{
-    const char *common = ref_source_text("common.cuh"), *file = family_file(fam), *body = ref_source_text(file);
-    if (!common || !body) {
-        fu_error_set(err, FU_ERR_RUNTIME, "reference: the kernel source %s is not embedded in this binary",
-                     body ? "common.cuh" : file);
+    const char *common = ref_source_text("common.cuh");
+    if (!common) {
+        fu_error_set(err, FU_ERR_RUNTIME, "reference: common.cuh is not embedded in this binary");
         return NULL;
     }
-    size_t n = strlen(common) + strlen(body) + 128;
+    char why[512];
+    char *body = hb_read_text_file(c->reference_file, why, sizeof why);
+    if (!body) {
+        fu_error_set(err, FU_ERR_IO, "reference: %s", why);
+        return NULL;
+    }
+    size_t n = strlen(common) + strlen(body) + strlen(c->reference_file) + 128;
     char *src = malloc(n);
-    if (!src) {
-        fu_error_set(err, FU_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    snprintf(src, n, "%s\n#line 1 \"%s\"\n%s", common, file, body);
+    if (src) snprintf(src, n, "%s\n#line 1 \"%s\"\n%s", common, c->reference_file, body);
+    else fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    free(body);
     return src;
 }
 
@@ -417,7 +412,8 @@ static fu_status ref_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case *
     memset(info, 0, sizeof *info);
     int fam = family_of(f, c);
     if (fam < 0)
-        return fu_error_set(err, FU_ERR_UNSUPPORTED, "reference: no reference kernel for fusion '%s'", fu_fusion_name(f));
+        return fu_error_set(err, FU_ERR_UNSUPPORTED, "reference: no reference kernel '%s' for fusion '%s'",
+                            c && c->reference[0] ? c->reference : "(none named)", fu_fusion_name(f));
     ref_state *st = calloc(1, sizeof *st);
     if (!st) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     st->rt = rt;
@@ -427,13 +423,13 @@ static fu_status ref_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case *
     bool dev = fu_runtime_has_device(rt);
     fu_status s = shapes(st, f, err);
     if (!s) s = configure(st, dev ? fu_runtime_device(rt)->sm_count : 0, err);
-    char *src = s ? NULL : kernel_source(st->fam, err);
+    char *src = s ? NULL : kernel_source(c, err);
     if (!s && !src) s = err ? err->status : FU_ERR_RUNTIME;
     fu_compile_info ci;
     memset(&ci, 0, sizeof ci);
     if (!s) {
-        char name[96];
-        snprintf(name, sizeof name, "reference/kernels/%s (%s)", family_file(st->fam), st->l[0].name);
+        char name[1200];
+        snprintf(name, sizeof name, "%s (%s)", c->reference_file, st->l[0].name);
         s = fu_runtime_compile(rt, src, name, st->opts, st->nopts, &st->mod, &ci, err);
     }
     free(src);

@@ -10,8 +10,8 @@
 # gpu|compile) picks the ctest labels; GPU_SESSION_ASAN=0 skips the
 # ASan build; GPU_SESSION_SASS=1 adds the compiler's report on the seed kernels
 # (scripts/sass_report.sh); GPU_SESSION_SECOND="<run_suite args>" runs a second
-# selection into run2.json (e.g. another size). GPU_SESSION_WARM=ITEMS (suite/case/dtype/size,
-# comma-separated, as reference/torch_bench.py --items) runs torch.compile on those items
+# selection into run2.json (e.g. another size). GPU_SESSION_WARM=FILE (the cases' fusions, as
+# `run_suite SELECTION --write-fusions FILE` writes them here) runs torch.compile on those items
 # while the Release build runs (at most 90 s; its numbers are thrown away), so that
 # --with-torch compiles them from the Inductor and Triton caches; the session waits for it
 # before any GPU test or run. Where the image lacks Google Benchmark, cJSON or zlib, the debs
@@ -49,7 +49,7 @@ row "gpu" "$(tail -n 1 "$out/build.log")"
 # torch.compile warm-up, while building (GPU_SESSION_WARM).
 warm=
 if [ -n "${GPU_SESSION_WARM:-}" ]; then
-  (PYTHONUNBUFFERED=1 timeout 90 python3 reference/torch_bench.py --items "$GPU_SESSION_WARM" --variants torch_compile \
+  (PYTHONUNBUFFERED=1 timeout 90 python3 reference/torch_bench.py --fusions "$GPU_SESSION_WARM" --variants torch_compile \
      --repetitions 1 --time-limit 0.01 --min-samples 2 --warmup 1 --out /tmp/warm.json >/tmp/warm.log 2>&1) &
   warm=$!
 fi

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench_shim.h"
 #include "suite.h"
@@ -33,6 +34,7 @@ typedef struct options {
     const char *out;
     const char *filter;
     const char *suites_dir;
+    const char *write_fusions; /* --write-fusions FILE */
     out_format format;
     bool list, help, compile_only, with_torch;
     hb_runner_options run;
@@ -40,27 +42,31 @@ typedef struct options {
     char **gb;              /* --benchmark_* flags, pointers into argv */
 } options;
 
-static void usage(FILE *f)
+static void usage(FILE *f, const hb_suite_set *set)
 {
-    fputs("usage: run_suite SUITE|all [options] [--benchmark_FLAG=VALUE ...]\n"
+    fputs("usage: run_suite SUITE|all|FILE.fusion [options] [--benchmark_FLAG=VALUE ...]\n"
           "\n"
           "Checks and times a benchmark suite: every case is computed by each variant (the fuser's\n"
           "plan; the hand-written reference kernels), compiled with NVRTC, its output checked against\n"
           "the CPU interpreter, then timed on the GPU (CUDA events around the whole call, the median of\n"
           "repeated samples), with what it launched recorded by CUPTI.\n"
           "\n"
-          "suites:\n",
+          "suites (every folder of the suites directory with a suite.txt, docs/suites.md):\n",
           f);
-    for (int i = 0; hb_suites[i]; i++) {
-        const hb_suite *s = hb_suites[i];
+    for (int i = 0; set && i < set->n; i++) {
+        const hb_suite *s = set->suites[i];
         fprintf(f, "  %-14s %s; cases:", s->name, s->size_help);
         for (int c = 0; c < s->ncases; c++) fprintf(f, "%s %s", c ? "," : "", s->cases[c].name);
         fprintf(f, "\n  %-14s   default sizes %s\n", "", s->default_sizes);
     }
     fputs("  all            every suite at its default (or sweep) sizes\n"
+          "  FILE.fusion    one fusion file as a suite: its integer parameters are the axes\n"
+          "                 (--sizes N=4096,V=50304 or 4096x50304 in the file's order; several\n"
+          "                 sizes joined by ';'), its dtype parameter takes --dtype\n"
           "\n"
           "options:\n"
-          "  --sizes LIST         comma-separated sizes (8192x32768,4096x50304), or 'default' or 'sweep'\n"
+          "  --sizes LIST         comma-separated sizes (8192x32768,4096x50304), NAME=VALUE lists\n"
+          "                       (N=4096,V=50304;N=8192), or 'default' or 'sweep'\n"
           "  --dtype LIST         f32,bf16 (default: both)\n"
           "  --mode cold|hot      flush the L2 before every sample (cold, the default) or not (hot)\n"
           "  --format table|json  what goes to standard output (default: table)\n"
@@ -76,7 +82,9 @@ static void usage(FILE *f)
           "                       and L2 mode (reference/torch_bench.py with $FUSEBENCH_PYTHON or python3),\n"
           "                       merge their rows, and give every row its speed-up over torch.compile;\n"
           "                       without python3, PyTorch or a GPU it says so in one line and goes on\n"
-          "  --suites-dir DIR     where the .fusion files are (default: $FUSEBENCH_SUITES_DIR, else the\n"
+          "  --write-fusions FILE write the selected cases' fusions, as --with-torch hands them to\n"
+          "                       reference/torch_bench.py (its --fusions), and stop (implies --compile-only)\n"
+          "  --suites-dir DIR     where the suite folders are (default: $FUSEBENCH_SUITES_DIR, else the\n"
           "                       source tree's suites/)\n"
           "  -h, --help           this text\n"
           "  --benchmark_...      passed to Google Benchmark (--benchmark_filter, --benchmark_out, ...)\n"
@@ -94,7 +102,7 @@ static void usage(FILE *f)
           "run_suite says that timing needs a GPU and exits 0.\n"
           "\n"
           "exit status: 0 ok; 1 a case failed (wrong result, launch error) or the run could not be\n"
-          "made; 2 bad usage.\n",
+          "made; 2 bad usage or a bad manifest or fusion file (FILE:LINE:COL: what).\n",
           f);
 }
 
@@ -197,6 +205,11 @@ static int parse_args(int argc, char **argv, options *o)
             long long n;
             if (!parse_long(v, 0, INT64_MAX, &n)) return usage_error("--seed: '%s' is not a non-negative integer", v);
             o->run.seed = (uint64_t)n;
+        } else if (option_value(argc, argv, &i, "--write-fusions", &v, &rc)) {
+            if (rc) return rc;
+            if (!v[0]) return usage_error("--write-fusions needs a file name");
+            o->write_fusions = v;
+            o->compile_only = true;
         } else if (option_value(argc, argv, &i, "--suites-dir", &v, &rc)) {
             if (rc) return rc;
             o->suites_dir = v;
@@ -217,12 +230,12 @@ static int parse_args(int argc, char **argv, options *o)
     return EXIT_OK;
 }
 
-static void known_suites(char *buf, size_t cap)
+static void known_suites(const hb_suite_set *set, char *buf, size_t cap)
 {
     size_t k = 0;
     buf[0] = '\0';
-    for (int i = 0; hb_suites[i] && k < cap; i++) {
-        int w = snprintf(buf + k, cap - k, "%s, ", hb_suites[i]->name);
+    for (int i = 0; i < set->n && k < cap; i++) {
+        int w = snprintf(buf + k, cap - k, "%s, ", set->suites[i]->name);
         if (w > 0) k += (size_t)w;
     }
     if (k < cap) snprintf(buf + k, cap - k, "all");
@@ -238,8 +251,13 @@ static int add_suite(hb_runner *r, const options *o, const hb_suite *s, const re
     hb_size *sz = NULL;
     int nsz = 0;
     char why[512];
-    if (!hb_parse_sizes(sizes, s->ndims, &sz, &nsz, why, sizeof why))
+    if (s->ndims == 0 && !o->sizes) { /* a fusion file without size parameters: its one size */
+        sz = calloc(1, sizeof *sz);
+        if (!sz) return usage_error("out of memory");
+        nsz = 1;
+    } else if (!hb_suite_parse_sizes(s, sizes, &sz, &nsz, why, sizeof why)) {
         return usage_error("--sizes: %s (%s sizes are %s)", why, s->name, s->size_help);
+    }
     fu_dtype dts[8];
     int ndt = 0;
     if (!hb_parse_dtypes(o->dtypes ? o->dtypes : s->default_dtypes, dts, 8, &ndt, why, sizeof why)) {
@@ -248,8 +266,7 @@ static int add_suite(hb_runner *r, const options *o, const hb_suite *s, const re
     }
     for (int k = 0; k < nsz; k++) { /* every size must bind (qkv_split: 3C a multiple of 192) */
         hb_params p;
-        memset(&p, 0, sizeof p);
-        if (!s->params(&sz[k], dts[0], &p, why, sizeof why)) {
+        if (!hb_suite_bind(s, &s->cases[0], &sz[k], dts[0], &p, why, sizeof why)) {
             free(sz);
             return usage_error("--sizes: %s", why);
         }
@@ -260,6 +277,8 @@ static int add_suite(hb_runner *r, const options *o, const hb_suite *s, const re
             for (int k = 0; k < nsz && !rc; k++)
                 for (int v = 0; hb_variants[v] && !rc; v++) {
                     const hb_variant *var = hb_variants[v];
+                    /* a reference kernel only where the manifest names one */
+                    if (var == &hb_variant_reference && !s->cases[c].reference[0]) continue;
                     char size_str[64], name[256];
                     hb_size_str(&sz[k], size_str, sizeof size_str);
                     snprintf(name, sizeof name, "%s/%s/%s/%s/%s", s->name, s->cases[c].name, var->name,
@@ -328,9 +347,26 @@ static void run_torch(const hb_runner *r, const options *o, hb_torch_rows *rows)
     t.time_limit_s = o->run.timing.stop.time_limit_s;
     t.mode = hb_mode_name(o->run.timing.mode);
     t.seed = o->run.seed;
+    /* the fusions, for torch_bench.py to translate */
+    const char *tmpdir = getenv("TMPDIR");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fusebench-fusions-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    int fd = mkstemp(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    bool written = f && hb_runner_write_torch_items(r, f);
+    if (f && fclose(f) != 0) written = false;
+    if (!f && fd >= 0) close(fd);
+    if (!written) {
+        fprintf(stderr, "run_suite: --with-torch: cannot write the fusions to %s; PyTorch rows skipped\n", path);
+        if (fd >= 0) remove(path);
+        free(items);
+        return;
+    }
+    t.fusions = path;
     char msg[1024];
     hb_torch_run(&t, items, rows, msg, sizeof msg);
     fprintf(stderr, "run_suite: %s\n", msg);
+    remove(path);
     free(items);
 }
 
@@ -401,14 +437,31 @@ static hb_gbench *open_gbench(const options *o, const char *argv0, char *why, si
 
 /* Everything after the options and Google Benchmark's flags are checked;
  * *gb is initialized here when it is still NULL and something is timed. */
-static int run(options *o, const char *argv0, hb_gbench **gb)
+/* Whether name is a fusion file (ends in .fusion, or names a file). */
+static bool is_fusion_file(const char *name)
 {
-    char known[256];
-    known_suites(known, sizeof known);
-    if (!o->suite) return usage_error("name a suite (%s)", known);
+    size_t n = strlen(name);
+    return (n > 7 && strcmp(name + n - 7, ".fusion") == 0) || strchr(name, '/') != NULL;
+}
+
+static int run(options *o, const hb_suite_set *set, const char *argv0, hb_gbench **gb)
+{
+    char known[1024];
+    known_suites(set, known, sizeof known);
+    if (!o->suite && o->list) o->suite = "all"; /* --list alone: every suite */
+    if (!o->suite) return usage_error("name a suite (%s) or a .fusion file", known);
     bool all = strcmp(o->suite, "all") == 0;
-    const hb_suite *one = all ? NULL : hb_find_suite(o->suite);
-    if (!all && !one) return usage_error("unknown suite '%s' (known: %s)", o->suite, known);
+    const hb_suite *one = all ? NULL : hb_suite_set_find(set, o->suite);
+    hb_suite *file_suite = NULL;
+    if (!all && !one && is_fusion_file(o->suite)) {
+        char why[1200];
+        if (!hb_suite_from_fusion(o->suite, &file_suite, why, sizeof why)) {
+            fprintf(stderr, "run_suite: %s\n", why);
+            return EXIT_USAGE;
+        }
+        one = file_suite;
+    }
+    if (!all && !one) return usage_error("unknown suite '%s' (known: %s; or a .fusion file)", o->suite, known);
     regex_t re;
     bool have_re = false;
     if (o->filter) {
@@ -420,10 +473,6 @@ static int run(options *o, const char *argv0, hb_gbench **gb)
         }
         have_re = true;
     }
-    const char *dir = o->suites_dir;
-    if (!dir) dir = getenv("FUSEBENCH_SUITES_DIR");
-    if (!dir || !dir[0]) dir = HB_SUITES_DIR;
-    o->run.suites_dir = dir;
     o->run.compile_only = o->compile_only;
 
     int rc = EXIT_OK;
@@ -438,8 +487,10 @@ static int run(options *o, const char *argv0, hb_gbench **gb)
         rc = EXIT_FAILED;
         goto done;
     }
-    for (int i = 0; hb_suites[i] && !rc; i++)
-        if (all || hb_suites[i] == one) rc = add_suite(r, o, hb_suites[i], have_re ? &re : NULL, all);
+    if (all)
+        for (int i = 0; i < set->n && !rc; i++) rc = add_suite(r, o, set->suites[i], have_re ? &re : NULL, all);
+    else
+        rc = add_suite(r, o, one, have_re ? &re : NULL, false);
     if (rc) goto done;
     if (o->list) {
         for (int i = 0; i < hb_runner_count(r); i++) printf("%s\n", hb_runner_item_name(r, i));
@@ -458,6 +509,15 @@ static int run(options *o, const char *argv0, hb_gbench **gb)
         goto done;
     }
     hb_runner_prepare(r, rt);
+    if (o->write_fusions) {
+        FILE *f = fopen(o->write_fusions, "w");
+        bool ok = f && hb_runner_write_torch_items(r, f);
+        if (f && fclose(f) != 0) ok = false;
+        if (!ok) fprintf(stderr, "run_suite: --write-fusions %s: cannot write: %s\n", o->write_fusions, strerror(errno));
+        else fprintf(stderr, "run_suite: wrote the fusions of %d benchmarks to %s\n", hb_runner_count(r), o->write_fusions);
+        rc = ok && hb_runner_failures(r) == 0 ? EXIT_OK : EXIT_FAILED;
+        goto done;
+    }
     if (!fu_runtime_has_device(rt) || o->compile_only) {
         char line[1024];
         if (o->compile_only)
@@ -490,7 +550,16 @@ done:
     hb_runner_free(r);
     if (rt) fu_runtime_close(rt);
     if (have_re) regfree(&re);
+    hb_suite_free(file_suite);
     return rc;
+}
+
+static const char *suites_dir(const options *o)
+{
+    const char *dir = o->suites_dir;
+    if (!dir) dir = getenv("FUSEBENCH_SUITES_DIR");
+    if (!dir || !dir[0]) dir = HB_SUITES_DIR;
+    return dir;
 }
 
 int main(int argc, char **argv)
@@ -501,8 +570,17 @@ int main(int argc, char **argv)
         free(o.gb);
         return rc;
     }
+    /* the suites: every folder with a manifest; a bad one is a usage error */
+    hb_suite_set set;
+    char swhy[1200];
+    if (!hb_suites_discover(suites_dir(&o), &set, swhy, sizeof swhy)) {
+        fprintf(stderr, "run_suite: %s\n", swhy);
+        free(o.gb);
+        return EXIT_USAGE;
+    }
     if (o.help) {
-        usage(stdout);
+        usage(stdout, &set);
+        hb_suite_set_free(&set);
         free(o.gb);
         return EXIT_OK;
     }
@@ -512,9 +590,10 @@ int main(int argc, char **argv)
     hb_gbench *gb = NULL;
     char why[512];
     if (o.ngb > 0 && !(gb = open_gbench(&o, argv[0], why, sizeof why))) rc = usage_error("%s", why);
-    else rc = run(&o, argv[0], &gb);
+    else rc = run(&o, &set, argv[0], &gb);
     hb_gb_free(gb);
     hb_gb_shutdown();
+    hb_suite_set_free(&set);
     free(o.gb);
     return rc;
 }

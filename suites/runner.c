@@ -60,12 +60,12 @@ typedef struct hb_item {
     hb_size size;
     char name[256];
     char size_str[64];
-    int64_t bytes;
+    int64_t bytes;                /* fu_fusion_min_bytes at full size (after prepare) */
+    char bytes_formula[96];       /* fu_program_bytes_formula */
     /* prepare */
     bool prepared;
     hb_status status;
     char error[512];
-    fu_program *prog;
     fu_fusion *fusion;            /* full size */
     void *vstate;
     hb_variant_info info;
@@ -113,7 +113,6 @@ void hb_runner_options_default(hb_runner_options *o)
     hb_timing_options_default(&o->timing);
     o->repetitions = 3;
     o->seed = 20261130;
-    o->suites_dir = NULL;
     o->check_elements = (int64_t)32 << 20;
     o->exact_random_elements = (int64_t)32 << 20;
     o->profile_calls = 5;
@@ -229,7 +228,6 @@ static void set_failed(hb_item *it, const char *fmt, ...)
 fu_status hb_runner_new(const hb_runner_options *o, hb_runner **out, fu_error *err)
 {
     *out = NULL;
-    if (!o->suites_dir || !o->suites_dir[0]) return fu_error_set(err, FU_ERR_ARG, "no suites directory given");
     if (o->repetitions < 1) return fu_error_set(err, FU_ERR_ARG, "repetitions must be at least 1 (got %d)", o->repetitions);
     hb_runner *r = calloc(1, sizeof *r);
     if (!r) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
@@ -253,7 +251,6 @@ void hb_runner_free(hb_runner *r)
         item_release_device(r, it);
         if (it->vstate) it->variant->free(it->vstate);
         if (it->fusion) fu_fusion_free(it->fusion);
-        if (it->prog) fu_program_free(it->prog);
         for (int k = 0; k < it->nreps; k++) hb_samples_free(&it->reps[k].samples);
         free(it->reps);
     }
@@ -291,7 +288,6 @@ fu_status hb_runner_add(hb_runner *r, const hb_suite *s, const hb_case *c, const
     it->floor_us = NAN;
     hb_size_str(size, it->size_str, sizeof it->size_str);
     snprintf(it->name, sizeof it->name, "%s/%s/%s/%s/%s", s->name, c->name, v->name, fu_dtype_name(dt), it->size_str);
-    it->bytes = c->bytes(size, (int64_t)fu_dtype_size(dt));
     it->nreps = r->o.repetitions;
     it->reps = calloc((size_t)it->nreps, sizeof *it->reps);
     if (!it->reps) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
@@ -316,11 +312,14 @@ static void prepare_item(hb_runner *r, hb_item *it)
     fu_error err;
     memset(&err, 0, sizeof err);
     double t0 = now_ms();
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", r->o.suites_dir, it->cs->fusion_file);
-    fu_status s = fu_program_parse_file(path, &it->prog, &err);
-    if (s) it->prog = NULL;
-    if (!s) s = hb_build_fusion(it->prog, it->suite, &it->size, it->dtype, &it->fusion, &err);
+    fu_status s = hb_build_case(it->suite, it->cs, &it->size, it->dtype, &it->fusion, &err);
+    if (!s) {
+        it->bytes = fu_fusion_min_bytes(it->fusion);
+        hb_params p;
+        char why[256];
+        if (hb_suite_bind(it->suite, it->cs, &it->size, it->dtype, &p, why, sizeof why))
+            s = fu_program_bytes_formula(it->cs->prog, p.v, p.n, it->bytes_formula, sizeof it->bytes_formula, &err);
+    }
     if (!s) s = it->variant->prepare(r->rt, it->fusion, it->cs, &it->vstate, &it->info, &err);
     it->prepare_ms = now_ms() - t0;
     it->prepared = true;
@@ -463,8 +462,115 @@ static bool fetch_device(void *p, int output, int64_t offset, int64_t count, dou
     return true;
 }
 
+/* The spot check of a full-size result (the manifest's `spot AXIS`): the
+ * fusion built with AXIS = a few rows (the first, the last, random ones) runs
+ * on the interpreter with those rows of the full-size inputs, and its outputs
+ * are compared with the same rows of the full-size outputs. It catches what
+ * only the full size shows (an index that overflows, say). The axis must be
+ * the first dimension of every input and output that has it; the others
+ * (a table) are passed whole. */
+static fu_status spot_check(hb_runner *r, hb_item *it, const fu_host_tensor *full_in, bool *ok, fu_error *err)
+{
+    const fu_fusion *f = it->fusion;
+    int axis = it->suite->spot_axis;
+    int64_t rows[HB_SPOT_ROWS];
+    int k = hb_spot_rows(it->size.d[axis], r->o.seed, rows);
+    if (k < 1 || it->size.d[axis] <= k) return FU_OK; /* the interpreter has checked every row */
+    hb_size small = it->size;
+    small.d[axis] = k;
+    fu_fusion *sf = NULL;
+    fu_status s = hb_build_case(it->suite, it->cs, &small, it->dtype, &sf, err);
+    if (s) return s;
+    int nin = fu_fusion_num_inputs(sf), nout = fu_fusion_num_outputs(sf);
+    bool any_rows = false; /* an output along the axis: else there is nothing to compare */
+    for (int o = 0; o < nout; o++) {
+        fu_tensor ts = fu_fusion_output(sf, o), tf = fu_fusion_output(f, o);
+        any_rows |= fu_tensor_rank(sf, ts) > 0 && fu_tensor_shape(sf, ts)[0] == k &&
+                    fu_tensor_shape(f, tf)[0] == it->size.d[axis];
+    }
+    if (!any_rows) {
+        fu_fusion_free(sf);
+        return FU_OK;
+    }
+    fu_host_tensor *in = calloc((size_t)nin + 1, sizeof *in), *ref = calloc((size_t)nout + 1, sizeof *ref);
+    double *got = NULL, *want = NULL;
+    int nalloc = 0;
+    if (!in || !ref) s = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    for (; !s && nalloc < nin; nalloc++) { /* the rows of each input, or the whole input */
+        fu_tensor t = fu_fusion_input(sf, nalloc);
+        int rank = fu_tensor_rank(sf, t);
+        const int64_t *ss = fu_tensor_shape(sf, t), *fs = full_in[nalloc].shape;
+        bool same = true, by_rows = rank > 0 && ss[0] == k && fs[0] == it->size.d[axis];
+        for (int d = 0; d < rank; d++) same &= ss[d] == fs[d], by_rows &= d == 0 || ss[d] == fs[d];
+        if (same) {
+            in[nalloc] = full_in[nalloc];
+            in[nalloc].data = NULL; /* borrowed: set below */
+            continue;
+        }
+        if (!by_rows) {
+            s = fu_error_set(err, FU_ERR_ARG, "spot %s: input '%s' does not have the axis as its first dimension",
+                             it->suite->axes[axis], fu_tensor_name(sf, t));
+            break;
+        }
+        s = fu_host_tensor_alloc(&in[nalloc], fu_tensor_dtype(sf, t), rank, ss, err);
+        size_t row = fu_host_tensor_bytes(&in[nalloc]) / (size_t)k;
+        for (int i = 0; !s && i < k; i++)
+            memcpy((char *)in[nalloc].data + (size_t)i * row, (const char *)full_in[nalloc].data + (size_t)rows[i] * row, row);
+        if (s) break;
+    }
+    fu_host_tensor *use = s ? NULL : calloc((size_t)nin + 1, sizeof *use);
+    if (!s && !use) s = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    for (int i = 0; !s && i < nin; i++) use[i] = in[i].data ? in[i] : full_in[i];
+    bool have_ref = false;
+    if (!s) {
+        s = fu_interp_run(sf, use, ref, err);
+        have_ref = !s;
+    }
+    fetch_ctx fc = {r->rt, f, it->dout, NULL, 0};
+    for (int o = 0; !s && *ok && o < nout; o++) {
+        fu_tensor ts = fu_fusion_output(sf, o), tf = fu_fusion_output(f, o);
+        int rank = fu_tensor_rank(sf, ts);
+        if (rank == 0 || fu_tensor_shape(sf, ts)[0] != k || fu_tensor_shape(f, tf)[0] != it->size.d[axis]) continue;
+        int64_t row = fu_tensor_numel(sf, ts) / k;
+        free(got);
+        free(want);
+        got = malloc((size_t)(row + 1) * sizeof *got);
+        want = malloc((size_t)(row + 1) * sizeof *want);
+        if (!got || !want) {
+            s = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (int i = 0; *ok && i < k; i++) {
+            for (int64_t j = 0; j < row; j++) want[j] = fu_host_tensor_get(&ref[o], i * row + j);
+            if (!fetch_device(&fc, o, rows[i] * row, row, got)) {
+                s = fu_error_set(err, FU_ERR_RUNTIME, "could not read row %lld of '%s'", (long long)rows[i],
+                                 fu_tensor_name(f, tf));
+                break;
+            }
+            char what[128], why[400];
+            snprintf(what, sizeof what, "%s[%lld, ...]", fu_tensor_name(f, tf), (long long)rows[i]);
+            if (!hb_spot_compare(got, want, row, fu_tensor_dtype(f, tf), what, why, sizeof why)) {
+                set_failed(it, "at full size %s, rows checked on the interpreter: %s", it->size_str, why);
+                *ok = false;
+            }
+        }
+    }
+    free(fc.buf);
+    free(got);
+    free(want);
+    if (have_ref)
+        for (int o = 0; o < nout; o++) fu_host_tensor_free(&ref[o]);
+    for (int i = 0; in && i < nalloc; i++)
+        if (in[i].data) fu_host_tensor_free(&in[i]);
+    free(in);
+    free(use);
+    free(ref);
+    fu_fusion_free(sf);
+    return s;
+}
+
 /* The item's full-size buffers: random inputs, one call, every output element
- * written, and a few rows checked from the definition (hb_case.spot_check). */
+ * written, and rows checked on the interpreter (spot_check). */
 static fu_status full_size_run(hb_runner *r, hb_item *it, bool *ok, fu_error *err)
 {
     *ok = false;
@@ -497,15 +603,7 @@ static fu_status full_size_run(hb_runner *r, hb_item *it, bool *ok, fu_error *er
             break;
         }
     }
-    if (!s && *ok && it->cs->spot_check) {
-        fetch_ctx fc = {r->rt, f, it->dout, NULL, 0};
-        char why[400];
-        if (!it->cs->spot_check(f, hin, fetch_device, &fc, r->o.seed, why, sizeof why)) {
-            set_failed(it, "at full size %s, checked from the definition: %s", it->size_str, why);
-            *ok = false;
-        }
-        free(fc.buf);
-    }
+    if (!s && *ok && it->suite->spot_axis >= 0) s = spot_check(r, it, hin, ok, err);
     free_host(hin, nin);
     return s;
 }
@@ -557,14 +655,18 @@ static void setup_item(hb_runner *r, hb_item *it)
         s = check_against_interpreter(r, it, it->fusion, it->vstate, true, &ok, &it->din, &it->dout, &err);
     } else {
         hb_size cs;
-        it->suite->check_size(&it->size, &cs);
+        char cwhy[256];
+        if (!hb_suite_check_size(it->suite, &it->size, &cs, cwhy, sizeof cwhy)) {
+            set_failed(it, "%s", cwhy);
+            return;
+        }
         char cstr[64];
         hb_size_str(&cs, cstr, sizeof cstr);
         snprintf(it->checked_at, sizeof it->checked_at, "%s", cstr);
         fu_fusion *cf = NULL;
         void *cstate = NULL;
         hb_variant_info cinfo;
-        s = hb_build_fusion(it->prog, it->suite, &cs, it->dtype, &cf, &err);
+        s = hb_build_case(it->suite, it->cs, &cs, it->dtype, &cf, &err);
         if (!s) s = it->variant->prepare(r->rt, cf, it->cs, &cstate, &cinfo, &err);
         if (!s) s = check_against_interpreter(r, it, cf, cstate, false, &ok, NULL, NULL, &err);
         if (cstate) it->variant->free(cstate);
@@ -688,7 +790,7 @@ static void fill_entry_strings(hb_entry *e, const hb_item *it)
     snprintf(e->variant, sizeof e->variant, "%s", it->variant->name);
     snprintf(e->dtype, sizeof e->dtype, "%s", fu_dtype_name(it->dtype));
     snprintf(e->size, sizeof e->size, "%s", it->size_str);
-    snprintf(e->bytes_formula, sizeof e->bytes_formula, "%s", it->cs->bytes_formula);
+    snprintf(e->bytes_formula, sizeof e->bytes_formula, "%s", it->bytes_formula);
     e->per_family_instance_index = 0;
     e->family_index = it->index;
 }
@@ -990,6 +1092,58 @@ static int rep_time(const hb_item *it, double *t, double *sp)
 }
 
 void hb_runner_print_table(const hb_runner *r, FILE *out) { hb_runner_print_table_with(r, NULL, 0, out); }
+
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c == '\n') fputs("\\n", out);
+        else if (c < 0x20) fprintf(out, "\\u%04x", c);
+        else fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+bool hb_runner_write_torch_items(const hb_runner *r, FILE *out)
+{
+    fputs("{\"items\": [", out);
+    int written = 0;
+    for (int i = 0; i < r->nitems; i++) {
+        const hb_item *it = &r->items[i];
+        if (!it->fusion) continue;
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++) {
+            const hb_item *o = &r->items[k];
+            seen = o->fusion && o->suite == it->suite && o->cs == it->cs && o->dtype == it->dtype &&
+                   strcmp(o->size_str, it->size_str) == 0;
+        }
+        if (seen) continue;
+        char *text = fu_fusion_print(it->fusion);
+        if (!text) return false;
+        char item[256];
+        snprintf(item, sizeof item, "%s/%s/%s/%s", it->suite->name, it->cs->name, fu_dtype_name(it->dtype), it->size_str);
+        fprintf(out, "%s\n {\"item\": ", written++ ? "," : "");
+        json_string(out, item);
+        fputs(", \"fusion\": ", out);
+        json_string(out, text);
+        free(text);
+        fprintf(out, ", \"bytes\": %" PRId64 ", \"bytes_formula\": ", it->bytes);
+        json_string(out, it->bytes_formula);
+        fprintf(out, ", \"deterministic\": %s, \"inputs\": [",
+                it->cs->scatter_named && it->cs->scatter == FU_SCATTER_DETERMINISTIC ? "true" : "false");
+        for (int k = 0; k < fu_fusion_num_inputs(it->fusion); k++) {
+            fu_tensor t = fu_fusion_input(it->fusion, k);
+            fprintf(out, "%s{\"name\": ", k ? ", " : "");
+            json_string(out, fu_tensor_name(it->fusion, t));
+            fprintf(out, ", \"index_bound\": %" PRId64 "}", fu_fusion_index_bound(it->fusion, t));
+        }
+        fputs("]}", out);
+    }
+    fputs("\n]}\n", out);
+    return !ferror(out);
+}
 
 void hb_runner_print_table_with(const hb_runner *r, const hb_entry *extra, int nextra, FILE *out)
 {

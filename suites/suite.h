@@ -1,10 +1,11 @@
 /*
  * suite.h -- suites, cases, variants and the runner that checks and times them.
  *
- * A suite (embedding, cross_entropy, qkv_split) has sizes (numbers joined by
- * 'x', what they mean is the suite's), dtypes, and cases (fwd, bwd, ...). A
- * case is a fusion file with parameters bound from the size and dtype, a bytes
- * formula and plan options. A variant is one way of computing a case: the
+ * A suite is a folder with a manifest (suite.txt, docs/suites.md): its axes
+ * (a size is numbers joined by 'x', one per axis), dtypes, and cases (fwd,
+ * bwd, ...). A case is a fusion file with parameters bound from the size and
+ * dtype, and plan options; its bytes come from the fusion
+ * (fu_fusion_min_bytes). A variant is one way of computing a case: the
  * fuser today; hand-written reference kernels (compiled with NVRTC through the
  * runtime) later. Every variant of a case runs on the same device inputs, is
  * checked against the CPU interpreter, and is timed by the same method. Rows
@@ -16,11 +17,11 @@
 #ifndef FUSEBENCH_SUITE_H
 #define FUSEBENCH_SUITE_H
 
+#include "fuser_plan.h"
 #include "harness.h"
-#include "plan.h"
 
 #define HB_MAX_DIMS 4
-#define HB_MAX_PARAMS 8
+#define HB_MAX_PARAMS 16
 
 typedef struct hb_size {
     int n;
@@ -46,29 +47,96 @@ typedef struct hb_params {
 void hb_params_int(hb_params *p, const char *name, int64_t value);
 void hb_params_str(hb_params *p, const char *name, const char *value);
 
-/* Fetches count elements of output number `output` of a full-size result,
- * from flat offset `offset`, as doubles. */
-typedef bool (*hb_fetch_fn)(void *ctx, int output, int64_t offset, int64_t count, double *dst);
-
-/* A direct check of a few rows of a full-size result against its inputs,
- * computed on the CPU from the definition (the interpreter checks a smaller
- * size; this catches what only the full size shows, an index that overflows,
- * say). false and why on a mismatch. */
-typedef bool (*hb_spot_fn)(const fu_fusion *f, const fu_host_tensor *inputs, hb_fetch_fn fetch, void *ctx,
-                           uint64_t seed, char *why, size_t nwhy);
+/* ------------------------------------------------------------ suites as folders
+ *
+ * A suite is a folder with a manifest (HB_MANIFEST, the language is
+ * docs/suites.md) and its .fusion files; manifest.c reads it. A case is a
+ * fusion file plus plan options; a size is one number per axis; each axis
+ * binds the fusion parameter of its name, or the 'let' names built from the
+ * axes do. */
+#define HB_MANIFEST "suite.txt"
+#define HB_MAX_LETS 8
 
 typedef struct hb_case {
-    const char *name;             /* "fwd" */
-    const char *fusion_file;      /* relative to the suites directory */
-    const char *bytes_formula;    /* written in the JSON, e.g. "N*V*elem + 8N" */
-    /* The fewest bytes the case must move: each input read once, each output
-     * written once (elem: bytes per element of the dtype). */
-    int64_t (*bytes)(const hb_size *s, int64_t elem);
+    char name[32];                /* "fwd" */
+    char fusion_file[1024];       /* path of the file */
+    char file_name[128];          /* as the manifest names it */
+    fu_program *prog;             /* the parsed file */
     fu_scatter_mode scatter;      /* plan option (embedding backward) */
-    hb_spot_fn spot_check;        /* NULL: none (a scalar result, say) */
+    bool scatter_named;           /* the manifest names the mode (PyTorch's deterministic mode follows it) */
+    char reference[32];           /* the reference kernel family, "" = none */
+    char reference_file[1100];    /* its source: the suite folder's reference.cu */
+    int manifest_line;
 } hb_case;
 
-/* ---- for spot checks and variants (suites.c) ---- */
+typedef struct hb_let {
+    char name[16];
+    char expr[192];
+    int line;
+} hb_let;
+
+typedef struct hb_require {
+    char expr[192];
+    char message[256];
+} hb_require;
+
+typedef struct hb_check {
+    int axis;                     /* the interpreter's size: axis = min(axis, expr) */
+    char expr[192];
+} hb_check;
+
+typedef struct hb_suite {
+    char name[32];
+    char dir[1024];
+    char manifest[1100];          /* the manifest's path (the file, for one fusion file) */
+    bool from_file;               /* made from one .fusion file */
+    int ndims;
+    char axes[HB_MAX_DIMS][16];
+    int axis_col[HB_MAX_DIMS];
+    int size_line;
+    char about[128];
+    char size_help[256];          /* "NxV (rows x vocabulary), e.g. 8192x32768" */
+    char default_sizes[1024];
+    char sweep_sizes[1024];
+    char dtype_param[16];         /* "DT"; "" = none */
+    char default_dtypes[64];
+    int nlets, nrequires, nchecks;
+    hb_let lets[HB_MAX_LETS];
+    hb_require requires[HB_MAX_LETS];
+    hb_check checks[HB_MAX_DIMS * 2];
+    int spot_axis;                /* rows checked at full size along this axis; -1 none */
+    hb_case *cases;
+    int ncases;
+} hb_suite;
+
+/* Reads dir/suite.txt and parses its fusion files. false and why
+ * ("FILE:LINE:COL: ...") on any error. */
+bool hb_suite_load(const char *dir, hb_suite **out, char *why, size_t nwhy);
+/* A suite of one fusion file: its integer parameters (with plain number
+ * defaults) are the axes, its first dtype parameter the dtype. */
+bool hb_suite_from_fusion(const char *path, hb_suite **out, char *why, size_t nwhy);
+void hb_suite_free(hb_suite *s);
+
+typedef struct hb_suite_set {
+    hb_suite **suites;            /* by folder name */
+    int n;
+} hb_suite_set;
+/* Every folder of root with a manifest. false and why on the first error. */
+bool hb_suites_discover(const char *root, hb_suite_set *set, char *why, size_t nwhy);
+const hb_suite *hb_suite_set_find(const hb_suite_set *set, const char *name);
+void hb_suite_set_free(hb_suite_set *set);
+
+/* Sizes as "8192x32768,4096x50304" or "N=4096,V=50304;N=8192" (axes not
+ * named: from the first default size). */
+bool hb_suite_parse_sizes(const hb_suite *s, const char *text, hb_size **out, int *n, char *why, size_t nwhy);
+/* The parameters of case c at size sz and dtype dt (axes, lets, the dtype
+ * parameter, those c's file has). false and why when a 'require' fails. */
+bool hb_suite_bind(const hb_suite *s, const hb_case *c, const hb_size *sz, fu_dtype dt, hb_params *out, char *why,
+                   size_t nwhy);
+/* The smaller size the CPU interpreter checks (the 'check' lines). */
+bool hb_suite_check_size(const hb_suite *s, const hb_size *sz, hb_size *out, char *why, size_t nwhy);
+
+/* ---- for checks and variants (suites.c) ---- */
 /* Position of the input / output called name, or -1. */
 int hb_input_index(const fu_fusion *f, const char *name);
 int hb_output_index(const fu_fusion *f, const char *name);
@@ -80,38 +148,13 @@ int hb_spot_rows(int64_t n, uint64_t seed, int64_t *rows);
 bool hb_spot_compare(const double *got, const double *ref, int64_t n, fu_dtype dt, const char *what, char *why,
                      size_t nwhy);
 
-typedef struct hb_suite {
-    const char *name;
-    const char *size_help;        /* "NxV (rows x vocabulary), e.g. 8192x32768" */
-    int ndims;
-    const char *default_sizes;
-    const char *sweep_sizes;
-    const char *default_dtypes;
-    const hb_case *cases;
-    int ncases;
-    /* Binds a size and dtype to the fusion files' parameters. false and why
-     * when the size is not one the suite can run. */
-    bool (*params)(const hb_size *s, fu_dtype dt, hb_params *out, char *why, size_t nwhy);
-    /* The smaller size the CPU interpreter checks when the full size would take
-     * too long: fewer rows (tokens, batch), the same row length. */
-    void (*check_size)(const hb_size *s, hb_size *out);
-} hb_suite;
-
-extern const hb_suite hb_suite_embedding;
-extern const hb_suite hb_suite_cross_entropy;
-extern const hb_suite hb_suite_qkv_split;
-
-/* Every suite, in the order `all` runs them; NULL-terminated. */
-extern const hb_suite *const hb_suites[];
-const hb_suite *hb_find_suite(const char *name);
+/* The whole text file at path (malloc'd, NUL-terminated), or NULL and why. */
+char *hb_read_text_file(const char *path, char *why, size_t nwhy);
 
 /* A case's fusion at one size and dtype: the suite's parameters bound into
- * the parsed fusion file, built and verified. On error *out is NULL. */
-fu_status hb_build_fusion(const fu_program *prog, const hb_suite *s, const hb_size *size, fu_dtype dt,
-                          fu_fusion **out, fu_error *err);
-/* The same from the case's file in suites_dir (parsed here). */
-fu_status hb_build_case(const char *suites_dir, const hb_suite *s, const hb_case *c, const hb_size *size,
-                        fu_dtype dt, fu_fusion **out, fu_error *err);
+ * the case's parsed file, built and verified. On error *out is NULL. */
+fu_status hb_build_case(const hb_suite *s, const hb_case *c, const hb_size *size, fu_dtype dt, fu_fusion **out,
+                        fu_error *err);
 
 /* ------------------------------------------------------------ variants */
 
@@ -158,7 +201,6 @@ typedef struct hb_runner_options {
     hb_timing_options timing;
     int repetitions;              /* Google Benchmark repetitions per item (3) */
     uint64_t seed;
-    const char *suites_dir;
     bool compile_only;            /* plan and compile, time nothing, even with a GPU */
     /* The interpreter checks the full size when its inputs and outputs hold
      * at most this many elements, else the suite's check size. */
@@ -207,6 +249,11 @@ int hb_runner_failures(const hb_runner *r);
  * repetitions and time aggregates; left as they are where the run has no
  * floor for their bytes). */
 void hb_runner_add_floors(const hb_runner *r, hb_entry *e, int n);
+/* The items file of reference/torch_bench.py (its --fusions): every distinct
+ * suite/case/dtype/size that was built, with its fusion as fu_fusion_print
+ * writes it, its bytes and formula, the index bound of each input, and
+ * whether PyTorch runs it in deterministic mode. false on a write error. */
+bool hb_runner_write_torch_items(const hb_runner *r, FILE *out);
 /* The readable table: one row per item. */
 void hb_runner_print_table(const hb_runner *r, FILE *out);
 /* The same with rows measured elsewhere (PyTorch's run-file entries: each

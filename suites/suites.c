@@ -1,9 +1,10 @@
 /*
- * suites.c -- the registry of suites, and what they share: sizes, dtypes and
- * parameter lists.
+ * suites.c -- what the suites share: the variants, sizes, dtypes, parameter
+ * lists, building a case at a size, comparing rows.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -11,28 +12,50 @@
 
 #include "suite.h"
 
-/* ORDER: the order `run_suite all` runs them. */
-const hb_suite *const hb_suites[] = {&hb_suite_embedding, &hb_suite_cross_entropy, &hb_suite_qkv_split, NULL};
-
 /* ORDER: the variants of each case, in the order they run. */
 const hb_variant *const hb_variants[] = {&hb_variant_fuser, &hb_variant_reference, NULL};
 
-const hb_suite *hb_find_suite(const char *name)
+char *hb_read_text_file(const char *path, char *why, size_t nwhy)
 {
-    for (int i = 0; hb_suites[i]; i++)
-        if (strcmp(hb_suites[i]->name, name) == 0) return hb_suites[i];
-    return NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(why, nwhy, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, len = 0;
+    char *text = malloc(cap);
+    for (size_t got; text && (got = fread(text + len, 1, cap - len - 1, f)) > 0;) {
+        len += got;
+        if (cap - len < 2) {
+            char *more = realloc(text, cap * 2);
+            if (!more) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = more;
+            cap *= 2;
+        }
+    }
+    bool failed = ferror(f);
+    fclose(f);
+    if (!text || failed) {
+        free(text);
+        snprintf(why, nwhy, "%s: %s", path, failed ? "read error" : "out of memory");
+        return NULL;
+    }
+    text[len] = '\0';
+    return text;
 }
 
-fu_status hb_build_fusion(const fu_program *prog, const hb_suite *s, const hb_size *size, fu_dtype dt,
-                          fu_fusion **out, fu_error *err)
+fu_status hb_build_case(const hb_suite *s, const hb_case *c, const hb_size *size, fu_dtype dt, fu_fusion **out,
+                        fu_error *err)
 {
     *out = NULL;
     hb_params p;
-    memset(&p, 0, sizeof p);
-    char why[256];
-    if (!s->params(size, dt, &p, why, sizeof why)) return fu_error_set(err, FU_ERR_ARG, "%s", why);
-    fu_status st = fu_program_build(prog, p.v, p.n, out, err);
+    char why[512];
+    if (!hb_suite_bind(s, c, size, dt, &p, why, sizeof why)) return fu_error_set(err, FU_ERR_ARG, "%s", why);
+    fu_status st = fu_program_build(c->prog, p.v, p.n, out, err);
     if (!st) st = fu_fusion_verify(*out, err);
     if (st && *out) {
         fu_fusion_free(*out);
@@ -41,23 +64,11 @@ fu_status hb_build_fusion(const fu_program *prog, const hb_suite *s, const hb_si
     return st;
 }
 
-fu_status hb_build_case(const char *suites_dir, const hb_suite *s, const hb_case *c, const hb_size *size,
-                        fu_dtype dt, fu_fusion **out, fu_error *err)
-{
-    *out = NULL;
-    char path[2048];
-    snprintf(path, sizeof path, "%s/%s", suites_dir, c->fusion_file);
-    fu_program *prog = NULL;
-    fu_status st = fu_program_parse_file(path, &prog, err);
-    if (!st) st = hb_build_fusion(prog, s, size, dt, out, err);
-    fu_program_free(prog);
-    return st;
-}
-
 void hb_size_str(const hb_size *s, char *out, size_t cap)
 {
     size_t k = 0;
     out[0] = '\0';
+    if (s->n == 0) snprintf(out, cap, "default"); /* a fusion file without size parameters */
     for (int i = 0; i < s->n && k < cap; i++) {
         int w = snprintf(out + k, cap - k, "%s%" PRId64, i ? "x" : "", s->d[i]);
         if (w < 0) break;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec.h"
+#include "fuser_exec.h"
 #include "suite.h"
 
 typedef struct fuser_state {
@@ -41,15 +41,12 @@ static fu_status fuser_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case
     fuser_state *st = calloc(1, sizeof *st);
     if (!st) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     st->rt = rt;
-    fu_plan_options o;
-    fu_plan_options_for_device(rt, &o);
-    o.scatter = c ? c->scatter : FU_SCATTER_DETERMINISTIC;
-    fu_status s = fu_plan_build(f, &o, &st->plan, err);
+    fu_status s = fu_plan_for_device(f, rt, c ? c->scatter : FU_SCATTER_DETERMINISTIC, &st->plan, err);
     if (s) {
         fuser_free(st);
         return s;
     }
-    const fu_fusion *pf = st->plan->fusion;
+    const fu_fusion *pf = fu_plan_fusion(st->plan);
     st->nin = fu_fusion_num_inputs(pf);
     st->nout = fu_fusion_num_outputs(pf);
     st->in_map = calloc((size_t)st->nin + 1, sizeof *st->in_map);
@@ -77,20 +74,21 @@ static fu_status fuser_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case
         fuser_free(st);
         return s;
     }
-    info->segments = st->plan->nkernels;
-    info->kernels = st->plan->nkernels;
-    info->copies = st->plan->ncopies;
+    int nk = fu_plan_num_kernels(st->plan);
+    info->segments = nk;
+    info->kernels = nk;
+    info->copies = fu_plan_num_copies(st->plan);
     size_t k = 0;
-    for (int i = 0; i < st->plan->nkernels; i++) {
-        const fu_kernel_plan *kp = &st->plan->kernels[i];
-        info->memsets += kp->zero_before >= 0;
-        info->copies += kp->copy_before >= 0;
+    for (int i = 0; i < nk; i++) {
+        info->memsets += fu_plan_kernel_memset_before(st->plan, i);
+        info->copies += fu_plan_kernel_copy_before(st->plan, i);
         const fu_exec_kernel_info *ki = fu_exec_kernel(st->x, i);
         info->compiled++;
         info->cache_hits += ki->cache_hit;
         info->compile_ms += ki->compile_ms;
         if (k < sizeof info->detail) {
-            int w = snprintf(info->detail + k, sizeof info->detail - k, "%s%s", i ? "+" : "", fu_sched_name(kp->sched));
+            int w = snprintf(info->detail + k, sizeof info->detail - k, "%s%s", i ? "+" : "",
+                             fu_plan_kernel_scheduler(st->plan, i));
             if (w > 0) k += (size_t)w;
         }
     }

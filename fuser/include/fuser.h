@@ -323,6 +323,12 @@ char *fu_fusion_print(const fu_fusion *f);
  * inputs and outputs by name). */
 fu_status fu_fusion_decompose(const fu_fusion *f, fu_fusion **out, fu_error *err);
 
+/* The fewest bytes one perfect kernel must move for f: every input read once,
+ * every output written once; a gathered input counted by the rows its index
+ * selects, a sliced input by the part it keeps; scalars (rank 0) left out.
+ * -1 when out of memory. (src/analysis/bytes.c says each rule.) */
+int64_t fu_fusion_min_bytes(const fu_fusion *f);
+
 /* ---------------------------------------------------------------- text format */
 
 /*
@@ -353,6 +359,13 @@ const char *fu_program_param_default(const fu_program *p, int i);
  * fusion. Errors carry file:line:column. */
 fu_status fu_program_build(const fu_program *p, const fu_param_value *overrides, int noverrides,
                            fu_fusion **out, fu_error *err);
+
+/* fu_fusion_min_bytes of the program built with `bound` as a formula over its
+ * parameters, e.g. "2*N*V*elem + 8*N" (elem: the bytes of an element of its
+ * dtype parameter); the number itself where the count is not a product of
+ * powers of the parameters. Errors are the build's. */
+fu_status fu_program_bytes_formula(const fu_program *p, const fu_param_value *bound, int nbound, char *out,
+                                   size_t cap, fu_error *err);
 
 /* ---------------------------------------------------------------- host tensors */
 

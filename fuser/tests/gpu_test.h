@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "check.h"
-#include "runtime.h"
+#include "fuser_runtime.h"
 
 /* CHECKs that call returns FU_OK; when it does not, prints the message of
  * `err` (an fu_error in scope, which call fills). */

@@ -22,7 +22,6 @@
 #include "suite_case.h"
 #include "variant_reference.h"
 
-static const char *suites_dir;
 static fu_runtime *rt;
 static uint64_t seed = 20261201;
 
@@ -120,7 +119,7 @@ static void test_case(const hb_suite *s, const hb_case *c, const char *size, fu_
 {
     char label[256];
     snprintf(label, sizeof label, "%s/%s/reference/%s/%s", s->name, c->name, fu_dtype_name(dt), size);
-    fu_fusion *f = build_suite_case(suites_dir, s, c, size, dt);
+    fu_fusion *f = build_suite_case(s, c, size, dt);
     if (!f) return;
     void *st = NULL;
     hb_variant_info info;
@@ -214,22 +213,20 @@ static void test_case(const hb_suite *s, const hb_case *c, const char *size, fu_
 
 int main(void)
 {
-    suites_dir = getenv("FUSEBENCH_SUITES_DIR");
-    if (!suites_dir) suites_dir = "suites";
     int skip = gpu_test_open("test_reference_gpu", NULL, &rt);
     if (skip) return skip;
     printf("%s\n", fu_runtime_describe(rt));
     /* sizes per suite: vectors of 16 bytes and less, clusters, tiles, long buckets */
-    static const struct {
+    const struct {
         const hb_suite *s;
         const char *sizes[4];
     } plan[] = {
         /* 37x32768: clusters of 2 (f32); 16x128256: clusters of 8 (f32) and 4 (bf16), tiles (fwd);
          * 33x1001: scalar loads */
-        {&hb_suite_cross_entropy, {"64x1000", "37x32768", "16x128256", "33x1001"}},
+        {test_suite("cross_entropy"), {"64x1000", "37x32768", "16x128256", "33x1001"}},
         /* 50x6x200: 2-element vectors, 4 tokens a row; 4x64x5000: buckets of ~1250 (the sort) */
-        {&hb_suite_embedding, {"1000x768x3000", "50x6x200", "4x64x5000", NULL}},
-        {&hb_suite_qkv_split, {"2x5x192", "3x7x576", NULL, NULL}},
+        {test_suite("embedding"), {"1000x768x3000", "50x6x200", "4x64x5000", NULL}},
+        {test_suite("qkv_split"), {"2x5x192", "3x7x576", NULL, NULL}},
     };
     for (size_t p = 0; p < sizeof plan / sizeof plan[0]; p++)
         for (int ci = 0; ci < plan[p].s->ncases; ci++)

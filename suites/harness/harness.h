@@ -31,7 +31,7 @@
 #include <stdio.h>
 
 #include "fuser.h"
-#include "runtime.h"
+#include "fuser_runtime.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "exec.h"
+#include "fuser_exec.h"
 #include "gpu_test.h"
 #include "suite.h"
 
@@ -113,18 +113,16 @@ static void test_seed(fu_runtime *rt, hb_cupti *cu, hb_timer *timer, const char 
     CHECK(prof.kernel_us > 0 && isfinite(prof.kernel_us));
     CHECK(prof.last.span_us >= prof.last.kernel_us * 0.999);
     /* each record is the planned kernel: its name, grid and block */
-    fu_plan_options po;
-    fu_plan_options_for_device(rt, &po);
-    po.scatter = sd->scatter;
     fu_plan *plan = NULL;
-    OK(fu_plan_build(f, &po, &plan, &err));
-    for (int i = 0; plan && i < prof.last.nrecords && i < plan->nkernels; i++) {
+    OK(fu_plan_for_device(f, rt, sd->scatter, &plan, &err));
+    for (int i = 0; plan && i < prof.last.nrecords && i < fu_plan_num_kernels(plan); i++) {
         const hb_kernel_record *r = &prof.last.records[i];
-        const fu_kernel_plan *kp = &plan->kernels[i];
+        const char *kname = fu_plan_kernel_name(plan, i);
         CHECK(r->registers > 0 && r->us > 0);
-        if (strcmp(r->name, kp->name) != 0) fprintf(stderr, "  CUPTI names '%s', the plan '%s'\n", r->name, kp->name);
-        CHECK(strcmp(r->name, kp->name) == 0);
-        CHECK(r->grid[0] == kp->grid && r->grid[1] == 1 && r->block[0] == kp->block && r->block[1] == 1);
+        if (strcmp(r->name, kname) != 0) fprintf(stderr, "  CUPTI names '%s', the plan '%s'\n", r->name, kname);
+        CHECK(strcmp(r->name, kname) == 0);
+        CHECK(r->grid[0] == fu_plan_kernel_grid(plan, i) && r->grid[1] == 1 &&
+              r->block[0] == fu_plan_kernel_block(plan, i) && r->block[1] == 1);
     }
     fu_plan_free(plan);
     for (int i = 0; i < nin; i++) fu_device_free(rt, din[i], NULL);
@@ -306,16 +304,28 @@ static void test_runner(fu_runtime *rt, const char *dir)
     hb_runner_options_default(&o);
     o.repetitions = 2;
     o.timing.stop.time_limit_s = 0.3;
-    o.suites_dir = dir;
+    hb_suite_set set;
+    char why[1200];
+    if (!hb_suites_discover(dir, &set, why, sizeof why)) {
+        fprintf(stderr, "%s\n", why);
+        CHECK(!"the suites load");
+        return;
+    }
+    const hb_suite *qs = hb_suite_set_find(&set, "qkv_split"), *cs = hb_suite_set_find(&set, "cross_entropy");
+    CHECK(qs && cs);
+    if (!qs || !cs) {
+        hb_suite_set_free(&set);
+        return;
+    }
     o.copy_bytes = (size_t)256 << 20;
     hb_runner *r = NULL;
     OK(hb_runner_new(&o, &r, &err));
     if (!r) return;
     hb_size qkv = {3, {16, 128, 3072}}, ce = {2, {2048, 32768}};
-    OK(hb_runner_add(r, &hb_suite_qkv_split, &hb_suite_qkv_split.cases[0], &hb_variant_fuser, FU_F32, &qkv, &err));
-    OK(hb_runner_add(r, &hb_suite_qkv_split, &hb_suite_qkv_split.cases[0], &broken, FU_F32, &qkv, &err));
+    OK(hb_runner_add(r, qs, &qs->cases[0], &hb_variant_fuser, FU_F32, &qkv, &err));
+    OK(hb_runner_add(r, qs, &qs->cases[0], &broken, FU_F32, &qkv, &err));
     /* 2048 x 32768 = 67M logits: checked on a slice of rows, then run at full size */
-    OK(hb_runner_add(r, &hb_suite_cross_entropy, &hb_suite_cross_entropy.cases[2], &hb_variant_fuser, FU_BF16, &ce,
+    OK(hb_runner_add(r, cs, &cs->cases[2], &hb_variant_fuser, FU_BF16, &ce,
                      &err));
     CHECK(hb_runner_prepare(r, rt) == 0);
     OK(hb_runner_measure(r, "test_harness_gpu", 0, NULL, &err));
@@ -375,6 +385,7 @@ static void test_runner(fu_runtime *rt, const char *dir)
         fclose(f);
     }
     hb_runner_free(r);
+    hb_suite_set_free(&set);
 }
 
 int main(void)

@@ -1,40 +1,13 @@
 /*
- * exec.h -- running a plan on the GPU: compile its kernels (through the
- * runtime's disk cache), hold the intermediates, workspaces and the
- * index-error flag, launch, and report.
+ * exec.h -- running a plan inside the fuser: the public part is
+ * fuser/include/fuser_exec.h; these take the plan options' layout.
  */
 #ifndef FUSER_EXEC_H
 #define FUSER_EXEC_H
 
+#include "fuser_exec.h"
 #include "plan.h"
 #include "runtime.h"
-
-typedef struct fu_executable fu_executable;
-
-typedef struct fu_exec_kernel_info {
-    const char *name;
-    bool cache_hit;
-    double compile_ms;      /* NVRTC time (0 on a cache hit) */
-    double total_ms;        /* hash + cache + NVRTC + module load */
-    fu_kernel_attrs attrs;  /* registers, spills (local bytes), shared */
-    bool attrs_valid;       /* false without a device */
-} fu_exec_kernel_info;
-
-/* Compiles every kernel of the plan (the plan must outlive the executable).
- * Without a device it compiles only, and fu_exec_launch fails with
- * FU_ERR_NO_DEVICE. */
-fu_status fu_exec_prepare(fu_runtime *rt, const fu_plan *plan, fu_executable **out, fu_error *err);
-void fu_exec_free(fu_executable *x);
-const fu_exec_kernel_info *fu_exec_kernel(const fu_executable *x, int i);
-double fu_exec_prepare_ms(const fu_executable *x); /* wall time of fu_exec_prepare */
-
-/* Launches the whole plan asynchronously. inputs[i] / outputs[i] are device
- * buffers (dense, row-major) for the plan fusion's inputs and outputs. */
-fu_status fu_exec_launch(fu_executable *x, const fu_devptr *inputs, const fu_devptr *outputs, fu_error *err);
-/* Waits, then reports an out-of-range index seen by any kernel (and clears it). */
-fu_status fu_exec_check(fu_executable *x, fu_error *err);
-/* Launches counted by fu_exec_launch: kernels, memsets and copies. */
-void fu_exec_launch_counts(const fu_executable *x, int *kernels, int *memsets, int *copies);
 
 /* The plan options for the runtime's device: the defaults (an H200) where
  * there is none or it does not say; the scatter mode stays the default's. */

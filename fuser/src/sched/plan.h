@@ -7,6 +7,7 @@
 #define FUSER_PLAN_H
 
 #include "cg.h"
+#include "fuser_plan.h"
 #include "ir.h"
 
 /* The schedulers; each has one row in the registry (registry.c). */
@@ -19,10 +20,7 @@ typedef enum fu_sched {
 } fu_sched;
 const char *fu_sched_name(fu_sched s);
 
-typedef enum fu_scatter_mode {
-    FU_SCATTER_DETERMINISTIC, /* each block owns output rows: bit-identical run to run, no memset */
-    FU_SCATTER_ATOMIC         /* zero the output, then atomic adds */
-} fu_scatter_mode;
+/* fu_scatter_mode and the accessors are public: fuser/include/fuser_plan.h */
 
 typedef struct fu_plan_options {
     int sm_count;                  /* multiprocessors (132 on an H200) */

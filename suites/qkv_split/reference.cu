@@ -1,5 +1,5 @@
 /*
- * qkv_split.cu -- reference kernel for the qkv_split suite: the output of the
+ * suites/qkv_split/reference.cu -- reference kernel for the qkv_split suite: the output of the
  * fused QKV projection, x[B, T, 3C], split into q, k and v, each reshaped to H
  * heads of HD = C / H and permuted to [B, H, T, HD] (nanoGPT's
  * q, k, v = x.split(C, 2); q.view(B, T, H, HD).transpose(1, 2), made
