@@ -67,10 +67,8 @@ def _value(v):
         return [int(x) for x in inner.split(",")] if inner else []
     if v in ("true", "false"):
         return v == "true"
-    if v == "none":
-        return None
-    if v in DTYPES or v in ("mean", "sum"):
-        return v
+    if v in DTYPES or v in ("mean", "sum", "none"):
+        return v  # "none": reduction=none, or padding_idx=none (no padding row)
     try:
         return int(v)
     except ValueError:
@@ -217,8 +215,8 @@ def _embedding(T, F, w, ids, at, mode):
 
 
 def _padding(at, rows):
-    p = at.get("padding_idx")
-    return -1 if p is None else (p % rows)
+    p = at.get("padding_idx", "none")
+    return -1 if p == "none" else (p % rows)
 
 
 def _embedding_bwd(T, F, g, ids, at, mode):
