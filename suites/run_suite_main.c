@@ -25,7 +25,7 @@
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
-typedef enum { FORMAT_TABLE, FORMAT_JSON } out_format;
+typedef enum { FORMAT_TABLE, FORMAT_JSON, FORMAT_MD, FORMAT_CSV } out_format;
 
 typedef struct options {
     const char *suite;
@@ -36,7 +36,7 @@ typedef struct options {
     const char *suites_dir;
     const char *write_fusions; /* --write-fusions FILE */
     out_format format;
-    bool list, help, compile_only, with_torch;
+    bool list, help, version, compile_only, with_torch;
     hb_runner_options run;
     int ngb;
     char **gb;              /* --benchmark_* flags, pointers into argv */
@@ -69,13 +69,17 @@ static void usage(FILE *f, const hb_suite_set *set)
           "                       (N=4096,V=50304;N=8192), or 'default' or 'sweep'\n"
           "  --dtype LIST         f32,bf16 (default: both)\n"
           "  --mode cold|hot      flush the L2 before every sample (cold, the default) or not (hot)\n"
-          "  --format table|json  what goes to standard output (default: table)\n"
+          "  --format table|json|md|csv  what goes to standard output (default: table); md and csv: one\n"
+          "                       row per case (docs/results-schema.md; scripts/table renders a stored run so)\n"
           "  --out FILE           also write the run JSON (docs/results-schema.md) to FILE\n"
           "  --filter REGEX       only benchmarks whose name, suite/case/variant/dtype/size, matches\n"
           "                       (POSIX extended regular expression)\n"
           "  --list               print the benchmark names and exit\n"
           "  --repetitions N      Google Benchmark repetitions per case (default 3)\n"
           "  --time-limit S       at most S seconds of samples per repetition (default 2)\n"
+          "  --min-samples N      at least N samples per repetition (default 10)\n"
+          "  --max-noise PCT      sample until (p75-p25)/median is under PCT percent (default 2)\n"
+          "  --version            the version\n"
           "  --seed N             seed of the random inputs\n"
           "  --compile-only       plan and compile only, even with a GPU\n"
           "  --with-torch         also run PyTorch eager and torch.compile on the same cases, sizes, dtypes\n"
@@ -163,6 +167,8 @@ static int parse_args(int argc, char **argv, options *o)
         int rc = 0;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             o->help = true;
+        } else if (strcmp(a, "--version") == 0) {
+            o->version = true;
         } else if (strncmp(a, "--benchmark_", 12) == 0) {
             o->gb[o->ngb++] = argv[i];
         } else if (option_value(argc, argv, &i, "--sizes", &v, &rc)) {
@@ -179,7 +185,23 @@ static int parse_args(int argc, char **argv, options *o)
             if (rc) return rc;
             if (strcmp(v, "table") == 0) o->format = FORMAT_TABLE;
             else if (strcmp(v, "json") == 0) o->format = FORMAT_JSON;
-            else return usage_error("--format: '%s' is not table or json", v);
+            else if (strcmp(v, "md") == 0) o->format = FORMAT_MD;
+            else if (strcmp(v, "csv") == 0) o->format = FORMAT_CSV;
+            else return usage_error("--format: '%s' is not table, json, md or csv", v);
+        } else if (option_value(argc, argv, &i, "--min-samples", &v, &rc)) {
+            if (rc) return rc;
+            long long n;
+            if (!parse_long(v, 1, o->run.timing.stop.max_samples, &n))
+                return usage_error("--min-samples: '%s' is not a number from 1 to %d", v, o->run.timing.stop.max_samples);
+            o->run.timing.stop.min_samples = (int)n;
+        } else if (option_value(argc, argv, &i, "--max-noise", &v, &rc)) {
+            if (rc) return rc;
+            char *end;
+            errno = 0;
+            double pct = strtod(v, &end);
+            if (errno || end == v || *end || !(pct >= 0) || pct > 100)
+                return usage_error("--max-noise: '%s' is not a percentage from 0 to 100", v);
+            o->run.timing.stop.max_spread = pct / 100.0;
         } else if (option_value(argc, argv, &i, "--out", &v, &rc)) {
             if (rc) return rc;
             if (!v[0]) return usage_error("--out needs a file name");
@@ -400,6 +422,9 @@ static int finish_output(hb_runner *r, const options *o, const char *argv0, cons
     if (o->format == FORMAT_JSON) {
         if (!hb_json_write_run(stdout, &ctx, entries, n)) rc = EXIT_FAILED;
         if (no_timing_line) fprintf(stderr, "%s\n", no_timing_line);
+    } else if (o->format == FORMAT_MD || o->format == FORMAT_CSV) {
+        if (!hb_table_write_run(stdout, o->format == FORMAT_MD ? "md" : "csv", &ctx, entries, n)) rc = EXIT_FAILED;
+        if (no_timing_line) fprintf(stderr, "%s\n", no_timing_line);
     } else {
         hb_runner_print_table_with(r, merged ? merged + nrun : NULL, merged ? torch->n : 0, stdout);
         if (no_timing_line) printf("%s\n", no_timing_line);
@@ -581,6 +606,11 @@ int main(int argc, char **argv)
     if (o.help) {
         usage(stdout, &set);
         hb_suite_set_free(&set);
+        free(o.gb);
+        return EXIT_OK;
+    }
+    if (o.version) {
+        printf("run_suite (fusebench) %s\n", FUSEBENCH_VERSION);
         free(o.gb);
         return EXIT_OK;
     }

@@ -150,6 +150,7 @@ static gate_case *gate_case_get(gate_run *run, gate_case_acc **accs, size_t *cap
     c->bytes = -1;
     c->gbps = NAN;
     c->max_rel_error = NAN;
+    c->speedup = NAN;
     c->name = gate_strdup(name);
     if (!c->name) return NULL;
     *index = run->n_cases++;
@@ -317,6 +318,9 @@ static int gate_read_entry(gate_run *run, gate_case_acc **accs, size_t *cap, con
         GATE_ENTRY_ERR("\"GB/s\" is not a non-negative number");
     if (present && gate_push(&acc->gbps, &acc->n_gbps, &acc->cap_gbps, v))
         GATE_ENTRY_ERR("out of memory");
+    if (gate_opt_number(e, "speedup_vs_torch_compile", &v, &present) || (present && !(v > 0)))
+        GATE_ENTRY_ERR("\"speedup_vs_torch_compile\" is not a number above 0");
+    if (present) c->speedup = v;
 
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(e, "samples_us");
     size_t first_sample = c->n_samples;

@@ -55,6 +55,8 @@ typedef struct gate_case {
     double bytes;                                /* -1 when absent */
     double gbps;                                 /* median of GB/s fields; NAN when absent */
     double max_rel_error;                        /* max over repetitions; NAN when absent */
+    double speedup;                              /* speedup_vs_torch_compile of a passing
+                                                    repetition; NAN when absent */
     char *error;                                 /* first `error` of a repetition, or NULL */
 } gate_case;
 

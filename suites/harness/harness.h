@@ -221,6 +221,10 @@ double hb_entries_median_time(const hb_entry *e, int n, const char *suite, const
 /* Writes the whole run file. false on an I/O error. */
 bool hb_json_write_run(FILE *out, const hb_context *c, const hb_entry *entries, int n);
 
+/* The run as the table of table.h; format "md" or "csv". false on an I/O
+ * error, another format or no memory. */
+bool hb_table_write_run(FILE *out, const char *format, const hb_context *c, const hb_entry *entries, int n);
+
 /* ================================================================ CUPTI (cupti.c) */
 
 typedef struct hb_cupti hb_cupti;

@@ -606,6 +606,29 @@ static void test_run_file(void)
     }
     jv_free(v);
     free(buf);
+
+    /* The same entries as run_suite --format md|csv tables (table.h). */
+    for (int fmt = 0; fmt < 2; fmt++) {
+        buf = NULL;
+        len = 0;
+        f = open_memstream(&buf, &len);
+        CHECK(hb_table_write_run(f, fmt ? "csv" : "md", &c, e, 4));
+        fclose(f);
+        if (fmt) {
+            CHECK(strstr(buf, "name,suite,case,variant,dtype,size,status,reps,median_us,noise_pct,") == buf);
+            /* one repetition ok (280.5), one failed: the case failed; bf16 skipped */
+            CHECK(strstr(buf, "\ncross_entropy/fwd/fuser/f32/8192x32768,cross_entropy,fwd,fuser,f32,8192x32768,failed,1,280.5000,,") != NULL);
+            CHECK(strstr(buf, ",skipped,0,,,,,1,,,no GPU\n") != NULL);
+        } else {
+            CHECK(strstr(buf, "## NVIDIA H200, commit abc1234, ") == buf);
+            CHECK(strstr(buf, "| cross_entropy/fwd/fuser/f32/8192x32768 | failed: output 'loss' differs | 1 | 280.500 | - |") != NULL);
+        }
+        free(buf);
+    }
+    f = open_memstream(&buf, &len);
+    CHECK(!hb_table_write_run(f, "xml", &c, e, 4));
+    fclose(f);
+    free(buf);
 }
 
 /* ------------------------------------------------------------ sizes, dtypes, params */

@@ -69,6 +69,8 @@ static void test_usage(void)
     expect_usage("--repetitions: '0'", (const char *const[]){"cross_entropy", "--repetitions", "0", NULL});
     expect_usage("--time-limit: '-1'", (const char *const[]){"cross_entropy", "--time-limit", "-1", NULL});
     expect_usage("--filter '('", (const char *const[]){"cross_entropy", "--filter", "(", NULL});
+    expect_usage("--min-samples: '0'", (const char *const[]){"cross_entropy", "--min-samples", "0", NULL});
+    expect_usage("--max-noise: 'x'", (const char *const[]){"cross_entropy", "--max-noise", "x", NULL});
     expect_usage("no benchmark matches", (const char *const[]){"cross_entropy", "--filter", "nothing_like_this", NULL});
     expect_usage("one suite at a time", (const char *const[]){"cross_entropy", "qkv_split", NULL});
     expect_usage("--sizes with 'all'", (const char *const[]){"all", "--sizes", "16x128x3072", NULL});

@@ -225,6 +225,60 @@ static void test_gated_and_ambiguous(void)
     done(&rep, &run, &base);
 }
 
+/* Google Benchmark's own forms of a failed and a skipped entry (no "status";
+ * error_occurred / skipped; real_time 0; the name suffixed as json.c writes
+ * it, the run_name the case's): a failure is a REGRESSION, never FASTER, and a
+ * skip UNKNOWN. */
+static void test_gb_forms(void)
+{
+    gate_options opt;
+    gate_options_default(&opt);
+    synth_opts b;
+    synth_defaults(&b);
+    cJSON *bj = synth_run(&b), *rj = synth_run(&b);
+    const char *failed = "embedding/fwd/fuser/bf16/8192x768", *skipped = "embedding/fwd/reference/bf16/8192x768";
+    int nf = 0, ns = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(rj, "benchmarks"))
+    {
+        const cJSON *rn = cJSON_GetObjectItemCaseSensitive(e, "run_name");
+        const cJSON *rt = cJSON_GetObjectItemCaseSensitive(e, "run_type");
+        if (!cJSON_IsString(rn) || !cJSON_IsString(rt) || strcmp(rt->valuestring, "iteration") != 0) continue;
+        int f = strcmp(rn->valuestring, failed) == 0, k = strcmp(rn->valuestring, skipped) == 0;
+        if (!f && !k) continue;
+        cJSON *x = (cJSON *)e;
+        cJSON_DeleteItemFromObjectCaseSensitive(x, "status");
+        cJSON_DeleteItemFromObjectCaseSensitive(x, "samples_us");
+        cJSON_ReplaceItemInObjectCaseSensitive(x, "real_time", cJSON_CreateNumber(0));
+        char name[300];
+        snprintf(name, sizeof name, "%s/%s", rn->valuestring, f ? "failed" : "skipped");
+        cJSON_ReplaceItemInObjectCaseSensitive(x, "name", cJSON_CreateString(name));
+        cJSON_AddBoolToObject(x, f ? "error_occurred" : "skipped", 1);
+        cJSON_AddStringToObject(x, f ? "error_message" : "skip_message", f ? "output differs" : "no GPU");
+        nf += f;
+        ns += k;
+    }
+    CHECK(nf == b.reps && ns == b.reps);
+    gate_run run, base;
+    gate_report rep;
+    char err[256];
+    CHECK(parse_json(&run, rj, "run.json") == 0);
+    CHECK(parse_json(&base, bj, "base.json") == 0);
+    CHECK(gate_compare(&run, &base, &opt, &rep, err, sizeof err) == 0);
+    const gate_result *x = find(&rep, failed);
+    CHECK(x && x->verdict == GATE_REGRESSION && strcmp(x->reason, "correctness") == 0);
+    if (x) CHECK_CONTAINS(x->detail, "output differs");
+    CHECK(x && x->timing != GATE_FASTER);
+    x = find(&rep, skipped);
+    CHECK(x && x->verdict == GATE_UNKNOWN && strcmp(x->reason, "skipped") == 0);
+    if (x) CHECK_CONTAINS(x->detail, "no GPU");
+    CHECK(count(&rep, GATE_FASTER) == 0);
+    CHECK(rep.regressed);
+    done(&rep, &run, &base);
+    cJSON_Delete(bj);
+    cJSON_Delete(rj);
+}
+
 static void test_threshold(void)
 {
     /* 2% slower with 200 samples a side: significant, but under 3%. */
@@ -659,6 +713,7 @@ static void test_reports(void)
 int main(void)
 {
     test_gated_and_ambiguous();
+    test_gb_forms();
     test_aa();
     test_slowdown();
     test_threshold();

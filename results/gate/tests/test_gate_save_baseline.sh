@@ -30,6 +30,23 @@ check "\"$root/scripts/save_baseline\" --version | grep -q '(fusebench) '" "--ve
 check "printf '%s\n' \"\$out\" | grep -qx '$res/baselines/nvidia_h200.json'" "the paths written are printed"
 check '[ -z "$(ls -a "$res/baselines" | grep tmp)" ]' "no temporary file left"
 
+# scripts/table renders a stored (compressed) run as run_suite --format md|csv does.
+"$synth" "$tmp/tfail.json" --fail 'qkv_split/*' || exit 1
+"$root/scripts/save_baseline" "$tmp/tfail.json" --history-only --results "$tmp/tres" > "$tmp/tpaths" 2> /dev/null
+stored=$(grep 'json.gz$' "$tmp/tpaths")
+"$root/scripts/table" "$stored" > "$tmp/t.md" 2> "$tmp/err"
+check '[ $? = 0 ]' "scripts/table: $(cat "$tmp/err")"
+check "grep -q '^| case | status | reps | median (us) | noise | GB/s | % copy | kernels | launches | vs torch.compile |' '$tmp/t.md'" "the table's header"
+check "grep -q '^| qkv_split/fwd/fuser/bf16/12x1024x768 | failed' '$tmp/t.md'" "a failed case reads failed"
+check "grep -q '^| embedding/fwd/fuser/bf16/8192x768 | ok | 10 | ' '$tmp/t.md'" "an ok case with its repetitions"
+"$root/scripts/table" "$stored" --format csv > "$tmp/t.csv" 2> "$tmp/err"
+check "head -n 1 '$tmp/t.csv' | grep -q '^name,suite,case,variant,dtype,size,status,reps,median_us,noise_pct,gbps,copy_pct,kernels,launches,speedup_vs_torch_compile,error\$'" "the CSV header"
+check "[ \$(wc -l < '$tmp/t.csv') = \$((\$(grep -c '^| [a-z]' '$tmp/t.md') - 1 + 1)) ]" "one CSV row per case"
+"$root/scripts/table" "$stored" --format xml > /dev/null 2>&1
+check '[ $? = 2 ]' "scripts/table --format xml exits 2"
+"$root/scripts/table" "$tmp/broken-nothere.json" > /dev/null 2> "$tmp/err"
+check "[ \$? = 2 ] && grep -q 'broken-nothere.json' '$tmp/err'" "scripts/table on a missing file exits 2 naming it"
+
 # The gate reads what was saved: the same run is SAME everywhere (exit 0); a
 # slower one regresses (exit 1).
 "$root/scripts/compare" "$res/baselines/nvidia_h200.json" "$tmp/run.json" -q
