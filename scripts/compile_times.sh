@@ -8,6 +8,10 @@
 # the runtime passes --no-cache), so every figure is a compile; the last column is the
 # plan's ready_ms with the cache filled. Sequential: parallel compiles would slow each other.
 set -u
+case "${1:-}" in
+    -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+    --version) echo "compile_times.sh (fusebench) $(cat "$(dirname "$0")/../VERSION")"; exit 0 ;;
+esac
 fuser=${1:?usage: compile_times.sh FUSER [RUNS]}
 runs=${2:-3}
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -30,6 +30,10 @@
 #             --time-limit 0.5" scripts/gpu_session.sh all --repetitions 2 --time-limit 0.5)
 #   reference/ against PyTorch: reference/README.md has the command.
 set -u
+case "${1:-}" in
+    -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+    --version) echo "gpu_session.sh (fusebench) $(cat "$(dirname "$0")/../VERSION")"; exit 0 ;;
+esac
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 # Everything is written under /tmp/session and, where the device tool's $OUT exists, packed

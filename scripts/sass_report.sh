@@ -8,6 +8,10 @@
 # Compiles each kernel's `fuser codegen` text with nvcc -cubin (the same source
 # NVRTC compiles; nvcc for the resource report and the disassembler).
 set -u
+case "${1:-}" in
+    -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+    --version) echo "sass_report.sh (fusebench) $(cat "$(dirname "$0")/../VERSION")"; exit 0 ;;
+esac
 fuser=${1:?usage: sass_report.sh FUSER [ARCH]}
 arch=${2:-sm_90}
 here=$(cd "$(dirname "$0")/.." && pwd)

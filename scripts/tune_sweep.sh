@@ -10,6 +10,10 @@
 # into OUTDIR/NAME.txt and .json, and prints one table: median us per case and tuning.
 # A NAME=@DIR entry builds the source tree in DIR instead (another commit, unpacked).
 set -u
+case "${1:-}" in
+    -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+    --version) echo "tune_sweep.sh (fusebench) $(cat "$(dirname "$0")/../VERSION")"; exit 0 ;;
+esac
 out=${1:?usage: tune_sweep.sh OUTDIR FILTER NAME=DEFINES... [-- RUN_SUITE_ARGS...]}
 filter=${2:?filter}
 shift 2

@@ -21,6 +21,7 @@ static const char *const usage_main =
     "\n"
     "Options:\n"
     "  -h, --help                         show usage (also after a command)\n"
+    "  --version                          the version\n"
     "\n"
     "Run 'fuser COMMAND --help' for a command's options. Every error exits 2.\n";
 

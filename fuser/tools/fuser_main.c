@@ -87,6 +87,10 @@ static fu_status dispatch(const cli_options *o, fu_error *err)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        printf("fuser (fusebench) %s\n", FUSEBENCH_VERSION);
+        return 0;
+    }
     cli_options o;
     fu_error err;
     memset(&err, 0, sizeof err);
