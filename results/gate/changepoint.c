@@ -36,7 +36,9 @@ static double gate_point_log(const gate_hist_point *p)
 
 double gate_hist_noise_pct(const gate_hist_point *pts, size_t n)
 {
-    if (n < 3) return NAN;
+    /* With fewer differences a single step is half of them, and the spread
+     * would be the step itself. */
+    if (n < GATE_HIST_NOISE_MIN_RUNS) return NAN;
     double *d = malloc((n - 1) * sizeof *d);
     if (!d) return NAN;
     for (size_t i = 1; i < n; i++) d[i - 1] = gate_point_log(&pts[i]) - gate_point_log(&pts[i - 1]);

@@ -14,7 +14,8 @@
  *      medians of the runs left and right of tau, p < alpha; and a size that
  *      counts: |change| >= threshold, and >= noise_k times the case's
  *      run-to-run noise (the robust spread of the differences between
- *      successive runs, which one step moves little: 1.4826 * MAD / sqrt 2).
+ *      successive runs, which one step moves little: 1.4826 * MAD / sqrt 2;
+ *      from 5 runs on: with fewer, one step is too large a share of them).
  *   3. Recursion into [start, tau) and [tau, end) with the accepted split kept.
  * A step's reported size and p-value are those of the segments next to it
  * (from the change point before it to the one after), as Otava reports them.
@@ -45,7 +46,8 @@ typedef struct gate_step {
 } gate_step;
 
 /* The run-to-run noise of a history, percent (see 2. above); NAN with fewer
- * than 3 points. */
+ * than GATE_HIST_NOISE_MIN_RUNS points (then only the threshold applies). */
+#define GATE_HIST_NOISE_MIN_RUNS 5
 double gate_hist_noise_pct(const gate_hist_point *pts, size_t n);
 
 /* Finds the steps of pts[0..n). Returns the number found (in order of index)

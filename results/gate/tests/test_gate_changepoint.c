@@ -132,6 +132,15 @@ static void test_steps(void)
     CHECK(k == 1 && st[0].index == 11);
     free(st);
 
+    /* Three runs, the last 8% slower (a new history): found (the noise is not
+     * estimated from so few runs, only the threshold applies). */
+    for (int i = 0; i < 3; i++) level[i] = i == 2 ? 1.08 : 1.0;
+    make(&h, 3, &rng, level, 0.005, 0.0);
+    k = gate_hist_steps(h.pts, h.n, &o, &st);
+    CHECK(k == 1 && st[0].index == 2);
+    free(st);
+    CHECK(isnan(gate_hist_noise_pct(h.pts, 3)));
+
     /* 2% under the 3% threshold: nothing. */
     for (int i = 0; i < 20; i++) level[i] = i >= 10 ? 1.02 : 1.0;
     make(&h, 20, &rng, level, 0.005, 0.002);
