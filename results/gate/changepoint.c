@@ -14,39 +14,12 @@ void gate_hist_options_default(gate_hist_options *o)
     o->noise_k = 3.0;
 }
 
-static int gate_cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double gate_median_inplace(double *x, size_t n)
-{
-    qsort(x, n, sizeof *x, gate_cmp_d);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
 /* Mean log of one run's repetitions. */
 static double gate_point_log(const gate_hist_point *p)
 {
     double s = 0;
     for (size_t i = 0; i < p->nreps; i++) s += log(p->reps[i]);
     return s / (double)p->nreps;
-}
-
-double gate_hist_noise_pct(const gate_hist_point *pts, size_t n)
-{
-    /* With fewer differences a single step is half of them, and the spread
-     * would be the step itself. */
-    if (n < GATE_HIST_NOISE_MIN_RUNS) return NAN;
-    double *d = malloc((n - 1) * sizeof *d);
-    if (!d) return NAN;
-    for (size_t i = 1; i < n; i++) d[i - 1] = gate_point_log(&pts[i]) - gate_point_log(&pts[i - 1]);
-    double med = gate_median_inplace(d, n - 1);
-    for (size_t i = 0; i < n - 1; i++) d[i] = fabs(d[i] - med);
-    double mad = gate_median_inplace(d, n - 1);
-    free(d);
-    return 100.0 * 1.4826 * mad / sqrt(2.0);
 }
 
 /* The split in [s, e) (s < tau < e) with the largest energy statistic over
@@ -128,20 +101,78 @@ static void gate_hist_search(gate_hist_ctx *c, size_t s, size_t e)
     gate_hist_search(c, tau, e);
 }
 
+/* Validates pts; 0 or -1. */
+static int gate_hist_check(const gate_hist_point *pts, size_t n, size_t *total)
+{
+    *total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!pts[i].nreps || !pts[i].reps) return -1;
+        for (size_t r = 0; r < pts[i].nreps; r++)
+            if (!(pts[i].reps[r] > 0) || !isfinite(pts[i].reps[r])) return -1;
+        *total += pts[i].nreps;
+    }
+    return 0;
+}
+
+/* The change points of a search with the size floor min_pct into is_cp
+ * (n + 1 bytes, zeroed here). v: the points' mean logs; buf: room for every
+ * repetition. */
+static void gate_hist_find(const gate_hist_point *pts, size_t n, const double *v, const gate_hist_options *opt,
+                           double min_pct, double *buf, unsigned char *is_cp)
+{
+    memset(is_cp, 0, n + 1);
+    gate_hist_ctx c = {pts, v, opt, min_pct, buf, is_cp};
+    gate_hist_search(&c, 0, n);
+}
+
+/* The spread of the points around the means of the segments between the
+ * change points in is_cp, as a standard deviation in percent; NAN with fewer
+ * than 3 degrees of freedom. */
+static double gate_hist_residual_pct(const double *v, size_t n, const unsigned char *is_cp)
+{
+    double ss = 0;
+    size_t segments = 0;
+    for (size_t s = 0; s < n;) {
+        size_t e = s + 1;
+        while (e < n && !is_cp[e]) e++;
+        double m = 0;
+        for (size_t i = s; i < e; i++) m += v[i];
+        m /= (double)(e - s);
+        for (size_t i = s; i < e; i++) ss += (v[i] - m) * (v[i] - m);
+        segments++;
+        s = e;
+    }
+    if (n < segments + 3) return NAN;
+    return 100.0 * sqrt(ss / (double)(n - segments));
+}
+
+double gate_hist_noise_pct(const gate_hist_point *pts, size_t n, const gate_hist_options *opt)
+{
+    size_t total;
+    if (n < 2 || gate_hist_check(pts, n, &total)) return NAN;
+    double *v = malloc(n * sizeof *v), *buf = malloc(total * sizeof *buf);
+    unsigned char *is_cp = malloc(n + 1);
+    double noise = NAN;
+    if (v && buf && is_cp) {
+        for (size_t i = 0; i < n; i++) v[i] = gate_point_log(&pts[i]);
+        gate_hist_find(pts, n, v, opt, opt->threshold_pct, buf, is_cp);
+        noise = gate_hist_residual_pct(v, n, is_cp);
+    }
+    free(v);
+    free(buf);
+    free(is_cp);
+    return noise;
+}
+
 long gate_hist_steps(const gate_hist_point *pts, size_t n, const gate_hist_options *opt,
                      gate_step **out)
 {
     *out = NULL;
     if (n < 2) return 0;
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!pts[i].nreps || !pts[i].reps) return -1;
-        for (size_t r = 0; r < pts[i].nreps; r++)
-            if (!(pts[i].reps[r] > 0) || !isfinite(pts[i].reps[r])) return -1;
-        total += pts[i].nreps;
-    }
+    size_t total;
+    if (gate_hist_check(pts, n, &total)) return -1;
     double *v = malloc(n * sizeof *v), *buf = malloc(total * sizeof *buf);
-    unsigned char *is_cp = calloc(n + 1, 1);
+    unsigned char *is_cp = malloc(n + 1);
     if (!v || !buf || !is_cp) {
         free(v);
         free(buf);
@@ -149,10 +180,12 @@ long gate_hist_steps(const gate_hist_point *pts, size_t n, const gate_hist_optio
         return -1;
     }
     for (size_t i = 0; i < n; i++) v[i] = gate_point_log(&pts[i]);
-    double noise = gate_hist_noise_pct(pts, n);
-    gate_hist_ctx c = {pts, v, opt, opt->threshold_pct, buf, is_cp};
-    if (isfinite(noise) && opt->noise_k * noise > c.min_pct) c.min_pct = opt->noise_k * noise;
-    gate_hist_search(&c, 0, n);
+    /* First the steps above the threshold, then the noise around them, then
+     * the steps that also clear noise_k times that noise. */
+    gate_hist_find(pts, n, v, opt, opt->threshold_pct, buf, is_cp);
+    double noise = gate_hist_residual_pct(v, n, is_cp);
+    if (isfinite(noise) && opt->noise_k * noise > opt->threshold_pct)
+        gate_hist_find(pts, n, v, opt, opt->noise_k * noise, buf, is_cp);
 
     size_t ncp = 0;
     for (size_t i = 1; i < n; i++) ncp += is_cp[i];

@@ -13,9 +13,11 @@
  *   2. Significance: Welch's t-test (welch.h) on the logs of the repetition
  *      medians of the runs left and right of tau, p < alpha; and a size that
  *      counts: |change| >= threshold, and >= noise_k times the case's
- *      run-to-run noise (the robust spread of the differences between
- *      successive runs, which one step moves little: 1.4826 * MAD / sqrt 2;
- *      from 5 runs on: with fewer, one step is too large a share of them).
+ *      run-to-run noise. The noise: the standard deviation of the runs around
+ *      the means of the segments between the steps a first search (with the
+ *      threshold alone) finds, so that the steps themselves are not counted
+ *      as noise; unknown (the threshold alone applies) with fewer than 3
+ *      degrees of freedom left.
  *   3. Recursion into [start, tau) and [tau, end) with the accepted split kept.
  * A step's reported size and p-value are those of the segments next to it
  * (from the change point before it to the one after), as Otava reports them.
@@ -45,10 +47,9 @@ typedef struct gate_step {
     double before_us, after_us; /* the segments' geometric means */
 } gate_step;
 
-/* The run-to-run noise of a history, percent (see 2. above); NAN with fewer
- * than GATE_HIST_NOISE_MIN_RUNS points (then only the threshold applies). */
-#define GATE_HIST_NOISE_MIN_RUNS 5
-double gate_hist_noise_pct(const gate_hist_point *pts, size_t n);
+/* The run-to-run noise of a history, percent (see 2. above); NAN when it
+ * cannot be told (then only the threshold applies). */
+double gate_hist_noise_pct(const gate_hist_point *pts, size_t n, const gate_hist_options *opt);
 
 /* Finds the steps of pts[0..n). Returns the number found (in order of index)
  * written to *out (malloc'd, NULL when none), or -1 when memory ran out or a

@@ -357,7 +357,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "history: %s: out of memory, or a repetition time that is not > 0\n", name);
                 goto done_cases;
             }
-            double noise = gate_hist_noise_pct(pts, n);
+            double noise = gate_hist_noise_pct(pts, n, &hopt);
             if (ns > 0) nwith++;
             if (gated) nsteps_gated += (size_t)ns;
             cJSON *jc = NULL, *jsteps = NULL;

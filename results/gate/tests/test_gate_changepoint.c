@@ -104,8 +104,8 @@ static void test_steps(void)
             CHECK(st[0].p_value < 0.01);
             if (off >= -1 && off <= 1) found++;
         } else {
-            fprintf(stderr, "  seed %d: %ld steps for one of %+.1f%% at %zu of %zu\n", seed, k,
-                    100 * size, at, n);
+            fprintf(stderr, "  seed %d: %ld steps for one of %+.1f%% at %zu of %zu (noise %.2f%%)\n", seed, k,
+                    100 * size, at, n, gate_hist_noise_pct(h.pts, h.n, &o));
         }
         free(st);
     }
@@ -139,7 +139,7 @@ static void test_steps(void)
     k = gate_hist_steps(h.pts, h.n, &o, &st);
     CHECK(k == 1 && st[0].index == 2);
     free(st);
-    CHECK(isnan(gate_hist_noise_pct(h.pts, 3)));
+    CHECK(isnan(gate_hist_noise_pct(h.pts, 3, &o)));
 
     /* 2% under the 3% threshold: nothing. */
     for (int i = 0; i < 20; i++) level[i] = i >= 10 ? 1.02 : 1.0;

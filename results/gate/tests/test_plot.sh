@@ -111,6 +111,9 @@ check "grep -q 'regression (SLOWER, REGRESSION)' '$h.svg'" "regressions are in t
 check "grep -q 'launches' '$h.svg'" "the kernel-count rise is marked"
 check "grep -q '2025-04-03 c000003' '$h.svg'" "x labels are date and commit"
 check "grep -q 'median time (us)' '$h.svg'" "the y axis is labelled"
+check "grep -q 'change point (scripts/regressions)' '$h.svg'" "the change points are in the key"
+check "grep -q 'step +' '$h.svg'" "the step up is labelled with its size"
+check "grep -q 'noise band' '$h.svg'" "the noise band is drawn"
 "$root/scripts/plot" history "$case" --runs "$tmp/runs" --baseline "$tmp/runs/2025-04-01T010000Z_c000001_nvidia_h200.json" \
     --metric gbps --out "$tmp/hist2" > /dev/null 2> "$tmp/err"
 check '[ $? = 0 ]' "plot history --baseline --metric gbps: $(cat "$tmp/err")"
