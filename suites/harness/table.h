@@ -107,6 +107,23 @@ static inline void hb_table_begin(FILE *out, hb_table_format f, const char *gpu_
           out);
 }
 
+/* The numeric columns, median to speed-up, sep between them. */
+static inline void hb_table_numbers(FILE *out, hb_table_format f, const hb_table_row *r, const char *sep)
+{
+    const int md = f == HB_TABLE_MD;
+    const double nums[4] = {r->median_us, r->noise_pct, r->gbps, r->copy_pct};
+    const char *const fmts[2][4] = {{"%.4f", "%.3f", "%.1f", "%.1f"}, {"%.3f", "%.2f%%", "%.1f", "%.1f%%"}};
+    for (int k = 0; k < 4; k++) {
+        hb_table_num(out, f, fmts[md][k], nums[k]);
+        fputs(sep, out);
+    }
+    hb_table_count(out, f, r->kernels);
+    fputs(sep, out);
+    hb_table_count(out, f, r->launches);
+    fputs(sep, out);
+    hb_table_num(out, f, md ? "%.2fx" : "%.3f", r->speedup_vs_torch_compile);
+}
+
 static inline void hb_table_row_write(FILE *out, hb_table_format f, const hb_table_row *r)
 {
     if (f == HB_TABLE_CSV) {
@@ -116,19 +133,7 @@ static inline void hb_table_row_write(FILE *out, hb_table_format f, const hb_tab
             fputc(',', out);
         }
         fprintf(out, "%d,", r->reps);
-        hb_table_num(out, f, "%.4f", r->median_us);
-        fputc(',', out);
-        hb_table_num(out, f, "%.3f", r->noise_pct);
-        fputc(',', out);
-        hb_table_num(out, f, "%.1f", r->gbps);
-        fputc(',', out);
-        hb_table_num(out, f, "%.1f", r->copy_pct);
-        fputc(',', out);
-        hb_table_count(out, f, r->kernels);
-        fputc(',', out);
-        hb_table_count(out, f, r->launches);
-        fputc(',', out);
-        hb_table_num(out, f, "%.3f", r->speedup_vs_torch_compile);
+        hb_table_numbers(out, f, r, ",");
         fputc(',', out);
         hb_table_csv_str(out, r->error);
         fputc('\n', out);
@@ -143,19 +148,7 @@ static inline void hb_table_row_write(FILE *out, hb_table_format f, const hb_tab
         hb_table_md_str(out, r->error);
     }
     fprintf(out, " | %d | ", r->reps);
-    hb_table_num(out, f, "%.3f", r->median_us);
-    fputs(" | ", out);
-    hb_table_num(out, f, "%.2f%%", r->noise_pct);
-    fputs(" | ", out);
-    hb_table_num(out, f, "%.1f", r->gbps);
-    fputs(" | ", out);
-    hb_table_num(out, f, "%.1f%%", r->copy_pct);
-    fputs(" | ", out);
-    hb_table_count(out, f, r->kernels);
-    fputs(" | ", out);
-    hb_table_count(out, f, r->launches);
-    fputs(" | ", out);
-    hb_table_num(out, f, "%.2fx", r->speedup_vs_torch_compile);
+    hb_table_numbers(out, f, r, " | ");
     fputs(" |\n", out);
 }
 

@@ -29,19 +29,18 @@ check "[ -f '$res/runs/2025-06-01T010000Z_aaa0001_nvidia_h200.json.gz' ]" "the r
 check "[ -s '$tmp/n1/plots/bandwidth_cross_entropy.png' ]" "bandwidth plots are drawn"
 
 # Night 2: the same speed: passes, reports written.
-FAKE_ARGS_LOG=$tmp/args.log FAKE_SEED=2 FAKE_DATE=2025-06-02T01:00:00Z FAKE_COMMIT=aaa0002 nightly --out "$tmp/n2x" \
-    --filter qkv --time-limit 0.5
-FAKE_SEED=2 FAKE_DATE=2025-06-02T01:00:00Z FAKE_COMMIT=aaa0002 nightly --out "$tmp/n2" --repetitions 8
+FAKE_ARGS_LOG=$tmp/args.log FAKE_SEED=2 FAKE_DATE=2025-06-02T01:00:00Z FAKE_COMMIT=aaa0002 nightly --out "$tmp/n2" \
+    --repetitions 8 --filter qkv --time-limit 0.5
 check '[ $? = 0 ]' "an unchanged night passes: $(cat "$tmp/stderr")"
 check "grep -q 'Regression gate: passed' '$tmp/stdout'" "the gate's report is printed"
 check "[ -s '$tmp/n2/gate.md' ] && [ -s '$tmp/n2/gate.json' ] && [ -s '$tmp/n2/gate.tsv' ]" "reports are kept"
 check "grep -q '\"n_run\":	8,' '$tmp/n2/gate.json' || grep -q '\"n_run\": 8,' '$tmp/n2/gate.json'" "--repetitions reaches run_suite (the gate's units)"
-check "grep -q -- '--repetitions 5' '$tmp/args.log'" "the nightly's default is 5 repetitions"
-check "grep -q -- '--filter qkv --time-limit 0.5' '$tmp/args.log'" "--filter and --time-limit reach run_suite"
+check "grep -q -- '--repetitions 8 --filter qkv --time-limit 0.5' '$tmp/args.log'" "--filter and --time-limit reach run_suite"
 
 # Night 3: qkv_split 8% slower: exit 1, history plots of the regressed cases.
-FAKE_SEED=3 FAKE_SCALE=1.08 FAKE_SLOW='qkv_split/*' FAKE_DATE=2025-06-03T01:00:00Z FAKE_COMMIT=aaa0003 nightly --out "$tmp/n3"
+FAKE_ARGS_LOG=$tmp/args3.log FAKE_SEED=3 FAKE_SCALE=1.08 FAKE_SLOW='qkv_split/*' FAKE_DATE=2025-06-03T01:00:00Z FAKE_COMMIT=aaa0003 nightly --out "$tmp/n3"
 check '[ $? = 1 ]' "a slower night exits 1: $(cat "$tmp/stderr")"
+check "grep -q -- '--repetitions 5\$' '$tmp/args3.log'" "the nightly's default is 5 repetitions"
 check "grep -q 'Regression gate: FAILED' '$tmp/n3/gate.md'" "the report says FAILED"
 check "[ -f '$res/runs/2025-06-03T010000Z_aaa0003_nvidia_h200.json.gz' ]" "a failing run is kept too"
 check "[ -s '$tmp/n3/plots/history_qkv_split_fwd_fuser_bf16_12x1024x768.png' ]" "history plots of regressed cases"
