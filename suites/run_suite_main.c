@@ -595,6 +595,11 @@ int main(int argc, char **argv)
         free(o.gb);
         return rc;
     }
+    if (o.version) {
+        printf("run_suite (fusebench) %s\n", FUSEBENCH_VERSION);
+        free(o.gb);
+        return EXIT_OK;
+    }
     /* the suites: every folder with a manifest; a bad one is a usage error */
     hb_suite_set set;
     char swhy[1200];
@@ -606,11 +611,6 @@ int main(int argc, char **argv)
     if (o.help) {
         usage(stdout, &set);
         hb_suite_set_free(&set);
-        free(o.gb);
-        return EXIT_OK;
-    }
-    if (o.version) {
-        printf("run_suite (fusebench) %s\n", FUSEBENCH_VERSION);
         free(o.gb);
         return EXIT_OK;
     }
