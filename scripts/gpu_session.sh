@@ -7,7 +7,8 @@
 #   scripts/gpu_session.sh [SUITES_ARGS...]      e.g. scripts/gpu_session.sh all --repetitions 5
 #
 # GPU_SESSION_TESTS=0 skips the tests and checks (suites only); GPU_SESSION_LABELS (default
-# gpu|compile) picks the ctest labels; GPU_SESSION_ASAN=0 skips the
+# gpu|compile) picks the ctest labels; GPU_SESSION_CHECKS=0 skips the checks after ctest (torch
+# cross entropy, NVRTC times, plans); GPU_SESSION_ASAN=0 skips the
 # ASan build; GPU_SESSION_SASS=1 adds the compiler's report on the seed kernels
 # (scripts/sass_report.sh); GPU_SESSION_SECOND="<run_suite args>" runs a second
 # selection into run2.json (e.g. another size). GPU_SESSION_WARM=FILE (the cases' fusions, as
@@ -108,6 +109,8 @@ if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
     fi
   fi
 
+fi
+if [ "${GPU_SESSION_TESTS:-1}" = 1 ] && [ "${GPU_SESSION_CHECKS:-1}" = 1 ]; then
   echo "==== scripts/check_torch_ce.py ====" >>"$out/checks.log"
   row "torch cross_entropy check" \
     "$(python3 scripts/check_torch_ce.py /tmp/b/fuser/fuser --gpu 2>&1 | tee -a "$out/checks.log" | tail -n 1)"
