@@ -58,14 +58,7 @@ static bool exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-static void spit(const char *path, const char *text)
-{
-    FILE *fp = fopen(path, "wb");
-    CHECK(fp != NULL);
-    if (!fp) return;
-    fputs(text, fp);
-    fclose(fp);
-}
+static void spit(const char *path, const char *text) { CHECK(tu_write_text(path, text)); }
 
 /* Runs FUSER_BIN with the NULL-terminated args, capturing stdout and stderr. */
 static tu_output run_args(const char *const *args)

@@ -67,6 +67,15 @@ static inline char *tu_read_file(const char *path, size_t *size)
     return s;
 }
 
+/* Writes text to path (created or truncated); false when it cannot. */
+static inline bool tu_write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) return false;
+    bool ok = fputs(text, f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
 /* ------------------------------------------------------------ temporary directories */
 
 /* $TMPDIR, or /tmp where it is unset or empty. */

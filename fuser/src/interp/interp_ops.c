@@ -150,35 +150,29 @@ static void unary_span(fu_op op, const double *restrict a, double *restrict o, i
 #undef U
 }
 
-static void binary_span(fu_op op, const double *a, int64_t sa, const double *b, int64_t sb,
-                        double *restrict o, int64_t so, int64_t n)
-{
-#define B(expr)                                                          \
+/* The loop of a binary span: x and y (of type T) from a and b at strides sa
+ * and sb, o[j * so] = expr, for j < n; then the case's break. */
+#define SPAN(T, expr)                                                    \
     for (int64_t j = 0; j < n; j++) {                                    \
-        double x = a[j * sa], y = b[j * sb];                             \
+        T x = a[j * sa], y = b[j * sb];                                  \
         o[j * so] = (expr);                                              \
     }                                                                    \
     break
+
+static void binary_span(fu_op op, const double *a, int64_t sa, const double *b, int64_t sb,
+                        double *restrict o, int64_t so, int64_t n)
+{
     switch (op) {
-    case FU_OP_ADD: B(x + y);
-    case FU_OP_SUB: B(x - y);
-    case FU_OP_MUL: B(x * y);
-    case FU_OP_DIV: B(x / y);
+    case FU_OP_ADD: SPAN(double, x + y);
+    case FU_OP_SUB: SPAN(double, x - y);
+    case FU_OP_MUL: SPAN(double, x * y);
+    case FU_OP_DIV: SPAN(double, x / y);
     /* torch.maximum / minimum propagate NaN */
-    case FU_OP_MAX: B(isnan(x) || isnan(y) ? NAN : x > y ? x : y);
-    case FU_OP_MIN: B(isnan(x) || isnan(y) ? NAN : x < y ? x : y);
-    case FU_OP_POW: B(pow(x, y));
-    case FU_OP_EQ: B(x == y ? 1.0 : 0.0);
-    case FU_OP_NE: B(x != y ? 1.0 : 0.0);
-    case FU_OP_LT: B(x < y ? 1.0 : 0.0);
-    case FU_OP_LE: B(x <= y ? 1.0 : 0.0);
-    case FU_OP_GT: B(x > y ? 1.0 : 0.0);
-    case FU_OP_GE: B(x >= y ? 1.0 : 0.0);
-    case FU_OP_LOGICAL_AND: B(x != 0.0 && y != 0.0 ? 1.0 : 0.0);
-    case FU_OP_LOGICAL_OR: B(x != 0.0 || y != 0.0 ? 1.0 : 0.0);
-    default: FU_ASSERT(!"binary op");
+    case FU_OP_MAX: SPAN(double, isnan(x) || isnan(y) ? NAN : x > y ? x : y);
+    case FU_OP_MIN: SPAN(double, isnan(x) || isnan(y) ? NAN : x < y ? x : y);
+    case FU_OP_POW: SPAN(double, pow(x, y));
+    default: FU_ASSERT(!"float binary op"); /* comparisons: compare_span */
     }
-#undef B
 }
 
 static void unary_ispan(fu_op op, const int64_t *restrict a, int64_t *restrict o, int64_t n)
@@ -221,52 +215,39 @@ static fu_status exec_unary(interp *it, const fu_node *n)
 static void compare_span(fu_op op, const double *a, int64_t sa, const double *b, int64_t sb, int64_t *restrict o,
                          int64_t so, int64_t n)
 {
-#define C(expr)                                                          \
-    for (int64_t j = 0; j < n; j++) {                                    \
-        double x = a[j * sa], y = b[j * sb];                             \
-        o[j * so] = (expr);                                              \
-    }                                                                    \
-    break
     switch (op) {
-    case FU_OP_EQ: C(x == y);
-    case FU_OP_NE: C(x != y);
-    case FU_OP_LT: C(x < y);
-    case FU_OP_LE: C(x <= y);
-    case FU_OP_GT: C(x > y);
-    case FU_OP_GE: C(x >= y);
+    case FU_OP_EQ: SPAN(double, x == y);
+    case FU_OP_NE: SPAN(double, x != y);
+    case FU_OP_LT: SPAN(double, x < y);
+    case FU_OP_LE: SPAN(double, x <= y);
+    case FU_OP_GT: SPAN(double, x > y);
+    case FU_OP_GE: SPAN(double, x >= y);
     default: FU_ASSERT(!"comparison op");
     }
-#undef C
 }
 
 /* Integer and bool binary ops, exact (wrapping like the GPU's arithmetic). */
 static void binary_ispan(fu_op op, const int64_t *a, int64_t sa, const int64_t *b, int64_t sb, int64_t *restrict o,
                          int64_t so, int64_t n)
 {
-#define I(expr)                                                          \
-    for (int64_t j = 0; j < n; j++) {                                    \
-        int64_t x = a[j * sa], y = b[j * sb];                            \
-        o[j * so] = (expr);                                              \
-    }                                                                    \
-    break
     switch (op) {
-    case FU_OP_ADD: I(wrap_add(x, y));
-    case FU_OP_SUB: I(wrap_sub(x, y));
-    case FU_OP_MUL: I(wrap_mul(x, y));
-    case FU_OP_MAX: I(x > y ? x : y);
-    case FU_OP_MIN: I(x < y ? x : y);
-    case FU_OP_EQ: I(x == y);
-    case FU_OP_NE: I(x != y);
-    case FU_OP_LT: I(x < y);
-    case FU_OP_LE: I(x <= y);
-    case FU_OP_GT: I(x > y);
-    case FU_OP_GE: I(x >= y);
-    case FU_OP_LOGICAL_AND: I(x != 0 && y != 0);
-    case FU_OP_LOGICAL_OR: I(x != 0 || y != 0);
+    case FU_OP_ADD: SPAN(int64_t, wrap_add(x, y));
+    case FU_OP_SUB: SPAN(int64_t, wrap_sub(x, y));
+    case FU_OP_MUL: SPAN(int64_t, wrap_mul(x, y));
+    case FU_OP_MAX: SPAN(int64_t, x > y ? x : y);
+    case FU_OP_MIN: SPAN(int64_t, x < y ? x : y);
+    case FU_OP_EQ: SPAN(int64_t, x == y);
+    case FU_OP_NE: SPAN(int64_t, x != y);
+    case FU_OP_LT: SPAN(int64_t, x < y);
+    case FU_OP_LE: SPAN(int64_t, x <= y);
+    case FU_OP_GT: SPAN(int64_t, x > y);
+    case FU_OP_GE: SPAN(int64_t, x >= y);
+    case FU_OP_LOGICAL_AND: SPAN(int64_t, x != 0 && y != 0);
+    case FU_OP_LOGICAL_OR: SPAN(int64_t, x != 0 || y != 0);
     default: FU_ASSERT(!"integer binary op");
     }
-#undef I
 }
+#undef SPAN
 
 static fu_status exec_binary(interp *it, const fu_node *n)
 {

@@ -4,6 +4,7 @@
 #include "outset.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,8 @@ static int create_beside(const char *path, const char *kind, char **name_out)
 FILE *fu_outset_open(fu_outset *s, const char *path, char *why, size_t why_n)
 {
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    bool existing = stat(path, &st) == 0;
+    if (existing && S_ISDIR(st.st_mode)) {
         snprintf(why, why_n, "%s: is a directory", path);
         return NULL;
     }
@@ -62,6 +64,7 @@ FILE *fu_outset_open(fu_outset *s, const char *path, char *why, size_t why_n)
         free(f->path);
         return NULL;
     }
+    if (existing && S_ISREG(st.st_mode)) fchmod(fd, st.st_mode & 07777); /* the replacement keeps the file's mode */
     f->fp = fdopen(fd, "wb");
     if (!f->fp) {
         snprintf(why, why_n, "%s: %s", path, strerror(errno));

@@ -19,11 +19,7 @@ static void write_text(const char *name, const char *text)
 {
     char p[512];
     snprintf(p, sizeof p, "%s/%s", dir, name);
-    FILE *f = fopen(p, "w");
-    CHECK(f != NULL);
-    if (!f) return;
-    fputs(text, f);
-    fclose(f);
+    CHECK(tu_write_text(p, text));
 }
 
 /* A run with one benchmark whose "kernels" is the given JSON number text. */
