@@ -3,26 +3,13 @@
  * schedulers and code generation (the CUDA C text), then both plan printers.
  * No NVRTC and no device: a plan with the default (H200) device numbers, in
  * both scatter modes. A plan may refuse a fusion (an error status), never
- * crash. Seeds: fuser/fuzz/corpus/plan (the repository's .fusion files, with
- * small sizes).
+ * crash, zero-size tensors included (regressions/plan/ has the ones that
+ * crashed k_pointwise.c before the segmenter's fix). Seeds:
+ * fuser/fuzz/corpus/fusion (the repository's .fusion files, and two small files over most ops).
  */
 #include "fuser.h"
 #include "fuzz_common.h"
 #include "plan.h"
-
-/* Issue 21 item 4 (zero-size shapes crash plan, k_pointwise.c) belongs to the
- * segmenter's owner; until it is fixed such fusions are not planned here,
- * unless FUZZ_PLAN_ZERO_SIZE=1. Remove this filter with that fix:
- * fuser/fuzz/README.md lists the reproducers (fuser/fuzz/known/). */
-static bool has_zero_size(const fu_fusion *f)
-{
-    static int all = -1;
-    if (all < 0) all = getenv("FUZZ_PLAN_ZERO_SIZE") && strcmp(getenv("FUZZ_PLAN_ZERO_SIZE"), "1") == 0;
-    if (all) return false;
-    for (int t = 0; t < fu_fusion_num_tensors(f); t++)
-        if (fu_tensor_numel(f, t) == 0) return true;
-    return false;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -31,8 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fu_program *p = NULL;
     fu_fusion *f = NULL;
     fu_error err;
-    if (fu_program_parse(text, "fuzz.fusion", &p, &err) == FU_OK && fu_program_build(p, NULL, 0, &f, &err) == FU_OK &&
-        !has_zero_size(f)) {
+    if (fu_program_parse(text, "fuzz.fusion", &p, &err) == FU_OK && fu_program_build(p, NULL, 0, &f, &err) == FU_OK) {
         for (int mode = 0; mode < 2; mode++) {
             fu_plan_options po;
             fu_plan_options_default(&po);
