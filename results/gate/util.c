@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
 #include <zlib.h>
+
+#define GATE_MAX_FILE_BYTES ((size_t)256 << 20)
 
 char *gate_strdup(const char *s)
 {
@@ -34,13 +37,18 @@ int gate_errf(char *err, size_t errlen, const char *fmt, ...)
 
 char *gate_read_file(const char *path, size_t *len, char *err, size_t errlen)
 {
-    /* gzread reads a plain file as it is and a gzip one inflated. */
-    FILE *probe = fopen(path, "rb");
-    if (!probe) {
+    /* gzread reads a plain file as it is and a gzip one inflated. Regular
+     * files only (a FIFO would hang, /dev/zero would never end), and at most
+     * GATE_MAX_FILE_BYTES once inflated (a nightly run is about 1 MB). */
+    struct stat st;
+    if (stat(path, &st) != 0) {
         gate_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    fclose(probe);
+    if (!S_ISREG(st.st_mode)) {
+        gate_errf(err, errlen, "%s: not a regular file", path);
+        return NULL;
+    }
     gzFile f = gzopen(path, "rb");
     if (!f) {
         gate_errf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -54,6 +62,13 @@ char *gate_read_file(const char *path, size_t *len, char *err, size_t errlen)
         return NULL;
     }
     for (;;) {
+        if (n >= GATE_MAX_FILE_BYTES) {
+            free(buf);
+            gzclose(f);
+            gate_errf(err, errlen, "%s: larger than %d MiB (inflated): not a run file", path,
+                      (int)(GATE_MAX_FILE_BYTES >> 20));
+            return NULL;
+        }
         if (n + 1 >= cap) {
             char *nb = cap < ((size_t)1 << 40) ? realloc(buf, cap * 2) : NULL;
             if (!nb) {

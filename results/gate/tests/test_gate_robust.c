@@ -72,6 +72,11 @@ int main(int argc, char **argv)
     CHECK(run(compare, "base.json ok.json", &err) == 1); /* baseline first; a rise in kernels: a regression, not an input error */
     free(err);
 
+    /* Unbounded reads: a device or a FIFO is not a run file (before, /dev/zero grew without limit). */
+    CHECK(run(compare, "/dev/zero base.json", &err) == 2);
+    CHECK_CONTAINS(err, "/dev/zero: not a regular file");
+    free(err);
+
     write_text("report.md", "OLD REPORT");
     CHECK(run(compare, "base.json base.json --markdown report.md --json no_such_dir/report.json", &err) == 2);
     CHECK_CONTAINS(err, "no_such_dir/report.json");
