@@ -433,11 +433,9 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
         r->reds[mi].online_sum = i;
     }
     /* grid reductions needed inside the row loop go to the prologue */
-    uint32_t row_bits = 0, grid_bits = 0;
-    for (int i = 0; i < r->nred; i++) {
+    uint32_t row_bits = 0;
+    for (int i = 0; i < r->nred; i++)
         if (r->reds[i].kind == RK_ROW || r->reds[i].kind == RK_ROWGRID) row_bits |= 1u << i;
-        else grid_bits |= 1u << i;
-    }
     uint32_t needed_in_rows = 0;
     for (int i = 0; i < r->nred; i++)
         if (r->reds[i].kind != RK_GRID_EPI) needed_in_rows |= deps_of(r, r->reds[i].in);
