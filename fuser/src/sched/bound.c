@@ -11,7 +11,10 @@
  * of per-row values, unless there is only one row) or a scatter's result. A boundary is forced where
  *   - a partial reduction reads per-row values of another row kind, or a
  *     grid-wide value or a scatter's result (a change of reduction axis needs
- *     the earlier reduction complete over the whole grid);
+ *     the earlier reduction complete over the whole grid), except a reduction
+ *     over exactly the axes that rows over the innermost axis keep (column
+ *     sums of row results: the row kernel accumulates them as its rows
+ *     complete, k_reduction.c's column reductions);
  *   - an op combines per-row values of two row kinds, or reads a grid-wide
  *     value at more than one element, or a scatter's result;
  *   - the op is a segment_set (the user asked for one).
@@ -33,13 +36,32 @@ typedef struct dep {
 typedef struct row_kind {
     int nkept;
     int64_t kept[FU_MAX_RANK]; /* extents of the kept axes, in order */
+    int rank;                  /* the first reduction of the kind: its input's shape */
+    int64_t shape[FU_MAX_RANK];
+    bool reduced[FU_MAX_RANK]; /* and the axes it reduces */
 } row_kind;
+
+/* A reduction of x over `reduced`, exactly the axes that the rows of kind k
+ * keep, in k's domain, where k reduces the innermost axis: column sums of
+ * row results, which need no boundary. */
+static bool columns_of_rows(const row_kind *k, const fu_value *x, const bool *reduced)
+{
+    if (k->rank != x->rank || memcmp(k->shape, x->shape, (size_t)x->rank * sizeof *x->shape) || !k->reduced[x->rank - 1])
+        return false;
+    for (int a = 0; a < x->rank; a++)
+        if (reduced[a] == k->reduced[a]) return false;
+    return true;
+}
 
 static int find_row_kind(row_kind *kinds, int *nkinds, const fu_value *x, const bool *reduced)
 {
     row_kind k = {0};
-    for (int a = 0; a < x->rank; a++)
+    k.rank = x->rank;
+    for (int a = 0; a < x->rank; a++) {
+        k.shape[a] = x->shape[a];
+        k.reduced[a] = reduced[a];
         if (!reduced[a]) k.kept[k.nkept++] = x->shape[a];
+    }
     for (int i = 0; i < *nkinds; i++)
         if (kinds[i].nkept == k.nkept && !memcmp(kinds[i].kept, k.kept, (size_t)k.nkept * sizeof k.kept[0])) return i;
     kinds[*nkinds] = k;
@@ -103,7 +125,8 @@ int fu_kernels_lower_bound(const fu_fusion *f)
                 else d = (dep){in->level, in->kind == DEP_FREE ? DEP_FREE : DEP_GRID, -1};
             } else {
                 int rk = find_row_kind(kinds, &nkinds, x, reduced);
-                bool same = in->kind == DEP_FREE || (in->kind == DEP_ROWS && in->row_kind == rk);
+                bool same = in->kind == DEP_FREE ||
+                            (in->kind == DEP_ROWS && (in->row_kind == rk || columns_of_rows(&kinds[in->row_kind], x, reduced)));
                 d = (dep){same ? in->level : in->level + 1, DEP_ROWS, rk};
             }
         } else {

@@ -433,11 +433,9 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
         r->reds[mi].online_sum = i;
     }
     /* grid reductions needed inside the row loop go to the prologue */
-    uint32_t row_bits = 0, grid_bits = 0;
-    for (int i = 0; i < r->nred; i++) {
+    uint32_t row_bits = 0;
+    for (int i = 0; i < r->nred; i++)
         if (r->reds[i].kind == RK_ROW || r->reds[i].kind == RK_ROWGRID) row_bits |= 1u << i;
-        else grid_bits |= 1u << i;
-    }
     uint32_t needed_in_rows = 0;
     for (int i = 0; i < r->nred; i++)
         if (r->reds[i].kind != RK_GRID_EPI) needed_in_rows |= deps_of(r, r->reds[i].in);
@@ -1394,10 +1392,8 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID) epi_bits |= 1u << i;
         if (r->reds[i].kind == RK_COL) col_bits |= 1u << i;
     }
-    bool any_scalar = false;
-    for (int o = 0; ok && o < g->noutputs; o++) any_scalar |= fu_shape_numel(fu_val(f, g->outputs[o])->rank, fu_val(f, g->outputs[o])->shape) == 1;
-    if (ok && col_bits && (epi_bits || any_scalar || r->K <= 1)) {
-        snprintf(why, nwhy, "reduction: column reductions with grid-wide reductions, scalar outputs or rows of one");
+    if (ok && col_bits && (epi_bits || r->K <= 1)) {
+        snprintf(why, nwhy, "reduction: column reductions with grid-wide reductions or rows of one element");
         ok = false;
     }
     for (int o = 0; ok && o < g->noutputs; o++) {
@@ -1411,7 +1407,10 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
                 if (r->reds[i].kind == RK_ROW) row_bits |= 1u << i;
             if (is_full_shape(r, v) || !col_index(r, v, idx) || (d & row_bits) || ncol_out == 16 ||
                 fu_shape_numel(v->rank, v->shape) != r->K) {
-                snprintf(why, nwhy, "reduction: output '%s' reads a column reduction but is not one value per column", v->name);
+                int ci = 0;
+                while (ci < r->nred && !((d & col_bits) & (1u << ci))) ci++;
+                snprintf(why, nwhy, "reduction: '%s' reduces other axes than the row reductions, and output '%s' "
+                         "reads it but is not one value per column", fu_val(f, r->reds[ci].out)->name, v->name);
                 ok = false;
             } else {
                 col_out[ncol_out++] = t;
@@ -1598,7 +1597,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
             cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", ri->var, ri->var, op_functor(ri->op), smem_of(ct));
             ri->avail = true;
         }
-    } else if (nscalar_out > 0) {
+    } else if (nscalar_out > 0 && !r->ncol) { /* (with column reductions only the last block is left) */
         cg_line(c, "if (blockIdx.x != 0) return;");
     }
     for (int o = 0; o < nscalar_out; o++) {
