@@ -555,7 +555,11 @@ char *fu_plan_text(const fu_plan *p)
             fu_sb_printf(&sb, " %s=%s", f->values[f->nodes[k->ops[j]].output].name, fu_op_name(f->nodes[k->ops[j]].op));
         fu_sb_puts(&sb, "\n    writes:");
         for (int j = 0; j < k->nparams; j++)
-            if (k->params[j].is_output) fu_sb_printf(&sb, " %s", f->values[k->params[j].tensor].name);
+            if (k->params[j].is_output) {
+                fu_tensor t = k->params[j].tensor;
+                fu_sb_printf(&sb, " %s", f->values[t].name);
+                if (p->alias_of[t] >= 0) fu_sb_printf(&sb, " (as '%s')", f->values[p->alias_of[t]].name);
+            }
         fu_sb_puts(&sb, "\n");
     }
     if (p->nkernels > p->lower_bound)
