@@ -81,25 +81,7 @@ static void batch_add(batch *b, const char *fusion_name, const char *source, fu_
     if (b->nkernels == BATCH_KERNELS) batch_flush(b, rt, log, rep);
 }
 
-double fz_difference(const fu_host_tensor *gpu, const fu_host_tensor *cpu)
-{
-    int64_t n = fu_host_tensor_numel(cpu);
-    if (!fu_dtype_is_float(cpu->dtype)) {
-        int64_t bad = 0;
-        for (int64_t i = 0; i < n; i++) bad += fu_host_tensor_get(gpu, i) != fu_host_tensor_get(cpu, i);
-        return (double)bad;
-    }
-    double maxdiff = 0.0, maxref = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        double g = fu_host_tensor_get(gpu, i), c = fu_host_tensor_get(cpu, i), d;
-        if (isnan(g) || isnan(c)) d = isnan(g) && isnan(c) ? 0.0 : INFINITY;
-        else if (isinf(g) || isinf(c)) d = g == c ? 0.0 : INFINITY;
-        else d = fabs(g - c);
-        if (d > maxdiff) maxdiff = d;
-        if (isfinite(c) && fabs(c) > maxref) maxref = fabs(c);
-    }
-    return maxref > 0.0 ? maxdiff / maxref : maxdiff;
-}
+double fz_difference(const fu_host_tensor *gpu, const fu_host_tensor *cpu) { return fu_host_max_rel_error(gpu, cpu); }
 
 double fz_tolerance(fu_dtype dt)
 {

@@ -1,4 +1,5 @@
 /* exec.c -- see exec.h. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -255,4 +256,25 @@ fu_status fu_exec_run_host(fu_runtime *rt, const fu_fusion *f, const fu_plan_opt
     fu_exec_free(x);
     fu_plan_free(plan);
     return s;
+}
+
+double fu_host_max_rel_error(const fu_host_tensor *got, const fu_host_tensor *want)
+{
+    int64_t n = fu_host_tensor_numel(want);
+    if (got->dtype != want->dtype || got->rank != want->rank || fu_host_tensor_numel(got) != n) return INFINITY;
+    if (!fu_dtype_is_float(want->dtype)) {
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += fu_host_tensor_get(got, i) != fu_host_tensor_get(want, i);
+        return (double)bad;
+    }
+    double maxdiff = 0, maxref = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = fu_host_tensor_get(got, i), y = fu_host_tensor_get(want, i), d;
+        if (isnan(x) || isnan(y)) d = isnan(x) && isnan(y) ? 0 : INFINITY;
+        else if (isinf(x) || isinf(y)) d = x == y ? 0 : INFINITY;
+        else d = fabs(x - y);
+        if (d > maxdiff) maxdiff = d;
+        if (isfinite(y) && fabs(y) > maxref) maxref = fabs(y);
+    }
+    return maxref > 0 ? maxdiff / maxref : maxdiff;
 }

@@ -381,21 +381,23 @@ static void emit_rows(fu_kernel_writer *w, const fu_node *s, int items, int tpr,
 
 /* Counts the list's entries per row (shared atomics: the same counts in any
  * order) into fu_cnt[0..nrows), and marks the rows hit in fu_hit. */
-static void emit_list_count(cg_ctx *c, int threads)
-{
-    cg_line(c, "__syncthreads();");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int r = threadIdx.x; r <= nrows; r += %d) fu_cnt[r] = 0;", threads);
-    cg_line(c, "for (int q = threadIdx.x; q < %d; q += %d) fu_hit[q] = 0u;", MAX_ROWS_PER_BLOCK / 32, threads);
-    cg_line(c, "__syncthreads();");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int e = threadIdx.x; e < nlist; e += %d) {", threads);
-    cg_line(c, "  const int r = fu_row[e];");
-    cg_line(c, "  atomicAdd(&fu_cnt[r], 1);");
-    cg_line(c, "  atomicOr(&fu_hit[r >> 5], 1u << (r & 31));");
-    cg_line(c, "}");
-    cg_line(c, "__syncthreads();");
-}
+/* The text of the kernel's fixed steps, with ${KEY}s filled in by
+ * fu_kw_template from the parameters (det_params). */
+
+/* Counts the list's positions per owned row (fu_cnt) and marks the hit rows (fu_hit). */
+static const char list_count_text[] =
+    "__syncthreads();\n"
+    "#pragma unroll 1\n"
+    "for (int r = threadIdx.x; r <= nrows; r += ${THREADS}) fu_cnt[r] = 0;\n"
+    "for (int q = threadIdx.x; q < ${HIT_WORDS}; q += ${THREADS}) fu_hit[q] = 0u;\n"
+    "__syncthreads();\n"
+    "#pragma unroll 1\n"
+    "for (int e = threadIdx.x; e < nlist; e += ${THREADS}) {\n"
+    "  const int r = fu_row[e];\n"
+    "  atomicAdd(&fu_cnt[r], 1);\n"
+    "  atomicOr(&fu_hit[r >> 5], 1u << (r & 31));\n"
+    "}\n"
+    "__syncthreads();\n";
 
 /* Warp 0 sorts the counted list by row, stably: an inclusive prefix over the
  * row counters (a chunk per lane, then a warp scan), then it places the
@@ -405,46 +407,117 @@ static void emit_list_count(cg_ctx *c, int threads)
  * fu_cnt[r] is row r's first slot, fu_cnt[nrows] = nlist, and fu_srow[e]
  * (fu_pos's second use) the row of slot e. One warp, no block barrier: the
  * other warps store the rows no position lands in meanwhile. */
-static void emit_warp_sort(cg_ctx *c)
-{
-    cg_line(c, "const int lane = threadIdx.x;");
-    cg_line(c, "{ // inclusive prefix: fu_cnt[r] = the end of row r's slots");
-    c->indent++;
-    cg_line(c, "const int per = (nrows + 32) / 32, r0 = lane * per, r1 = min(r0 + per, nrows + 1);");
-    cg_line(c, "int run = 0;");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int r = r0; r < r1; r++) run += fu_cnt[r];");
-    cg_line(c, "int incl = run;");
-    cg_line(c, "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
-    cg_line(c, "int acc = incl - run;");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int r = r0; r < r1; r++) { acc += fu_cnt[r]; fu_cnt[r] = acc; }");
-    c->indent--;
-    cg_line(c, "}");
-    cg_line(c, "__syncwarp();");
-    cg_line(c, "// place from the end; each row's end moves down to its start");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int e0 = (nlist - 1) & ~31; e0 >= 0; e0 -= 32) {");
-    c->indent++;
-    cg_line(c, "const int e = e0 + lane;");
-    cg_line(c, "const int row = e < nlist ? fu_row[e] : -1 - lane; // idle lanes match no one");
-    cg_line(c, "const unsigned peers = __match_any_sync(0xffffffffu, row);");
-    cg_line(c, "if (e < nlist) fu_sorted[fu_cnt[row] - 1 - __popc(peers >> lane >> 1)] = fu_pos[e];");
-    cg_line(c, "__syncwarp();");
-    cg_line(c, "if (e < nlist && lane == __ffs(peers) - 1) fu_cnt[row] -= __popc(peers);");
-    cg_line(c, "__syncwarp();");
-    c->indent--;
-    cg_line(c, "}");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int r = lane; r < nrows; r += 32)");
-    cg_line(c, "  #pragma unroll 1");
-    cg_line(c, "  for (int e = fu_cnt[r]; e < fu_cnt[r + 1]; e++) fu_srow[e] = r;");
-}
+static const char warp_sort_text[] =
+    "const int lane = threadIdx.x;\n"
+    "{ // inclusive prefix: fu_cnt[r] = the end of row r's slots\n"
+    "  const int per = (nrows + 32) / 32, r0 = lane * per, r1 = min(r0 + per, nrows + 1);\n"
+    "  int run = 0;\n"
+    "  #pragma unroll 1\n"
+    "  for (int r = r0; r < r1; r++) run += fu_cnt[r];\n"
+    "  int incl = run;\n"
+    "  for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }\n"
+    "  int acc = incl - run;\n"
+    "  #pragma unroll 1\n"
+    "  for (int r = r0; r < r1; r++) { acc += fu_cnt[r]; fu_cnt[r] = acc; }\n"
+    "}\n"
+    "__syncwarp();\n"
+    "// place from the end; each row's end moves down to its start\n"
+    "#pragma unroll 1\n"
+    "for (int e0 = (nlist - 1) & ~31; e0 >= 0; e0 -= 32) {\n"
+    "  const int e = e0 + lane;\n"
+    "  const int row = e < nlist ? fu_row[e] : -1 - lane; // idle lanes match no one\n"
+    "  const unsigned peers = __match_any_sync(0xffffffffu, row);\n"
+    "  if (e < nlist) fu_sorted[fu_cnt[row] - 1 - __popc(peers >> lane >> 1)] = fu_pos[e];\n"
+    "  __syncwarp();\n"
+    "  if (e < nlist && lane == __ffs(peers) - 1) fu_cnt[row] -= __popc(peers);\n"
+    "  __syncwarp();\n"
+    "}\n"
+    "#pragma unroll 1\n"
+    "for (int r = lane; r < nrows; r += 32)\n"
+    "  #pragma unroll 1\n"
+    "  for (int e = fu_cnt[r]; e < fu_cnt[r + 1]; e++) fu_srow[e] = r;\n";
 
-static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer *w, fu_kernel_plan *kp, char *why,
-                          size_t nwhy)
+/* The shared lists of a block and its rows. */
+static const char block_text[] =
+    "__shared__ int fu_cnt[${RPB_1}]; // per owned row: end, then start of its positions\n"
+    "__shared__ int fu_pos[${LIST_CAP}];    // positions of the index that land in owned rows, in order\n"
+    "__shared__ int fu_row[${LIST_CAP}];\n"
+    "__shared__ int fu_sorted[${LIST_CAP}]; // the same, stably sorted by row\n"
+    "__shared__ int fu_wcount[32]; // kept positions of each warp's chunk in a pass (-1: more than its part)\n"
+    "__shared__ unsigned fu_hit[${HIT_WORDS}]; // bit r: a position lands in owned row r\n"
+    "int *const fu_srow = fu_pos; // its second use, after the sort: the row of each slot\n"
+    "const ${IT} v0 = (${IT})blockIdx.x * ${RPB};\n"
+    "const int nrows = (int)(${V} - v0 < ${RPB} ? ${V} - v0 : ${RPB});\n"
+    "const int fu_early = min(nrows, ${EARLY}); // rows stored while the index loads\n";
+
+/* The scan's ballots: a position kept when it lands in an owned row, staged in the warp's part. */
+static const char scan_keep_text[] =
+    "#pragma unroll\n"
+    "for (int u = 0; u < ${U}; u++) {\n"
+    "  const long long p = p0 + 32 * u, j = jv[u];\n"
+    "  if (p < w1 && (j < 0 || j >= ${V})) fu_report_index(fu_err, ${NODE}, j, p);\n"
+    "  const bool kept = p < w1 && j >= v0 && j < v0 + nrows;\n"
+    "  const unsigned m = __ballot_sync(0xffffffffu, kept);\n"
+    "  const int slot = n + __popc(m & ((1u << lane) - 1u));\n"
+    "  if (kept && slot < ${CAP}) fu_stage[slot] = (int)((p - pass) << ${ROW_BITS}) | (int)(j - v0);\n"
+    "  n += __popc(m);\n"
+    "}\n";
+
+/* After a pass's loads: the warps' counts, a redo on overflow, a flush when
+ * the list is full, and the warps' positions appended in order. */
+static const char pass_end_text[] =
+    "if (over) { // a warp kept more than its part: redo this pass, and the rest of it, in chunks that fit\n"
+    "  small_until = pass + ${NWARPS} * ch;\n"
+    "  ch = ${CAP};\n"
+    "  __syncthreads();\n"
+    "  continue;\n"
+    "}\n"
+    "if (past_end ? nlist > 0 || first : nlist + total > ${LIST_CAP}) {\n"
+    "  flush(); // the sort takes fu_sorted: a pass that did not fit is read again into the empty list\n"
+    "  if (!past_end) continue;\n"
+    "}\n"
+    "if (past_end) break;\n"
+    "#pragma unroll 1\n"
+    "for (int k = lane; k < n; k += 32) {\n"
+    "  const int e = fu_stage[k];\n"
+    "  fu_pos[nlist + before + k] = (int)(pass + (e >> ${ROW_BITS}));\n"
+    "  fu_row[nlist + before + k] = e & ${ROW_MASK};\n"
+    "}\n"
+    "nlist += total;\n"
+    "pass += ${NWARPS} * ch;\n"
+    "if (pass >= small_until) ch = ${CH};\n"
+    "__syncthreads();\n";
+
+/* Each warp's count of a pass, their total and the count before each warp. */
+static const char warp_counts_text[] =
+    "if (lane == 0) fu_wcount[warp] = n > ${CAP} ? -1 : n;\n"
+    "__syncthreads();\n"
+    "// every warp: the pass's total and the count of the warps before it\n"
+    "const int cw = lane < ${NWARPS} ? fu_wcount[lane] : 0;\n"
+    "over = __any_sync(0xffffffffu, cw < 0);\n"
+    "int incl = cw;\n"
+    "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }\n"
+    "total = __shfl_sync(0xffffffffu, incl, 31);\n"
+    "before = __shfl_sync(0xffffffffu, incl - cw, warp);\n";
+
+/* The deterministic scatter's decisions: what the kernel is written from. */
+typedef struct det_params {
+    int64_t V, M, Din;   /* output rows, source rows, elements of a row */
+    int vec;             /* elements per vector */
+    int64_t vecs;        /* vectors of a row */
+    int tpr, conc;       /* threads per row, rows written at once */
+    int threads, items;  /* a block's threads; vectors of a row per thread */
+    int per_sm;          /* blocks resident per SM (the launch bounds' minimum) */
+    int64_t grid, rpb;   /* blocks; output rows a block owns */
+    int nwarps, cap;     /* warps; staged positions per warp */
+    int64_t ch;          /* positions of a warp's scan chunk */
+    int U;               /* index loads in flight per lane */
+    int64_t early, early_warps; /* rows stored while the index loads, by that many warps */
+} det_params;
+
+/* The deterministic scatter's heuristics: every number of the kernel. */
+static bool det_heuristics(const fu_group *g, const fu_node *s, det_params *d, fu_kernel_plan *kp, char *why, size_t nwhy)
 {
-    cg_ctx *c = &w->cg;
     const fu_fusion *f = g->f;
     const fu_value *x = fu_val(f, s->inputs[0]);
     int64_t V = x->shape[0], M = fu_val(f, s->inputs[1])->shape[0];
@@ -489,25 +562,6 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     ch = (ch + 31) / 32 * 32;
     if (ch > max_pass / nwarps) ch = max_pass / nwarps / 32 * 32;
     if (ch < cap / 32 * 32) ch = cap / 32 * 32;
-    kp->grid = (unsigned)grid;
-    kp->block = (unsigned)threads;
-    snprintf(kp->config, sizeof kp->config,
-             "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d "
-             "(%d per row, %d rows at once) list=%d scan_chunk=%lld per_warp=%d",
-             (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, tpr, conc, LIST_CAP, (long long)ch, cap);
-    fu_kw_signature(w, kp, (unsigned)threads, (unsigned)per_sm, false);
-    const char *it = c->index64 ? "long long" : "int";
-    cg_open(c);
-    cg_line(c, "__shared__ int fu_cnt[%lld]; // per owned row: end, then start of its positions", (long long)rpb + 1);
-    cg_line(c, "__shared__ int fu_pos[%d];    // positions of the index that land in owned rows, in order", LIST_CAP);
-    cg_line(c, "__shared__ int fu_row[%d];", LIST_CAP);
-    cg_line(c, "__shared__ int fu_sorted[%d]; // the same, stably sorted by row", LIST_CAP);
-    cg_line(c, "__shared__ int fu_wcount[32]; // kept positions of each warp's chunk in a pass (-1: more than its part)");
-    cg_line(c, "__shared__ unsigned fu_hit[%d]; // bit r: a position lands in owned row r", MAX_ROWS_PER_BLOCK / 32);
-    cg_line(c, "int *const fu_srow = fu_pos; // its second use, after the sort: the row of each slot");
-    cg_line(c, "const %s v0 = (%s)blockIdx.x * %lld;", it, it, (long long)rpb);
-    cg_line(c, "const int nrows = (int)(%lld - v0 < %lld ? %lld - v0 : %lld);", (long long)V, (long long)rpb, (long long)V,
-             (long long)rpb);
     /* the first rows stored while the index loads (SCATTER_EARLY_BYTES) */
     const int64_t row_bytes = Din * (int64_t)fu_dtype_size(fu_val(f, s->output)->dtype);
     const bool one_trip = (ch + 31) / 32 <= SCATTER_SCAN_ONE_TRIP;
@@ -516,29 +570,85 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
     const int64_t early_warps = M > 0 ? ((M + ch - 1) / ch < nwarps ? (M + ch - 1) / ch : nwarps) : 0;
     int64_t early = base_is_zero(g, s->inputs[0]) && one_trip && early_warps > 0 ? SCATTER_EARLY_BYTES / row_bytes : 0;
     if (early > rpb) early = rpb;
-    cg_line(c, "const int fu_early = min(nrows, %lld); // rows stored while the index loads", (long long)early);
-    if (conc > 1) cg_line(c, "const int fu_rl = threadIdx.x %% %d, fu_r0 = threadIdx.x / %d; // lane in a row, first row", tpr, tpr);
+    int U = (int)((ch + 31) / 32);
+    if (U > SCATTER_SCAN_ONE_TRIP) U = SCATTER_SCAN_LOADS;
+    *d = (det_params){V, M, Din, vec, vecs, tpr, conc, threads, items, per_sm, grid, rpb, nwarps, cap, ch, U, early, early_warps};
+    kp->grid = (unsigned)grid;
+    kp->block = (unsigned)threads;
+    snprintf(kp->config, sizeof kp->config,
+             "deterministic: rows=%lld row_size=%lld sources=%lld rows_per_block=%lld vec=%d threads=%d "
+             "(%d per row, %d rows at once) list=%d scan_chunk=%lld per_warp=%d",
+             (long long)V, (long long)Din, (long long)M, (long long)rpb, vec, threads, tpr, conc, LIST_CAP, (long long)ch, cap);
+    fu_strbuf js;
+    fu_sb_init(&js);
+    fu_sb_printf(&js,
+                 "{\"mode\": \"deterministic\", \"rows\": %lld, \"row_size\": %lld, \"sources\": %lld, \"vec\": %d, "
+                 "\"threads\": %d, \"threads_per_row\": %d, \"rows_at_once\": %d, \"items\": %d, \"blocks_per_sm\": %d, "
+                 "\"grid\": %lld, \"rows_per_block\": %lld, \"list\": %d, \"warps\": %d, \"per_warp\": %d, "
+                 "\"scan_chunk\": %lld, \"scan_loads\": %d, \"early_rows\": %lld, \"early_warps\": %lld}",
+                 (long long)V, (long long)Din, (long long)M, vec, threads, tpr, conc, items, per_sm, (long long)grid,
+                 (long long)rpb, LIST_CAP, nwarps, cap, (long long)ch, U, (long long)early, (long long)early_warps);
+    kp->params_json = fu_sb_take(&js);
+    return true;
+}
+
+/* The values of the templates' ${KEY}s (NULL-terminated pairs). */
+typedef struct det_keys {
+    char buf[20][32];
+    const char *kv[41];
+} det_keys;
+
+static void det_keys_fill(det_keys *k, const det_params *d, const cg_ctx *c, int node)
+{
+    const char *names[] = {"THREADS", "HIT_WORDS", "RPB", "RPB_1", "LIST_CAP", "V", "EARLY", "U", "NODE",
+                           "CAP", "ROW_BITS", "ROW_MASK", "NWARPS", "CH", "IT"};
+    long long vals[] = {d->threads, MAX_ROWS_PER_BLOCK / 32, (long long)d->rpb, (long long)d->rpb + 1, LIST_CAP,
+                        (long long)d->V, (long long)d->early, d->U, node, d->cap, ROW_BITS, (1 << ROW_BITS) - 1,
+                        d->nwarps, (long long)d->ch, 0};
+    int n = (int)(sizeof names / sizeof names[0]);
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(names[i], "IT")) snprintf(k->buf[i], sizeof k->buf[i], "%s", c->index64 ? "long long" : "int");
+        else snprintf(k->buf[i], sizeof k->buf[i], "%lld", vals[i]);
+        k->kv[2 * i] = names[i];
+        k->kv[2 * i + 1] = k->buf[i];
+    }
+    k->kv[2 * n] = NULL;
+}
+
+/* The deterministic scatter's kernel, from its parameters. */
+static void det_emit(const fu_group *g, const fu_node *s, const det_params *d, fu_kernel_writer *w, fu_kernel_plan *kp)
+{
+    cg_ctx *c = &w->cg;
+    const fu_fusion *f = g->f;
+    det_keys keys;
+    det_keys_fill(&keys, d, c, (int)(s - f->nodes));
+    const char *const *kv = keys.kv;
+    fu_kw_signature(w, kp, (unsigned)d->threads, (unsigned)d->per_sm, false);
+    cg_open(c);
+    fu_kw_template(c, block_text, kv);
+    if (d->conc > 1)
+        cg_line(c, "const int fu_rl = threadIdx.x %% %d, fu_r0 = threadIdx.x / %d; // lane in a row, first row", d->tpr, d->tpr);
     cg_line(c, "int nlist = 0;");
     cg_line(c, "bool first = true;");
     /* the flush: sort the list by row, then write owned rows */
     cg_line(c, "auto flush = [&]() {");
     c->indent++;
     c->scope++;
-    emit_list_count(c, threads);
+    fu_kw_template(c, list_count_text, kv);
     cg_line(c, "if (threadIdx.x < 32) { // warp 0 sorts the list by row");
     c->indent++;
-    emit_warp_sort(c);
+    fu_kw_template(c, warp_sort_text, kv);
     c->indent--;
     cg_line(c, "} else if (first) { // the other warps meanwhile store the rows no position lands in");
     c->indent++;
-    emit_base_rows(w, s, rpb, vecs, vec, threads);
+    emit_base_rows(w, s, d->rpb, d->vecs, d->vec, d->threads);
     c->indent--;
     cg_line(c, "}");
     cg_line(c, "__syncthreads();");
     /* Measured on the H200: the hit rows first in odd blocks (their walk
      * waiting on loads while even blocks store) was 4% slower on both
      * embedding sizes, and in all blocks 1-2%. */
-    emit_rows(w, s, items, tpr, conc, vec, SCATTER_BATCH);
+    emit_rows(w, s, d->items, d->tpr, d->conc, d->vec, SCATTER_BATCH);
     cg_line(c, "first = false;");
     cg_line(c, "nlist = 0;");
     cg_line(c, "__syncthreads();");
@@ -554,21 +664,20 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
      * timing. One more round past the end flushes what is left: flush() has
      * one call site, so it is compiled once (two inlined copies cost NVRTC
      * ~50 ms). */
-    int U = (int)((ch + 31) / 32);
-    if (U > SCATTER_SCAN_ONE_TRIP) U = SCATTER_SCAN_LOADS;
+    const int U = d->U;
     cg_line(c, "const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;");
-    cg_line(c, "int *const fu_stage = fu_sorted + warp * %d; // this warp's kept positions in a pass (fu_sorted is free until the sort)", cap);
-    cg_line(c, "long long ch = %lld, small_until = 0; // chunk per warp; %d (cannot overflow) until small_until", (long long)ch, cap);
+    cg_line(c, "int *const fu_stage = fu_sorted + warp * %d; // this warp's kept positions in a pass (fu_sorted is free until the sort)", d->cap);
+    cg_line(c, "long long ch = %lld, small_until = 0; // chunk per warp; %d (cannot overflow) until small_until", (long long)d->ch, d->cap);
     cg_line(c, "for (long long pass = 0;;) {");
     c->indent++;
     c->scope++;
-    cg_line(c, "const bool past_end = pass >= %lld; // the same in every thread", (long long)M);
+    cg_line(c, "const bool past_end = pass >= %lld; // the same in every thread", (long long)d->M);
     cg_line(c, "int n = 0, total = 0, before = 0; // this warp's kept positions, the pass's, the warps' before this one");
     cg_line(c, "bool over = false;");
     cg_line(c, "if (!past_end) {");
     c->indent++;
     c->scope++;
-    cg_line(c, "const long long w0 = pass + warp * ch, w1 = min(w0 + ch, %lldll);", (long long)M);
+    cg_line(c, "const long long w0 = pass + warp * ch, w1 = min(w0 + ch, %lldll);", (long long)d->M);
     cg_line(c, "for (long long p1 = w0; p1 < w1; p1 += %d) { // the same trip count in all lanes: the ballots need them", 32 * U);
     c->indent++;
     c->scope++;
@@ -594,12 +703,12 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
         cg_drop_scope(c);
         cg_line(c, "}");
     }
-    if (early > 0) {
+    if (d->early > 0) {
         cg_line(c, "if (pass == 0 && warp < %lld) { // the first rows, while the loads are in flight (their latency is most of the scan)",
-                (long long)early_warps);
+                (long long)d->early_warps);
         c->indent++;
         c->scope++;
-        emit_base_row_loop(w, s, rpb, vecs, vec, "threadIdx.x", (int)early_warps * 32, "fu_early", false);
+        emit_base_row_loop(w, s, d->rpb, d->vecs, d->vec, "threadIdx.x", (int)d->early_warps * 32, "fu_early", false);
         c->scope--;
         cg_drop_scope(c);
         c->indent--;
@@ -611,53 +720,13 @@ static bool deterministic(const fu_group *g, const fu_node *s, fu_kernel_writer 
         c->lane_var = -1;
         pv = cg_add_var(c, "p0");
     }
-    cg_line(c, "#pragma unroll");
-    cg_line(c, "for (int u = 0; u < %d; u++) {", U);
-    c->indent++;
-    cg_line(c, "const long long p = p0 + 32 * u, j = jv[u];");
-    cg_line(c, "if (p < w1 && (j < 0 || j >= %lld)) fu_report_index(fu_err, %d, j, p);", (long long)V, (int)(s - f->nodes));
-    cg_line(c, "const bool kept = p < w1 && j >= v0 && j < v0 + nrows;");
-    cg_line(c, "const unsigned m = __ballot_sync(0xffffffffu, kept);");
-    cg_line(c, "const int slot = n + __popc(m & ((1u << lane) - 1u));");
-    cg_line(c, "if (kept && slot < %d) fu_stage[slot] = (int)((p - pass) << %d) | (int)(j - v0);", cap, ROW_BITS);
-    cg_line(c, "n += __popc(m);");
-    c->indent--;
-    cg_line(c, "}");
+    fu_kw_template(c, scan_keep_text, kv);
     cg_close(c); /* p0 */
-    cg_line(c, "if (lane == 0) fu_wcount[warp] = n > %d ? -1 : n;", cap);
-    cg_line(c, "__syncthreads();");
-    cg_line(c, "// every warp: the pass's total and the count of the warps before it");
-    cg_line(c, "const int cw = lane < %d ? fu_wcount[lane] : 0;", nwarps);
-    cg_line(c, "over = __any_sync(0xffffffffu, cw < 0);");
-    cg_line(c, "int incl = cw;");
-    cg_line(c, "for (int o = 1; o < 32; o <<= 1) { const int y = __shfl_up_sync(0xffffffffu, incl, o); if (lane >= o) incl += y; }");
-    cg_line(c, "total = __shfl_sync(0xffffffffu, incl, 31);");
-    cg_line(c, "before = __shfl_sync(0xffffffffu, incl - cw, warp);");
+    fu_kw_template(c, warp_counts_text, kv);
     cg_close(c); /* !past_end */
-    cg_line(c, "if (over) { // a warp kept more than its part: redo this pass, and the rest of it, in chunks that fit");
-    cg_line(c, "  small_until = pass + %d * ch;", nwarps);
-    cg_line(c, "  ch = %d;", cap);
-    cg_line(c, "  __syncthreads();");
-    cg_line(c, "  continue;");
-    cg_line(c, "}");
-    cg_line(c, "if (past_end ? nlist > 0 || first : nlist + total > %d) {", LIST_CAP);
-    cg_line(c, "  flush(); // the sort takes fu_sorted: a pass that did not fit is read again into the empty list");
-    cg_line(c, "  if (!past_end) continue;");
-    cg_line(c, "}");
-    cg_line(c, "if (past_end) break;");
-    cg_line(c, "#pragma unroll 1");
-    cg_line(c, "for (int k = lane; k < n; k += 32) {");
-    cg_line(c, "  const int e = fu_stage[k];");
-    cg_line(c, "  fu_pos[nlist + before + k] = (int)(pass + (e >> %d));", ROW_BITS);
-    cg_line(c, "  fu_row[nlist + before + k] = e & %d;", (1 << ROW_BITS) - 1);
-    cg_line(c, "}");
-    cg_line(c, "nlist += total;");
-    cg_line(c, "pass += %d * ch;", nwarps);
-    cg_line(c, "if (pass >= small_until) ch = %lld;", (long long)ch);
-    cg_line(c, "__syncthreads();");
+    fu_kw_template(c, pass_end_text, kv);
     cg_close(c); /* pass */
     cg_close(c);
-    return true;
 }
 
 /* Elements one atomic adds in the atomic mode: a 16-byte vector along the
@@ -723,13 +792,18 @@ static void emit_atomic_add(cg_ctx *c, fu_dtype dt, const char *out, const char 
     if (vec > 1) cg_line(c, "#endif");
 }
 
-static bool atomic_mode(const fu_group *g, const fu_node *s, fu_kernel_writer *w, fu_kernel_plan *kp, char *why,
-                        size_t nwhy)
+/* The atomic scatter's decisions. */
+typedef struct atomic_params {
+    int vec;       /* elements one atomic adds */
+    int64_t n;     /* threads with work: source vectors (index_add) or index elements */
+    int threads;
+} atomic_params;
+
+static bool atomic_heuristics(const fu_group *g, const fu_node *s, atomic_params *a, fu_kernel_plan *kp, char *why,
+                              size_t nwhy)
 {
-    cg_ctx *c = &w->cg;
     const fu_fusion *f = g->f;
     const fu_value *out = fu_val(f, s->output), *idxv = fu_val(f, s->inputs[1]), *src = fu_val(f, s->inputs[2]);
-    const cg_param *po = fu_kw_output(w, s->output);
     if (base_is_zero(g, s->inputs[0])) kp->zero_before = s->output;
     else if (g->materialized[s->inputs[0]]) kp->copy_before = s->inputs[0];
     else {
@@ -742,14 +816,32 @@ static bool atomic_mode(const fu_group *g, const fu_node *s, fu_kernel_writer *w
     }
     /* one thread per vector of source elements (index_add) or per index element (scatter_add) */
     const fu_value *dom = s->op == FU_OP_INDEX_ADD ? src : idxv;
-    int vec = atomic_vec(s, out);
-    int64_t n = fu_shape_numel(dom->rank, dom->shape) / vec;
-    int threads = 256;
-    kp->grid = (unsigned)((n + threads - 1) / threads);
+    a->vec = atomic_vec(s, out);
+    a->n = fu_shape_numel(dom->rank, dom->shape) / a->vec;
+    a->threads = 256;
+    kp->grid = (unsigned)((a->n + a->threads - 1) / a->threads);
     if (kp->grid == 0) kp->grid = 1;
-    kp->block = (unsigned)threads;
-    snprintf(kp->config, sizeof kp->config, "atomic: elements=%lld vec=%d threads=%d%s", (long long)n * vec, vec,
-             threads, kp->zero_before >= 0 ? " (output zeroed before launch)" : " (base copied before launch)");
+    kp->block = (unsigned)a->threads;
+    snprintf(kp->config, sizeof kp->config, "atomic: elements=%lld vec=%d threads=%d%s", (long long)a->n * a->vec, a->vec,
+             a->threads, kp->zero_before >= 0 ? " (output zeroed before launch)" : " (base copied before launch)");
+    fu_strbuf js;
+    fu_sb_init(&js);
+    fu_sb_printf(&js, "{\"mode\": \"atomic\", \"elements\": %lld, \"vec\": %d, \"threads\": %d, \"before\": \"%s\"}",
+                 (long long)a->n * a->vec, a->vec, a->threads, kp->zero_before >= 0 ? "zero" : "copy");
+    kp->params_json = fu_sb_take(&js);
+    return true;
+}
+
+static void atomic_emit(const fu_group *g, const fu_node *s, const atomic_params *a, fu_kernel_writer *w,
+                        fu_kernel_plan *kp)
+{
+    cg_ctx *c = &w->cg;
+    const fu_fusion *f = g->f;
+    const fu_value *out = fu_val(f, s->output), *idxv = fu_val(f, s->inputs[1]), *src = fu_val(f, s->inputs[2]);
+    const cg_param *po = fu_kw_output(w, s->output);
+    const fu_value *dom = s->op == FU_OP_INDEX_ADD ? src : idxv;
+    const int vec = a->vec, threads = a->threads;
+    const int64_t n = a->n;
     fu_kw_signature(w, kp, (unsigned)threads, 1, false);
     const char *it = c->index64 ? "long long" : "int";
     cg_open(c);
@@ -797,7 +889,6 @@ static bool atomic_mode(const fu_group *g, const fu_node *s, fu_kernel_writer *w
     cg_offset(c, out->rank, out->shape, out->strides, oi, &off);
     emit_atomic_add(c, out->dtype, po->name, off.expr, (const char (*)[CG_EXPR])val, vec);
     cg_close(c);
-    return true;
 }
 
 bool fu_scatter_is_atomic(const fu_fusion *f, const fu_node *s, const fu_plan_options *opts)
@@ -806,9 +897,17 @@ bool fu_scatter_is_atomic(const fu_fusion *f, const fu_node *s, const fu_plan_op
              fu_val(f, s->inputs[0])->rank >= 1);
 }
 
-bool fu_sched_scatter(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
+/* The scatter scheduler's parameters: one of the two modes. */
+typedef struct scatter_params {
+    bool det;
+    det_params d;
+    atomic_params a;
+} scatter_params;
+
+bool fu_scatter_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
 {
     const fu_fusion *f = g->f;
+    *params = NULL;
     const fu_node *s = the_scatter(g);
     if (!s) {
         snprintf(why, nwhy, "scatter: the group needs exactly one scatter");
@@ -822,17 +921,45 @@ bool fu_sched_scatter(const fu_group *g, fu_kernel_plan *kp, char *why, size_t n
         snprintf(why, nwhy, "scatter: the scatter's result must be the group's only output");
         return false;
     }
-    bool det = !fu_scatter_is_atomic(f, s, g->opts);
-    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
-    if (!w) {
+    scatter_params *sp = fu_calloc(1, sizeof *sp);
+    if (!sp) {
         snprintf(why, nwhy, "out of memory");
         return false;
     }
-    bool ok = fu_kw_begin(w, g, kp, det ? "scatter (deterministic, rows owned by blocks)" : "scatter (atomic)", why, nwhy);
+    sp->det = !fu_scatter_is_atomic(f, s, g->opts);
     kp->sched = FU_SCHED_SCATTER;
-    if (ok) ok = det ? deterministic(g, s, w, kp, why, nwhy) : atomic_mode(g, s, w, kp, why, nwhy);
-    if (ok) ok = fu_kw_finish(w, kp, why, nwhy);
-    else fu_kw_abort(w);
+    kp->zero_before = kp->copy_before = -1;
+    bool ok = sp->det ? det_heuristics(g, s, &sp->d, kp, why, nwhy) : atomic_heuristics(g, s, &sp->a, kp, why, nwhy);
+    if (!ok) {
+        fu_free(sp);
+        return false;
+    }
+    *params = sp;
+    return true;
+}
+
+bool fu_scatter_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    const scatter_params *sp = params;
+    const fu_node *s = the_scatter(g);
+    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
+    if (!w || !s) {
+        fu_free(w);
+        snprintf(why, nwhy, "out of memory");
+        return false;
+    }
+    /* fu_kw_begin resets what runs before the launch: the heuristics decided it */
+    fu_tensor zero_before = kp->zero_before, copy_before = kp->copy_before;
+    bool ok = fu_kw_begin(w, g, kp, sp->det ? "scatter (deterministic, rows owned by blocks)" : "scatter (atomic)", why, nwhy);
+    kp->zero_before = zero_before;
+    kp->copy_before = copy_before;
+    if (ok) {
+        if (sp->det) det_emit(g, s, &sp->d, w, kp);
+        else atomic_emit(g, s, &sp->a, w, kp);
+        ok = fu_kw_finish(w, kp, why, nwhy);
+    } else {
+        fu_kw_abort(w);
+    }
     fu_free(w);
     return ok;
 }

@@ -205,3 +205,35 @@ void fu_kw_abort(fu_kernel_writer *w)
     cg_free(&w->cg);
     fu_sb_free(&w->sb);
 }
+
+void fu_kw_template(cg_ctx *c, const char *text, const char *const *kv)
+{
+    fu_strbuf line;
+    fu_sb_init(&line);
+    for (const char *q = text; *q;) {
+        if (*q == '\n') {
+            cg_line(c, "%s", line.data ? line.data : "");
+            fu_sb_free(&line);
+            fu_sb_init(&line);
+            q++;
+            continue;
+        }
+        if (q[0] == '$' && q[1] == '{') {
+            const char *end = strchr(q, '}');
+            size_t n = end ? (size_t)(end - q - 2) : 0;
+            const char *val = NULL;
+            for (int i = 0; end && kv[i]; i += 2)
+                if (strlen(kv[i]) == n && !strncmp(kv[i], q + 2, n)) val = kv[i + 1];
+            if (!val) {
+                cg_fail(c, "template: unknown key in '%.40s'", q);
+                break;
+            }
+            fu_sb_puts(&line, val);
+            q = end + 1;
+            continue;
+        }
+        char one[2] = {*q++, 0};
+        fu_sb_puts(&line, one);
+    }
+    fu_sb_free(&line);
+}

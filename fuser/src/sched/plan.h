@@ -111,7 +111,8 @@ bool fu_pw_can_schedule(const fu_group *g, char *why, size_t nwhy);
 bool fu_pw_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_pw_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
-bool fu_sched_scatter(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
+bool fu_scatter_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
+bool fu_scatter_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
 /* Whether scatter node s of f is planned with atomic adds (else each block owns its rows). */
 bool fu_scatter_is_atomic(const fu_fusion *f, const fu_node *s, const fu_plan_options *opts);
 
@@ -145,6 +146,10 @@ bool fu_kw_begin(fu_kernel_writer *w, const fu_group *g, fu_kernel_plan *kp, con
 void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned threads, unsigned min_blocks, bool workspace);
 bool fu_kw_finish(fu_kernel_writer *w, fu_kernel_plan *kp, char *why, size_t nwhy);
 void fu_kw_abort(fu_kernel_writer *w);
+/* Writes a template of kernel text line by line at the current indentation,
+ * each ${KEY} replaced by its value from kv (NULL-terminated KEY, VALUE pairs);
+ * an unknown key fails the kernel (cg_fail). */
+void fu_kw_template(cg_ctx *c, const char *text, const char *const *kv);
 /* Whether an op of that kind is in the group. */
 bool fu_group_has_op_kind(const fu_group *g, fu_op_kind kind);
 bool fu_fits_int32(const fu_fusion *f);

@@ -196,6 +196,7 @@ static fu_status simplify(const fu_fusion *f, const fu_plan_options *opts, fu_fu
 typedef struct seg_ctx {
     fu_plan *plan;
     bool *all_materialized; /* per tensor, all true: what a probe may read */
+    bool *replicated;       /* per node, once split: a constant each group computes itself (or NULL) */
     const fu_plan_options *opts;
     fu_error *err;
 } seg_ctx;
@@ -221,11 +222,11 @@ void fu_kernel_plan_clear(fu_kernel_plan *kp)
 
 /* Outputs of a group: tensors it produces that are fusion outputs or are read
  * by ops outside it. */
-static int group_outputs(const fu_fusion *f, const bool *in_group, fu_tensor *outs)
+static int group_outputs(const fu_fusion *f, const bool *in_group, const bool *replicated, fu_tensor *outs)
 {
     int n = 0;
     for (int i = 0; i < f->nnodes; i++) {
-        if (!in_group[i]) continue;
+        if (!in_group[i] || (replicated && replicated[i])) continue;
         fu_tensor t = f->nodes[i].output;
         bool needed = is_output(f, t);
         for (int j = 0; j < f->nnodes && !needed; j++) {
@@ -235,6 +236,16 @@ static int group_outputs(const fu_fusion *f, const bool *in_group, fu_tensor *ou
         if (needed) outs[n++] = t;
     }
     return n;
+}
+
+/* Ops without operands (full, iota) that no output names: once a fusion is
+ * split, each group computes its own copy of those it reads instead of
+ * reading them from another kernel (a shared constant would otherwise be a
+ * kernel of its own, or tie two groups together). */
+static void mark_replicated(const fu_fusion *f, const bool *members, bool *replicated)
+{
+    for (int i = 0; i < f->nnodes; i++)
+        replicated[i] = members[i] && f->nodes[i].ninputs == 0 && !is_output(f, f->nodes[i].output);
 }
 
 /* Offers a group to the schedulers. Returns 1 when taken, 0 when not (with
@@ -251,8 +262,24 @@ static int offer_group(seg_ctx *s, const bool *in_group, bool commit, char *why,
         fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
         return -1;
     }
+    /* with replicated constants: the group's own copies of those it reads */
+    bool *grp = s->replicated ? fu_malloc((size_t)f->nnodes + 1) : NULL;
+    if (s->replicated && !grp) {
+        fu_free(outs);
+        fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    if (grp) {
+        memcpy(grp, in_group, (size_t)f->nnodes);
+        for (int i = 0; i < f->nnodes; i++)
+            for (int k = 0; in_group[i] && k < f->nodes[i].ninputs; k++) {
+                int q = f->values[f->nodes[i].inputs[k]].producer;
+                if (q >= 0 && s->replicated[q]) grp[q] = true;
+            }
+        in_group = grp;
+    }
     fu_group g = {f, s->opts, in_group, commit ? p->materialized : s->all_materialized, outs,
-                  group_outputs(f, in_group, outs), p->nkernels};
+                  group_outputs(f, in_group, s->replicated, outs), p->nkernels};
     fu_kernel_plan kp;
     memset(&kp, 0, sizeof kp);
     bool ok = fu_schedule_group(&g, &kp, why, nwhy);
@@ -264,12 +291,14 @@ static int offer_group(seg_ctx *s, const bool *in_group, bool commit, char *why,
         if (add_kernel(s, &kp)) {
             fu_kernel_plan_clear(&kp);
             fu_free(outs);
+            fu_free(grp);
             return -1;
         }
     } else {
         fu_kernel_plan_clear(&kp);
     }
     fu_free(outs);
+    fu_free(grp);
     return ok ? 1 : 0;
 }
 
@@ -315,7 +344,7 @@ static fu_status one_op_per_kernel(seg_ctx *s, const bool *members)
     if (!one) return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
     char why[512] = "";
     for (int i = 0; i < f->nnodes; i++) {
-        if (!members[i]) continue;
+        if (!members[i] || (s->replicated && s->replicated[i])) continue;
         memset(one, 0, (size_t)f->nnodes * sizeof *one);
         one[i] = true;
         int r = offer_group(s, one, true, why, sizeof why);
@@ -377,8 +406,17 @@ static fu_status schedule_members(seg_ctx *s, const bool *members)
         fu_free(rest);
         return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
     }
-    memcpy(rest, members, (size_t)f->nnodes);
+    bool *replicated = fu_calloc((size_t)f->nnodes + 1, 1);
+    if (!replicated) {
+        fu_free(group_of);
+        fu_free(sub);
+        fu_free(rest);
+        return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
+    }
+    mark_replicated(f, members, replicated);
+    for (int i = 0; i < f->nnodes; i++) rest[i] = members[i] && !replicated[i];
     alias_output_reshapes(s->plan, rest);
+    s->replicated = replicated;
     int ngroups = fu_merge_groups(f, rest, probe_group, s, group_of, debug, s->err);
     fu_free(rest);
     fu_status st = ngroups < 0 ? s->err->status : FU_OK;
@@ -388,6 +426,8 @@ static fu_status schedule_members(seg_ctx *s, const bool *members)
         if (r < 0) st = s->err->status;
         else if (r == 0) st = one_op_per_kernel(s, sub); /* a probe took it: not expected */
     }
+    s->replicated = NULL;
+    fu_free(replicated);
     fu_free(group_of);
     fu_free(sub);
     return st;
@@ -467,7 +507,7 @@ fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan
         if (simple->values[simple->outputs[i]].producer < 0) p->ncopies++;
     err->status = FU_OK; /* schedulers report through err; start clean */
     err->message[0] = '\0';
-    seg_ctx s = {p, fu_malloc((size_t)simple->nvalues + 1), opts, err};
+    seg_ctx s = {p, fu_malloc((size_t)simple->nvalues + 1), NULL, opts, err};
     if (!s.all_materialized) st = fu_error_set(err, FU_ERR_NOMEM, "out of memory planning '%s'", f->name);
     else {
         memset(s.all_materialized, 1, (size_t)simple->nvalues + 1);
@@ -555,7 +595,11 @@ char *fu_plan_text(const fu_plan *p)
             fu_sb_printf(&sb, " %s=%s", f->values[f->nodes[k->ops[j]].output].name, fu_op_name(f->nodes[k->ops[j]].op));
         fu_sb_puts(&sb, "\n    writes:");
         for (int j = 0; j < k->nparams; j++)
-            if (k->params[j].is_output) fu_sb_printf(&sb, " %s", f->values[k->params[j].tensor].name);
+            if (k->params[j].is_output) {
+                fu_tensor t = k->params[j].tensor;
+                fu_sb_printf(&sb, " %s", f->values[t].name);
+                if (p->alias_of[t] >= 0) fu_sb_printf(&sb, " (as '%s')", f->values[p->alias_of[t]].name);
+            }
         fu_sb_puts(&sb, "\n");
     }
     if (p->nkernels > p->lower_bound)
