@@ -61,10 +61,10 @@ for i in "${!runs[@]}"; do
     for t in "${tools[@]}"; do
         if [ $(( $(date +%s) - start )) -ge "$budget" ]; then cell[$i,$t]="-"; fail=1; continue; fi
         echo "=== $t: fuser run $f $args --device gpu --check" >>"$log"
-        extra=()
-        [ "$t" = initcheck ] && extra=(--track-unused-memory no)
+        # (initcheck's --track-unused-memory is a flag without a value, off by default: the
+        # H200's compute-sanitizer took a "no" after it for the program to run)
         # shellcheck disable=SC2086
-        "$san" --tool "$t" "${extra[@]}" --error-exitcode 99 "$fuser" run "$f" $args --device gpu --check \
+        "$san" --tool "$t" --error-exitcode 99 "$fuser" run "$f" $args --device gpu --check \
             >"$out/last.txt" 2>&1
         rc=$?
         cat "$out/last.txt" >>"$log"
