@@ -73,8 +73,7 @@ bool fu_shape_extent_product(int rank, const int64_t *shape, int64_t *out);
 bool fu_shape_fits(int rank, const int64_t *shape, const int64_t *strides, fu_dtype dtype, char *why, size_t n);
 /* NumPy broadcast of two shapes; false if incompatible. */
 bool fu_shape_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *rout, int64_t *out);
-/* "[8192, 32768]" into buf. */
-const char *fu_shape_str(int rank, const int64_t *shape, char *buf, size_t n);
+/* fu_shape_str ("[8192, 32768]") is public: fuser.h */
 
 /* The shortest %g form of v that reads back (strtod) to the same double,
  * always with a '.', an exponent, inf or nan so that it reads back as a float
