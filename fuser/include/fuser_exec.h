@@ -32,6 +32,12 @@ void fu_exec_free(fu_executable *x);
 const fu_exec_kernel_info *fu_exec_kernel(const fu_executable *x, int i);
 double fu_exec_prepare_ms(const fu_executable *x); /* wall time of fu_exec_prepare */
 
+/* Host convenience: plans f for the runtime's device (fu_plan_for_device),
+ * prepares, uploads the inputs, launches, checks and downloads. outputs are
+ * allocated here as in fu_interp_run; on error nothing stays allocated. */
+fu_status fu_exec_run_for_device(fu_runtime *rt, const fu_fusion *f, fu_scatter_mode scatter,
+                                 const fu_host_tensor *inputs, fu_host_tensor *outputs, fu_error *err);
+
 /* Launches the whole plan asynchronously. inputs[i] / outputs[i] are device
  * buffers (dense, row-major) for the plan fusion's inputs and outputs. */
 fu_status fu_exec_launch(fu_executable *x, const fu_devptr *inputs, const fu_devptr *outputs, fu_error *err);

@@ -32,6 +32,14 @@ typedef enum fu_scatter_mode {
 fu_status fu_plan_for_device(const fu_fusion *f, const fu_runtime *rt, fu_scatter_mode scatter, fu_plan **out,
                              fu_error *err);
 void fu_plan_free(fu_plan *p);
+/* The SM count fu_plan_for_device plans for: the device's, else an H200's 132. */
+int fu_plan_device_sm_count(const fu_runtime *rt);
+
+/* `fuser plan` output (malloc'd; free with free()): text for people, and JSON
+ * for tools, which takes extra members (", \"key\": value"...) for each
+ * kernel object (kernel_extra[i]) and for the top object; NULL for none. */
+char *fu_plan_text(const fu_plan *p);
+char *fu_plan_json(const fu_plan *p, char *const *kernel_extra, const char *top_extra);
 
 /* The fusion the plan computes (decomposed; its inputs and outputs are the
  * original's by name, an unused input may be gone). Owned by the plan. */
@@ -46,6 +54,8 @@ unsigned fu_plan_kernel_grid(const fu_plan *p, int i);
 unsigned fu_plan_kernel_block(const fu_plan *p, int i);
 bool fu_plan_kernel_memset_before(const fu_plan *p, int i);    /* an output zeroed first */
 bool fu_plan_kernel_copy_before(const fu_plan *p, int i);      /* a tensor copied in first */
+const char *fu_plan_kernel_config(const fu_plan *p, int i);    /* the scheduler's parameters, in words */
+const char *fu_plan_kernel_source(const fu_plan *p, int i);    /* its generated CUDA C (NULL if none) */
 
 #ifdef __cplusplus
 }

@@ -278,3 +278,12 @@ double fu_host_max_rel_error(const fu_host_tensor *got, const fu_host_tensor *wa
     }
     return maxref > 0 ? maxdiff / maxref : maxdiff;
 }
+
+fu_status fu_exec_run_for_device(fu_runtime *rt, const fu_fusion *f, fu_scatter_mode scatter,
+                                 const fu_host_tensor *inputs, fu_host_tensor *outputs, fu_error *err)
+{
+    fu_plan_options o;
+    fu_plan_options_for_device(rt, &o);
+    o.scatter = scatter;
+    return fu_exec_run_host(rt, f, &o, inputs, outputs, err);
+}

@@ -14,6 +14,13 @@ fu_status fu_plan_for_device(const fu_fusion *f, const fu_runtime *rt, fu_scatte
     return fu_plan_build(f, &o, out, err);
 }
 
+int fu_plan_device_sm_count(const fu_runtime *rt)
+{
+    fu_plan_options o;
+    fu_plan_options_for_device(rt, &o);
+    return o.sm_count;
+}
+
 const fu_fusion *fu_plan_fusion(const fu_plan *p) { return p->fusion; }
 int fu_plan_num_kernels(const fu_plan *p) { return p->nkernels; }
 int fu_plan_num_copies(const fu_plan *p) { return p->ncopies; }
@@ -30,3 +37,5 @@ unsigned fu_plan_kernel_grid(const fu_plan *p, int i) { return kernel(p, i)->gri
 unsigned fu_plan_kernel_block(const fu_plan *p, int i) { return kernel(p, i)->block; }
 bool fu_plan_kernel_memset_before(const fu_plan *p, int i) { return kernel(p, i)->zero_before >= 0; }
 bool fu_plan_kernel_copy_before(const fu_plan *p, int i) { return kernel(p, i)->copy_before >= 0; }
+const char *fu_plan_kernel_config(const fu_plan *p, int i) { return kernel(p, i)->config; }
+const char *fu_plan_kernel_source(const fu_plan *p, int i) { return kernel(p, i)->source; }

@@ -66,11 +66,7 @@ typedef struct fu_plan {
 
 fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan **out, fu_error *err);
 void fu_plan_free(fu_plan *p);
-/* `fuser plan` output: text for people, JSON for tools (malloc'd). The JSON
- * takes extra members (", \"key\": value"...) for each kernel object and for
- * the top object; NULL for none. */
-char *fu_plan_text(const fu_plan *p);
-char *fu_plan_json(const fu_plan *p, char *const *kernel_extra, const char *top_extra);
+/* fu_plan_text and fu_plan_json (`fuser plan` output) are public: fuser_plan.h */
 
 /* ---- between the segmenter and the schedulers ---- */
 
