@@ -1,7 +1,8 @@
 /*
  * cli.h -- the `fuser` command's pieces: the parsed options (cli_options.c),
  * the subcommands (fuser_main.c: check, print; cli_run.c: run; cli_plan.c:
- * plan, codegen, and the runtime and plan options they share with run).
+ * plan, codegen, and the runtime they share with run). Only the fuser's
+ * public headers (fuser/include) are used here.
  *
  * Every failure is reported through a fu_error; main() prints it as
  * "fuser: MESSAGE" on stderr and exits 2. Success exits 0.
@@ -12,8 +13,9 @@
 #include <stdio.h>
 
 #include "fuser.h"
-#include "plan.h"
-#include "runtime.h"
+#include "fuser_exec.h"
+#include "fuser_plan.h"
+#include "fuser_runtime.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_ERROR 2
@@ -76,9 +78,7 @@ fu_status cli_cmd_plan(const cli_options *o, fu_error *err);
 fu_status cli_cmd_codegen(const cli_options *o, fu_error *err);
 
 /* The runtime with default options (the device if there is one, else
- * compile-only), and the plan options for it: the device's SM count (else
- * the default 132) and the --scatter mode. */
+ * compile-only). */
 fu_status cli_open_runtime(fu_runtime **rt, fu_error *err);
-void cli_plan_options(const cli_options *o, const fu_runtime *rt, fu_plan_options *po);
 
 #endif

@@ -1,8 +1,8 @@
 /* cli_options.c -- the `fuser` command line: usage texts and option parsing. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "util.h"
 
 /* ------------------------------------------------------------ usage */
 
@@ -227,8 +227,10 @@ static fu_status split_binding(cli_options *o, const char *opt, const char *arg,
     if (!eq) return fu_error_set(err, FU_ERR_ARG, "bad %s '%s': expected %s", opt, arg, what);
     if (eq == arg) return fu_error_set(err, FU_ERR_ARG, "bad %s '%s': the NAME is empty", opt, arg);
     if (!eq[1]) return fu_error_set(err, FU_ERR_ARG, "bad %s '%s': nothing after '='", opt, arg);
-    char *copy = fu_strdup(arg);
+    size_t len = strlen(arg) + 1;
+    char *copy = malloc(len);
     if (!copy) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    memcpy(copy, arg, len);
     o->owned[o->nowned++] = copy;
     copy[eq - arg] = '\0';
     *name = copy;
@@ -318,10 +320,10 @@ static fu_status parse_option(cli_options *o, int argc, char **argv, int *i, fu_
 static fu_status alloc_lists(cli_options *o, int argc, fu_error *err)
 {
     size_t n = (size_t)argc;
-    o->sets = fu_calloc(n, sizeof *o->sets);
-    o->inputs = fu_calloc(n, sizeof *o->inputs);
-    o->outputs = fu_calloc(n, sizeof *o->outputs);
-    o->owned = fu_calloc(n, sizeof *o->owned);
+    o->sets = calloc(n, sizeof *o->sets);
+    o->inputs = calloc(n, sizeof *o->inputs);
+    o->outputs = calloc(n, sizeof *o->outputs);
+    o->owned = calloc(n, sizeof *o->owned);
     if (!o->sets || !o->inputs || !o->outputs || !o->owned)
         return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     return FU_OK;
@@ -386,10 +388,10 @@ fu_status cli_parse(int argc, char **argv, cli_options *o, fu_error *err)
 
 void cli_options_free(cli_options *o)
 {
-    for (int i = 0; i < o->nowned; i++) fu_free(o->owned[i]);
-    fu_free(o->owned);
-    fu_free(o->sets);
-    fu_free(o->inputs);
-    fu_free(o->outputs);
+    for (int i = 0; i < o->nowned; i++) free(o->owned[i]);
+    free(o->owned);
+    free(o->sets);
+    free(o->inputs);
+    free(o->outputs);
     memset(o, 0, sizeof *o);
 }

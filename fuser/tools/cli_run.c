@@ -1,7 +1,7 @@
 /*
  * cli_run.c -- `fuser run`: bind inputs (random, or read from .npy), run on
  * the chosen device, print a summary line per output, write --output files.
- * On the GPU (fu_exec_run_host), --check also runs the interpreter on the
+ * On the GPU (fu_exec_run_for_device), --check also runs the interpreter on the
  * same inputs and prints how far apart the two are, per output.
  *
  * Nothing is written for a failed run: --output names are checked before
@@ -14,12 +14,11 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "exec.h"
-#include "ir.h"
 
 /* ------------------------------------------------------------ names */
 
@@ -106,18 +105,18 @@ static void free_tensors(fu_host_tensor *t, int n)
 {
     if (!t) return;
     for (int i = 0; i < n; i++) fu_host_tensor_free(&t[i]);
-    fu_free(t);
+    free(t);
 }
 
 /* Random inputs from the seed, with the given files replacing theirs. */
 static fu_status bind_inputs(const cli_options *o, const fu_fusion *f, fu_host_tensor **out, fu_error *err)
 {
     int n = fu_fusion_num_inputs(f);
-    fu_host_tensor *in = fu_calloc((size_t)(n ? n : 1), sizeof *in);
+    fu_host_tensor *in = calloc((size_t)(n ? n : 1), sizeof *in);
     if (!in) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     fu_status s = fu_random_inputs(f, o->seed, in, err);
     if (s) {
-        fu_free(in);
+        free(in);
         return s;
     }
     for (int i = 0; i < o->ninputs && !s; i++) {
@@ -149,9 +148,7 @@ static fu_status run_on_gpu(const cli_options *o, const fu_fusion *f, const fu_h
     if (!fu_runtime_has_device(rt)) {
         s = fu_error_set(err, FU_ERR_NO_DEVICE, "--device gpu: %s", fu_runtime_describe(rt));
     } else {
-        fu_plan_options po;
-        cli_plan_options(o, rt, &po);
-        s = fu_exec_run_host(rt, f, &po, inputs, outputs, err);
+        s = fu_exec_run_for_device(rt, f, o->scatter, inputs, outputs, err);
     }
     fu_runtime_close(rt);
     return s;
@@ -174,11 +171,11 @@ static fu_status run_on_device(const cli_options *o, const fu_fusion *f, const f
 static fu_status reference_outputs(const fu_fusion *f, const fu_host_tensor *in, fu_host_tensor **ref, fu_error *err)
 {
     int nout = fu_fusion_num_outputs(f);
-    *ref = fu_calloc((size_t)(nout ? nout : 1), sizeof **ref);
+    *ref = calloc((size_t)(nout ? nout : 1), sizeof **ref);
     if (!*ref) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     fu_error ierr;
     if (fu_interp_run(f, in, *ref, &ierr)) {
-        fu_free(*ref);
+        free(*ref);
         *ref = NULL;
         return fu_error_set(err, ierr.status, "--check: the interpreter failed where the GPU did not: %s",
                             ierr.message);
@@ -249,8 +246,8 @@ static fu_status write_outputs(const cli_options *o, const fu_fusion *f, const f
                                fu_error *err)
 {
     int n = o->noutputs;
-    const char **paths = fu_calloc((size_t)(n ? n : 1), sizeof *paths);
-    const fu_host_tensor **ts = fu_calloc((size_t)(n ? n : 1), sizeof *ts);
+    const char **paths = calloc((size_t)(n ? n : 1), sizeof *paths);
+    const fu_host_tensor **ts = calloc((size_t)(n ? n : 1), sizeof *ts);
     fu_status s = FU_OK;
     if (!paths || !ts) {
         s = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
@@ -263,8 +260,8 @@ static fu_status write_outputs(const cli_options *o, const fu_fusion *f, const f
         if (n > 0 && fu_npy_write_many(n, paths, ts, &werr))
             s = fu_error_set(err, werr.status, "--output: %s", werr.message);
     }
-    fu_free(paths);
-    fu_free(ts);
+    free(paths);
+    free(ts);
     return s;
 }
 
@@ -281,7 +278,7 @@ fu_status cli_cmd_run(const cli_options *o, fu_error *err)
     if (!s) s = bind_inputs(o, f, &in, err);
     if (!s) {
         nout = fu_fusion_num_outputs(f);
-        out = fu_calloc((size_t)(nout ? nout : 1), sizeof *out);
+        out = calloc((size_t)(nout ? nout : 1), sizeof *out);
         if (!out) s = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     }
     if (!s) s = run_on_device(o, f, in, out, err);

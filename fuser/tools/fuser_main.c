@@ -13,10 +13,10 @@
  * `codegen` in cli_plan.c. Every error
  * prints "fuser: MESSAGE" on stderr and exits 2; success exits 0.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "util.h"
 
 fu_status cli_load(const cli_options *o, bool want_fusion, fu_program **prog, fu_fusion **fusion,
                    fu_error *err)
@@ -65,7 +65,7 @@ static fu_status cmd_print(const cli_options *o, fu_error *err)
             size_t n = strlen(text);
             fputs(text, stdout);
             if (n == 0 || text[n - 1] != '\n') putchar('\n');
-            fu_free(text);
+            free(text);
         }
     }
     if (f) fu_fusion_free(f);
