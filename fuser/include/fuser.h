@@ -90,6 +90,8 @@ bool fu_dtype_is_float(fu_dtype t);
 bool fu_dtype_is_int(fu_dtype t);                    /* i32, i64 (not bool) */
 /* A shape as "[8192, 32768]" into buf (cut short if n is too small); returns buf. */
 const char *fu_shape_str(int rank, const int64_t *shape, char *buf, size_t n);
+/* s as a quoted JSON string (malloc'd; free with free()), or NULL when out of memory. */
+char *fu_json_quote(const char *s);
 
 /* Rounds a double to the nearest value representable in t (round to nearest
  * even for f32/f16/bf16, as PyTorch does; truncation toward zero for ints,

@@ -99,6 +99,14 @@ void fu_sb_json_string(fu_strbuf *sb, const char *s)
     fu_sb_puts(sb, "\"");
 }
 
+char *fu_json_quote(const char *s)
+{
+    fu_strbuf sb;
+    fu_sb_init(&sb);
+    fu_sb_json_string(&sb, s);
+    return fu_sb_take(&sb);
+}
+
 char *fu_sb_take(fu_strbuf *sb)
 {
     if (sb->failed) { fu_sb_free(sb); return NULL; }
