@@ -42,12 +42,14 @@ typedef struct text_buf {
     FILE *fp;
     char *data;
     size_t len;
+    bool failed; /* out of memory outside fp */
 } text_buf;
 
 static bool text_open(text_buf *t)
 {
     t->data = NULL;
     t->len = 0;
+    t->failed = false;
     t->fp = open_memstream(&t->data, &t->len);
     return t->fp != NULL;
 }
@@ -56,7 +58,7 @@ static bool text_open(text_buf *t)
 static char *text_take(text_buf *t)
 {
     if (!t->fp) return NULL;
-    bool failed = ferror(t->fp) != 0;
+    bool failed = t->failed || ferror(t->fp) != 0;
     if (fclose(t->fp) != 0) failed = true;
     t->fp = NULL;
     if (failed) {
@@ -66,18 +68,13 @@ static char *text_take(text_buf *t)
     return t->data;
 }
 
-/* s as a JSON string, quoted. */
-static void put_json_string(FILE *fp, const char *s)
+/* s as a JSON string (fu_json_quote). */
+static void put_json_string(text_buf *t, const char *s)
 {
-    fputc('"', fp);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(fp, "\\%c", c);
-        else if (c == '\n') fputs("\\n", fp);
-        else if (c < 0x20) fprintf(fp, "\\u%04x", c);
-        else fputc(c, fp);
-    }
-    fputc('"', fp);
+    char *q = fu_json_quote(s);
+    if (q) fputs(q, t->fp);
+    else t->failed = true;
+    free(q);
 }
 
 /* ------------------------------------------------------------ loading and planning */
@@ -142,9 +139,9 @@ static char *top_json_extra(const plan_job *j)
     fu_runtime_stats st;
     fu_runtime_get_stats(j->rt, &st);
     fputs(", \"device\": ", t.fp);
-    put_json_string(t.fp, fu_runtime_describe(j->rt));
+    put_json_string(&t, fu_runtime_describe(j->rt));
     fputs(", \"arch\": ", t.fp);
-    put_json_string(t.fp, fu_runtime_arch(j->rt));
+    put_json_string(&t, fu_runtime_arch(j->rt));
     fprintf(t.fp, ", \"sm_count\": %d, \"scatter\": \"%s\", \"compiled\": %s", j->sm_count,
             scatter_name(j->scatter), j->x ? "true" : "false");
     if (j->x) fprintf(t.fp, ", \"ready_ms\": %.3f", fu_exec_prepare_ms(j->x));
