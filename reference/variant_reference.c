@@ -432,6 +432,7 @@ static fu_status ref_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case *
         snprintf(name, sizeof name, "%s (%s)", c->reference_file, st->l[0].name);
         s = fu_runtime_compile(rt, src, name, st->opts, st->nopts, &st->mod, &ci, err);
     }
+    uint64_t h = src ? hb_hash_text(HB_HASH_INIT, src) : 0;
     free(src);
     for (int i = 0; !s && dev && i < st->nl; i++) s = fu_module_get_kernel(st->mod, st->l[i].name, &st->l[i].k, err);
     if (!s && dev) s = alloc_workspace(st, err);
@@ -456,6 +457,7 @@ static fu_status ref_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case *
                  family_names[st->fam], st->cluster, st->block, st->nv, st->vw);
     else
         snprintf(info->detail, sizeof info->detail, "%s: %d-element vectors", family_names[st->fam], st->vw);
+    hb_hash_hex(hb_hash_text(hb_hash_text(h, st->opts_line), info->detail), info->source_hash);
     *state = st;
     return FU_OK;
 }

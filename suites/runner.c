@@ -791,6 +791,7 @@ static void fill_entry_strings(hb_entry *e, const hb_item *it)
     snprintf(e->dtype, sizeof e->dtype, "%s", fu_dtype_name(it->dtype));
     snprintf(e->size, sizeof e->size, "%s", it->size_str);
     snprintf(e->bytes_formula, sizeof e->bytes_formula, "%s", it->bytes_formula);
+    snprintf(e->kernel_source_hash, sizeof e->kernel_source_hash, "%s", it->info.source_hash);
     e->per_family_instance_index = 0;
     e->family_index = it->index;
 }

@@ -166,7 +166,17 @@ typedef struct hb_variant_info {
     int cache_hits;               /* of those, from the disk cache */
     double compile_ms;            /* NVRTC time */
     char detail[256];             /* e.g. the schedulers */
+    /* kernel_source_hash: the identity of what runs (the kernels' source and launch
+     * configuration), so the gate can tell byte-identical kernels across commits; "" = none */
+    char source_hash[17];
 } hb_variant_info;
+
+/* 64-bit FNV-1a of text, chained from h (start with HB_HASH_INIT): an identity for
+ * kernel_source_hash, not a cryptographic digest. */
+#define HB_HASH_INIT 0xcbf29ce484222325ull
+uint64_t hb_hash_text(uint64_t h, const char *text);
+/* h as 16 hex digits into out (17 bytes). */
+void hb_hash_hex(uint64_t h, char out[17]);
 
 /*
  * A variant: how one case is computed. Inputs and outputs are device buffers

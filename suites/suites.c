@@ -285,3 +285,11 @@ bool hb_spot_compare(const double *got, const double *ref, int64_t n, fu_dtype d
     }
     return true;
 }
+
+uint64_t hb_hash_text(uint64_t h, const char *text)
+{
+    for (const unsigned char *p = (const unsigned char *)text; p && *p; p++) h = (h ^ *p) * 0x100000001b3ull;
+    return (h ^ 0xff) * 0x100000001b3ull; /* a separator, so that "ab" + "c" differs from "a" + "bc" */
+}
+
+void hb_hash_hex(uint64_t h, char out[17]) { snprintf(out, 17, "%016" PRIx64, h); }

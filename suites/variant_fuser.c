@@ -79,7 +79,13 @@ static fu_status fuser_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case
     info->kernels = nk;
     info->copies = fu_plan_num_copies(st->plan);
     size_t k = 0;
+    uint64_t h = HB_HASH_INIT;
     for (int i = 0; i < nk; i++) {
+        char launch[64];
+        snprintf(launch, sizeof launch, "grid %u block %u", fu_plan_kernel_grid(st->plan, i),
+                 fu_plan_kernel_block(st->plan, i));
+        h = hb_hash_text(hb_hash_text(hb_hash_text(h, fu_plan_kernel_source(st->plan, i)),
+                                      fu_plan_kernel_config(st->plan, i)), launch);
         info->memsets += fu_plan_kernel_memset_before(st->plan, i);
         info->copies += fu_plan_kernel_copy_before(st->plan, i);
         const fu_exec_kernel_info *ki = fu_exec_kernel(st->x, i);
@@ -92,6 +98,7 @@ static fu_status fuser_prepare(fu_runtime *rt, const fu_fusion *f, const hb_case
             if (w > 0) k += (size_t)w;
         }
     }
+    hb_hash_hex(h, info->source_hash);
     *state = st;
     return FU_OK;
 }

@@ -191,6 +191,7 @@ typedef struct hb_entry {
     char time_unit[8];           /* "us" */
     char suite[32], case_name[48], variant[32], dtype[8], size[64];
     char bytes_formula[96];
+    char kernel_source_hash[17]; /* what ran, as hb_variant_info.source_hash; "" = not known (torch rows) */
     hb_status status;
     char error[512];
     int ncounters;               /* kernels, launches, segments, bytes, GB/s, peak_fraction,

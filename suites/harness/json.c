@@ -417,6 +417,7 @@ static void write_entry(hb_json *j, const hb_entry *e)
     kv_string(j, "size", e->size);
     for (int i = 0; i < e->ncounters; i++) kv_number_finite(j, e->counters[i].name, e->counters[i].value);
     kv_string_nonempty(j, "bytes_formula", e->bytes_formula);
+    kv_string_nonempty(j, "kernel_source_hash", e->kernel_source_hash);
     kv_string(j, "status", hb_status_name(e->status));
     kv_string_nonempty(j, "error", e->error);
     if (e->status == HB_STATUS_OK && e->nsamples > 0 && e->samples_us) {

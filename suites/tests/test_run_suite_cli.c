@@ -141,7 +141,12 @@ static void test_compile(void)
             CHECK(jv_num(e, "bytes") == 2.0 * 2 * 64 * 384 * (i == 0 ? 4 : 2));
             CHECK(jv_num(e, "real_time") == 0);
             CHECK(jv_str(e, "bytes_formula") && strcmp(jv_str(e, "bytes_formula"), "6*B*T*C*elem") == 0);
+            const char *hash = jv_str(e, "kernel_source_hash");
+            CHECK(hash && strlen(hash) == 16 && strspn(hash, "0123456789abcdef") == 16);
         }
+        /* f32 and bf16 kernels differ, so their identities do */
+        if (b && b->n == 2 && jv_str(&b->items[0], "kernel_source_hash") && jv_str(&b->items[1], "kernel_source_hash"))
+            CHECK(strcmp(jv_str(&b->items[0], "kernel_source_hash"), jv_str(&b->items[1], "kernel_source_hash")) != 0);
         /* a skipped entry's name carries /skipped (json.c: compare.py pairs by name); run_name is the case's */
         if (b && b->n == 2) {
             CHECK(strcmp(jv_str(&b->items[1], "run_name"), "qkv_split/fwd/fuser/bf16/2x64x384") == 0);
