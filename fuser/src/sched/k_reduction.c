@@ -61,6 +61,9 @@
 #ifndef ROW_CACHE_SMEM
 #define ROW_CACHE_SMEM 1
 #endif
+#ifndef REGISTER_ROW_ITERS
+#define REGISTER_ROW_ITERS 4
+#endif
 #ifndef ROW_SMEM_BATCH
 #define ROW_SMEM_BATCH 2
 #endif
@@ -79,6 +82,15 @@
  * row starts with that round trip, its bulk loads not yet in flight. */
 #ifndef ROW_LOADS_FIRST
 #define ROW_LOADS_FIRST 1
+#endif
+/* Rows a block works on at once, a warp each, where a row needs one warp
+ * (rows of up to 32 x CACHED/STREAMED_ROW_ITERS vectors: widths 768-4096):
+ * a block of one warp per row let an SM hold 32 blocks, half its warps, and
+ * paid a ticket from the row queue and two barriers per block reduction for
+ * each short row. With WARP_ROWS warps a block, each row is reduced with
+ * shuffles alone and rows are strided (no queue). 1 turns it off. */
+#ifndef WARP_ROWS
+#define WARP_ROWS 8
 #endif
 #define STATIC_SHARED_BYTES 1024 /* fu_smem, fu_last and fu_next, rounded up */
 /* Column reductions: the blocks' partials are combined by the last block of
@@ -124,6 +136,9 @@ typedef struct red_ctx {
     int *seen;       /* per tensor, in one walk of the graph (walk_begin): 1 + the
                       * smallest depth it was reached at so far, 0 = not reached */
     int vec, threads, iters, passes;
+    int warp_rows;      /* rows of a block at once, a warp each (WARP_ROWS), or 1: the block's threads a row */
+    int block_threads;  /* threads * warp_rows */
+    const char *tid;    /* the thread's index within its row: "threadIdx.x" or "fu_lane" */
     int elem_bytes; /* size of the widest full-size tensor's element */
     int ncache;
     fu_tensor cache_t[MAX_CACHE];
@@ -717,7 +732,7 @@ static void emit_inner_vars(red_ctx *r)
 /* This thread's shared-memory slot `it` of the input kept there (index k). */
 static void smem_slot(const red_ctx *r, int k, char *buf, size_t n)
 {
-    snprintf(buf, n, "fu_rows + %lld + ((int)it * %d + threadIdx.x) * %d", (long long)r->smem_offset[k], r->threads,
+    snprintf(buf, n, "fu_rows + %lld + ((int)it * %d + threadIdx.x) * %d", (long long)r->smem_offset[k], r->block_threads,
              r->smem_slot_bytes[k]);
 }
 
@@ -785,7 +800,7 @@ static void open_batch_slot(red_ctx *r)
     c->indent++;
     c->scope++;
     cg_line(c, "const int it = it0 + b;");
-    cg_line(c, "const %s kb = ((%s)it * %d + threadIdx.x) * %d;", it, it, r->threads, r->vec);
+    cg_line(c, "const %s kb = ((%s)it * %d + %s) * %d;", it, it, r->threads, r->tid, r->vec);
     open_position_guard(r);
     c->indent++;
     c->scope++;
@@ -1075,10 +1090,12 @@ static void emit_pass(red_ctx *r, int pass)
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
         if (ri->online_max >= 0) {
             const char *m = r->reds[ri->online_max].var;
-            cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, ri->var);
+            if (r->warp_rows > 1) cg_line(c, "fu_lse_warp(%s, %s);", m, ri->var);
+            else cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, ri->var);
             r->reds[ri->online_max].avail = true;
         } else {
-            cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", ri->var, ri->var, op_functor(ri->op), smem_of(ct));
+            if (r->warp_rows > 1) cg_line(c, "%s = fu_warp_reduce(%s, %s);", ri->var, ri->var, op_functor(ri->op));
+            else cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", ri->var, ri->var, op_functor(ri->op), smem_of(ct));
         }
         ri->avail = ri->kind == RK_ROW;
     }
@@ -1094,7 +1111,7 @@ static void emit_grid_prologue(red_ctx *r, red_info *ri)
     cg_line(c, "%s %s; // %s, computed by every block: rows need it", ct, ri->var, fu_val(f, ri->out)->name);
     cg_open(c);
     cg_line(c, "%s acc = %s;", ct, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
-    cg_line(c, "for (%s row = threadIdx.x; row < %lld; row += %d) {", it, (long long)r->rows, r->threads);
+    cg_line(c, "for (%s row = threadIdx.x; row < %lld; row += %d) {", it, (long long)r->rows, r->block_threads);
     c->indent++;
     c->scope++;
     emit_outer_vars(r, "row");
@@ -1162,12 +1179,14 @@ static void hoist_pass_row_values(red_ctx *r, int pass)
  * (else they stay in registers). */
 static void choose_smem_cache(red_ctx *r)
 {
-    if (!ROW_CACHE_SMEM || r->ncache == 0) return;
+    /* a row of a few vectors a thread stays in registers: its passes unroll to
+     * a few lines, with no shared-memory store and reload */
+    if (!ROW_CACHE_SMEM || r->ncache == 0 || r->iters <= REGISTER_ROW_ITERS) return;
     int64_t total = 0;
     for (int k = 0; k < r->ncache; k++) {
         r->smem_slot_bytes[k] = (int)fu_dtype_size(fu_val(r->f, r->cache_t[k])->dtype) * r->vec;
         r->smem_offset[k] = total;
-        total += (int64_t)r->iters * r->threads * r->smem_slot_bytes[k];
+        total += (int64_t)r->iters * r->block_threads * r->smem_slot_bytes[k];
         total = (total + 15) / 16 * 16;
     }
     if (total + STATIC_SHARED_BYTES > r->g->opts->max_shared_per_block) return;
@@ -1206,6 +1225,13 @@ static void choose_config(red_ctx *r)
             threads *= 2;
     r->threads = threads;
     r->iters = (int)((vecs + threads - 1) / threads);
+    /* a warp a row where one warp holds it, with enough rows for two blocks an SM */
+    r->warp_rows = 1;
+    if (threads == 32 && r->ncol == 0)
+        for (int wr = WARP_ROWS; wr > 1 && r->warp_rows == 1; wr /= 2)
+            if (r->rows >= (int64_t)wr * 2 * r->g->opts->sm_count) r->warp_rows = wr;
+    r->block_threads = threads * r->warp_rows;
+    r->tid = r->warp_rows > 1 ? "fu_lane" : "threadIdx.x";
     /* cache the full-size inputs a later pass reads, if they fit */
     if (r->passes >= 2) {
         int64_t budget = CACHE_BYTES;
@@ -1447,13 +1473,13 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     }
     int ngrid = 0;
     for (int i = 0; i < r->nred; i++) ngrid += r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID;
-    int blocks_per_sm = g->opts->max_threads_per_sm / r->threads;
+    int blocks_per_sm = g->opts->max_threads_per_sm / r->block_threads;
     /* at least 1024 threads per SM (registers capped at 64); with rows in
      * shared memory, no more blocks than that and than the slots that fit on
      * an SM (with the driver's reserve and the static shared memory of each):
      * one wave, all resident (a cap of 40 registers for 3 blocks of 512
      * spilled the bf16 fused kernel) */
-    int min_blocks = r->threads < 1024 ? 1024 / r->threads : 1;
+    int min_blocks = r->block_threads < 1024 ? 1024 / r->block_threads : 1;
     if (r->nsmem) {
         int64_t fit = g->opts->max_shared_per_sm /
                       (r->smem_bytes + g->opts->reserved_shared_per_block + STATIC_SHARED_BYTES);
@@ -1465,16 +1491,16 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     if (min_blocks < 1) min_blocks = 1;
     if (r->ncol > 0 && blocks_per_sm > COL_BLOCKS_PER_SM) blocks_per_sm = COL_BLOCKS_PER_SM;
     int64_t grid = (int64_t)g->opts->sm_count * blocks_per_sm;
-    if (grid > r->rows) grid = r->rows;
+    if (grid > (r->rows + r->warp_rows - 1) / r->warp_rows) grid = (r->rows + r->warp_rows - 1) / r->warp_rows;
     if (grid < 1) grid = 1;
     /* (partials are indexed in 32 bits by the last block); column partials
      * need each block's rows fixed (strided), not taken from the queue */
-    const bool queue = ROW_QUEUE && full_out && r->ncol == 0 && grid < r->rows &&
+    const bool queue = ROW_QUEUE && full_out && r->ncol == 0 && r->warp_rows == 1 && grid < r->rows &&
                        r->rows * (ngrid > 0 ? ngrid : 1) + grid < INT32_MAX;
     const int64_t partials = queue ? r->rows : grid; /* grid reductions: one partial per row or per block */
     kp->sched = FU_SCHED_REDUCTION;
     kp->grid = (unsigned)grid;
-    kp->block = (unsigned)r->threads;
+    kp->block = (unsigned)r->block_threads;
     kp->shared_bytes = (size_t)r->smem_bytes;
     kp->workspace_bytes = ngrid || queue ? (size_t)ngrid * (size_t)partials * sizeof(double) + 64 : 0;
     if (r->ncol) kp->workspace_bytes = col_workspace_bytes(r, grid) + 64;
@@ -1484,12 +1510,16 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
              "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d%s grid_reductions=%d%s",
              (long long)r->rows, (long long)r->K, r->vec, r->threads, r->iters, r->passes, nonline, r->ncache + r->nsmem,
              r->nsmem ? " (shared memory)" : r->ncache ? " (registers)" : "", ngrid, queue ? " row_queue=1" : "");
+    if (r->warp_rows > 1) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " warp_rows=%d", r->warp_rows);
+    }
     if (r->ncol) {
         size_t n = strlen(kp->config);
         snprintf(kp->config + n, sizeof kp->config - n, " column_reductions=%d groups=%lld", r->ncol, (long long)col_groups(grid));
     }
 
-    fu_kw_signature(w, kp, (unsigned)r->threads, (unsigned)min_blocks, ngrid > 0 || queue || r->ncol > 0);
+    fu_kw_signature(w, kp, (unsigned)r->block_threads, (unsigned)min_blocks, ngrid > 0 || queue || r->ncol > 0);
     cg_open(c);
     cg_line(c, "__shared__ double fu_smem[64];");
     if (r->nsmem)
@@ -1516,6 +1546,12 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         cg_line(c, "if (row >= %lld) break;", (long long)r->rows);
         cg_line(c, "unsigned fu_ticket = 0; // the block's next row, read at the end of this one");
         cg_line(c, "if (threadIdx.x == 0) fu_ticket = fu_take_row(fu_count + 1, %lldu + gridDim.x);", (long long)r->rows);
+    } else if (r->warp_rows > 1) {
+        cg_line(c, "const unsigned fu_lane = threadIdx.x & 31u, fu_warp = threadIdx.x >> 5; // a warp a row");
+        cg_line(c, "for (%s row = (%s)blockIdx.x * %d + fu_warp; row < %lld; row += (%s)gridDim.x * %d) {", it, it,
+                r->warp_rows, (long long)r->rows, it, r->warp_rows);
+        c->indent++;
+        c->scope++;
     } else {
         cg_line(c, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x) {", it, (long long)r->rows);
         c->indent++;
@@ -1542,7 +1578,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
         char e[512];
         cg_store_expr(c, e, sizeof e, v->dtype, val);
-        cg_line(c, "if (threadIdx.x == 0) %s[%s] = %s;", fu_kw_output(w, row_out[o])->name, off.expr, e);
+        cg_line(c, "if (%s == 0) %s[%s] = %s;", r->tid, fu_kw_output(w, row_out[o])->name, off.expr, e);
     }
     for (int i = 0, gi = 0; i < r->nred; i++) {
         red_info *ri = &r->reds[i];
@@ -1570,9 +1606,16 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     /* grid reductions: partials, then the last block combines them in block (or row) order */
     if (ngrid > 0) {
         int gi = 0;
-        for (int i = 0; i < r->nred && !queue; i++)
-            if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID)
-                cg_line(c, "if (threadIdx.x == 0) fu_ws[blockIdx.x * %d + %d] = (double)fu_g%d;", ngrid, gi++, i);
+        for (int i = 0; i < r->nred && !queue; i++) {
+            red_info *ri = &r->reds[i];
+            if (ri->kind != RK_GRID_EPI && ri->kind != RK_ROWGRID) continue;
+            if (r->warp_rows > 1) { /* the warps' parts (each lane holds its warp's), in warp order */
+                const fu_dtype dt = fu_val(f, ri->out)->dtype;
+                cg_line(c, "fu_g%d = fu_block_reduce(fu_lane == 0 ? fu_g%d : %s, %s, %s);", i, i, fu_red_identity(ri->op, dt),
+                        op_functor(ri->op), smem_of(cg_compute_type(dt)));
+            }
+            cg_line(c, "if (threadIdx.x == 0) fu_ws[blockIdx.x * %d + %d] = (double)fu_g%d;", ngrid, gi++, i);
+        }
         cg_line(c, "__shared__ int fu_last;");
         cg_line(c, "__threadfence();");
         cg_line(c, "__syncthreads();");
@@ -1586,8 +1629,8 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
             if (ri->kind != RK_GRID_EPI && ri->kind != RK_ROWGRID) continue;
             const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
             cg_line(c, "%s %s = %s;", ct, ri->var, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
-            if (queue) cg_line(c, "for (unsigned b = threadIdx.x; b < %lldu; b += %d) { // the rows' partials", (long long)r->rows, r->threads);
-            else cg_line(c, "for (unsigned b = threadIdx.x; b < gridDim.x; b += %d) {", r->threads);
+            if (queue) cg_line(c, "for (unsigned b = threadIdx.x; b < %lldu; b += %d) { // the rows' partials", (long long)r->rows, r->block_threads);
+            else cg_line(c, "for (unsigned b = threadIdx.x; b < gridDim.x; b += %d) {", r->block_threads);
             c->indent++;
             char v[64];
             snprintf(v, sizeof v, "(%s)__ldcg(&fu_ws[b * %d + %d])", ct, ngrid, gi++);

@@ -4,11 +4,14 @@
 // rounding of x * log2(e); these kernels are bound by memory and by issue slots
 __device__ __forceinline__ float fu_exp(float x) { return __expf(x); }
 __device__ __forceinline__ double fu_exp(double x) { return exp(x); }
-// exp(a - b) as 2^(a*log2(e) - b*log2(e)): one FFMA and one MUFU.EX2, since
-// b (a row's max or log-sum-exp) is the same for many a and b*log2(e) is shared
+// exp(a - b) as 2^((a - b) * log2(e)): the difference first, so the argument's
+// rounding is relative to a - b (small near a row's max b), not to b. The form
+// 2^(a*log2(e) - b*log2(e)) saved the FADD but rounded b*log2(e): an error of
+// |b| * 2^-24 in the exponent, 2.8e-4 relative at |b| ~ 3000 (an online max
+// rescaled several times, fuser-fuzz seed 7 #183)
 __device__ __forceinline__ float fu_exp_sub(float a, float b) {
   const float l2e = 1.4426950408889634f;
-  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(fmaf(a, l2e, -b * l2e))); return r;
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"((a - b) * l2e)); return r;
 }
 __device__ __forceinline__ double fu_exp_sub(double a, double b) { return exp(a - b); }
 __device__ __forceinline__ float fu_log(float x) { return logf(x); }
