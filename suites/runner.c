@@ -1094,23 +1094,22 @@ static int rep_time(const hb_item *it, double *t, double *sp)
 
 void hb_runner_print_table(const hb_runner *r, FILE *out) { hb_runner_print_table_with(r, NULL, 0, out); }
 
-static void json_string(FILE *out, const char *s)
+/* s as a quoted JSON string (fu_json_quote: the fuser's one escaper); false
+ * when out of memory. */
+static bool json_string(FILE *out, const char *s)
 {
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-        else if (c == '\n') fputs("\\n", out);
-        else if (c < 0x20) fprintf(out, "\\u%04x", c);
-        else fputc(c, out);
-    }
-    fputc('"', out);
+    char *q = fu_json_quote(s);
+    if (!q) return false;
+    fputs(q, out);
+    free(q);
+    return true;
 }
 
 bool hb_runner_write_torch_items(const hb_runner *r, FILE *out)
 {
     fputs("{\"items\": [", out);
     int written = 0;
+    bool ok = true;
     for (int i = 0; i < r->nitems; i++) {
         const hb_item *it = &r->items[i];
         if (!it->fusion) continue;
@@ -1126,24 +1125,24 @@ bool hb_runner_write_torch_items(const hb_runner *r, FILE *out)
         char item[256];
         snprintf(item, sizeof item, "%s/%s/%s/%s", it->suite->name, it->cs->name, fu_dtype_name(it->dtype), it->size_str);
         fprintf(out, "%s\n {\"item\": ", written++ ? "," : "");
-        json_string(out, item);
+        ok &= json_string(out, item);
         fputs(", \"fusion\": ", out);
-        json_string(out, text);
+        ok &= json_string(out, text);
         free(text);
         fprintf(out, ", \"bytes\": %" PRId64 ", \"bytes_formula\": ", it->bytes);
-        json_string(out, it->bytes_formula);
+        ok &= json_string(out, it->bytes_formula);
         fprintf(out, ", \"deterministic\": %s, \"inputs\": [",
                 it->cs->scatter_named && it->cs->scatter == FU_SCATTER_DETERMINISTIC ? "true" : "false");
         for (int k = 0; k < fu_fusion_num_inputs(it->fusion); k++) {
             fu_tensor t = fu_fusion_input(it->fusion, k);
             fprintf(out, "%s{\"name\": ", k ? ", " : "");
-            json_string(out, fu_tensor_name(it->fusion, t));
+            ok &= json_string(out, fu_tensor_name(it->fusion, t));
             fprintf(out, ", \"index_bound\": %" PRId64 "}", fu_fusion_index_bound(it->fusion, t));
         }
         fputs("]}", out);
     }
     fputs("\n]}\n", out);
-    return !ferror(out);
+    return ok && !ferror(out);
 }
 
 void hb_runner_print_table_with(const hb_runner *r, const hb_entry *extra, int nextra, FILE *out)

@@ -18,88 +18,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "cli_test.h"
 #include "fuser.h"
-#include "test_util.h"
 
-static const char *fuser_bin;
 static char suite[1024];
 static const char *suites_dir;
-static char dir[256];
 static char cache_dir[256]; /* FUSER_CACHE_DIR of the children */
-
-/* ------------------------------------------------------------ helpers */
-
-/* Strings made by path_in / binding live until the end of the test. */
-static char *pool[512];
-static int npool;
-
-static char *pooled(const char *a, const char *sep, const char *b)
-{
-    size_t n = strlen(a) + strlen(sep) + strlen(b) + 1;
-    char *p = malloc(n);
-    snprintf(p, n, "%s%s%s", a, sep, b);
-    if (npool < (int)(sizeof pool / sizeof pool[0])) pool[npool++] = p;
-    return p;
-}
-
-static char *path_in(const char *name) { return pooled(dir, "/", name); }
-static char *binding(const char *name, const char *path) { return pooled(name, "=", path); }
-
-static void free_pool(void)
-{
-    for (int i = 0; i < npool; i++) free(pool[i]);
-    npool = 0;
-}
-
-static bool exists(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-static void spit(const char *path, const char *text) { CHECK(tu_write_text(path, text)); }
-
-/* Runs FUSER_BIN with the NULL-terminated args, capturing stdout and stderr. */
-static tu_output run_args(const char *const *args)
-{
-    tu_output r = tu_run_capture(fuser_bin, args);
-    CHECK(r.status != TU_NOT_RUN);
-    return r;
-}
-
-#define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
-
-/* No "*.tmp.*" file anywhere in the test directory. */
-static int count_temporaries(void)
-{
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strstr(e->d_name, ".tmp.")) n++;
-    closedir(d);
-    return n;
-}
-
-/* An error: exit 2, one message on stderr starting with "fuser: " that
- * contains needle (if any), nothing on stdout, no output file, no temporaries. */
-static void expect_failure(tu_output r, const char *needle, const char *output_path, int line)
-{
-    int before = check_failures;
-    CHECK(r.status == 2);
-    CHECK(strncmp(r.err, "fuser: ", 7) == 0);
-    CHECK(strlen(r.err) > 8);
-    if (needle) CHECK_CONTAINS(r.err, needle);
-    CHECK(r.out[0] == '\0');
-    if (output_path) CHECK(!exists(output_path));
-    CHECK(count_temporaries() == 0);
-    if (check_failures != before)
-        fprintf(stderr, "  (case at line %d) exit %d, stderr: %s  stdout: %s\n", line, r.status, r.err, r.out);
-    tu_output_free(&r);
-}
-#define EXPECT_FAILURE(r, needle, out) expect_failure((r), (needle), (out), __LINE__)
 
 static void expect_success(tu_output *r, int line)
 {
@@ -236,7 +160,7 @@ static void test_run_random(const suite_info *s)
     CHECK_CONTAINS(r.out, s->has_dt ? prefix : " sum=");
     CHECK_CONTAINS(r.out, " absmax=");
     CHECK_CONTAINS(r.out, " first=");
-    CHECK(count_temporaries() == 0);
+    CHECK(leftovers() == 0);
     fu_host_tensor t;
     fu_error err;
     fu_status st = fu_npy_read(out, &t, &err);
@@ -763,17 +687,6 @@ static void test_run_gpu(const suite_info *s, bool gpu)
     tu_output_free(&r);
 }
 
-static void remove_dir(void)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) unlink(path_in(e->d_name));
-    closedir(d);
-    CHECK(rmdir(dir) == 0);
-}
-
 int main(void)
 {
     fuser_bin = getenv("FUSER_BIN");
@@ -810,7 +723,7 @@ int main(void)
     }
     free_suite(&s);
     test_partial_write();
-    remove_dir();
+    CHECK(tu_remove_tree(dir) == 0);
     tu_remove_tree(cache_dir);
     free_pool();
     return check_finish("test_cli");

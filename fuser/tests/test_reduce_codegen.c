@@ -17,7 +17,9 @@
  *     the min/max file it needs);
  *   - column_reductions and bias_grad plan to one kernel of the outer-reduction
  *     scheduler with vector loads, whose rows are split over blocks (the last
- *     block combining) exactly where the columns are few, and compile;
+ *     block combining) exactly where the columns are few, and compile; its
+ *     parameters (kp->params_json, `fuser plan --json`) hold every decision,
+ *     with the values the kernel and the launch are made of;
  *   - layer_norm_backward and rms_norm_backward (dx per row, dweight and dbias
  *     per column) plan to one kernel of the row scheduler with column
  *     reductions (strided rows, a two-level last-block combine) at four sizes
@@ -138,6 +140,53 @@ static const char *body_of(const char *src)
     return b ? b : "";
 }
 
+/* The outer scheduler's parameters for column_reductions: every field it
+ * decides, with the values its launch and its kernel text carry. */
+static void check_outer_params(const char *data)
+{
+    const char *many[] = {"N=64", "C=65536"};
+    const struct {
+        const char *const *sets;
+        int nsets;
+        fu_dtype dt;
+        const char *fields[17];
+        const char *in_source[3];
+    } want[] = {
+        {NULL, 0, FU_F32, /* the file's sizes: 8192 x 1024, rows split 64 ways */
+         {"\"domain\": [8192, 1024]", "\"reduced_axes\": [0]", "\"rows\": 8192", "\"columns\": 1024",
+          "\"reductions\": 2", "\"threads\": 256", "\"min_blocks_per_sm\": 1", "\"vec\": 4", "\"threads_x\": 32",
+          "\"threads_y\": 8", "\"shared_partials\": 1024", "\"column_blocks\": 8", "\"row_splits\": 64",
+          "\"rows_per_split\": 128", "\"grid\": 512", "\"workspace_bytes\": 1048672", NULL},
+         {"fu_part[1024]", "blockIdx.x % 8u", "== 63u"}},
+        {many, 2, FU_BF16, /* many columns: no row splits, no workspace */
+         {"\"domain\": [64, 65536]", "\"vec\": 8", "\"threads_x\": 32", "\"threads_y\": 8",
+          "\"shared_partials\": 2048", "\"column_blocks\": 256", "\"row_splits\": 1", "\"rows_per_split\": 64",
+          "\"grid\": 256", "\"workspace_bytes\": 0", NULL},
+         {"fu_part[2048]", "blockIdx.x % 256u", "row += 8)"}},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        tc_list l = {0};
+        tc_case *c = tc_add_suite(&l, data, "column_reductions.fusion", "params", want[i].sets, want[i].nsets, want[i].dt, NULL);
+        fu_error err = {0};
+        fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
+        CHECK(p && p->nkernels == 1);
+        const fu_kernel_plan *kp = p && p->nkernels == 1 ? &p->kernels[0] : NULL;
+        CHECK(kp && kp->sched == FU_SCHED_OUTER && kp->params_json && kp->params_json[0] == '{');
+        if (kp && kp->params_json) {
+            for (int k = 0; want[i].fields[k]; k++) CHECK_CONTAINS(kp->params_json, want[i].fields[k]);
+            char grid[32], ws[48];
+            snprintf(grid, sizeof grid, "\"grid\": %u", kp->grid);
+            snprintf(ws, sizeof ws, "\"workspace_bytes\": %zu", kp->workspace_bytes);
+            CHECK_CONTAINS(kp->params_json, grid); /* the launch is the struct's */
+            CHECK_CONTAINS(kp->params_json, ws);
+            for (int k = 0; k < 3; k++) CHECK_CONTAINS(body_of(kp->source), want[i].in_source[k]);
+            printf("outer params %s: %s\n", fu_dtype_name(want[i].dt), kp->params_json);
+        }
+        fu_plan_free(p);
+        tc_list_free(&l);
+    }
+}
+
 int main(void)
 {
     const char *data = getenv("FUSER_TEST_DATA");
@@ -147,6 +196,7 @@ int main(void)
     }
     check_div_const();
     check_div_const_bf16();
+    check_outer_params(data);
     char cache[512];
     if (!tu_make_temp_dir(cache, sizeof cache, "reduce-codegen")) return 1;
     fu_runtime_options ro = {0};

@@ -30,58 +30,11 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "check.h"
+#include "cli_test.h"
 #include "fuser.h"
 #include "outset.h"
-#include "test_util.h"
 
-static const char *fuser_bin;
 static const char *suites_dir;
-static char dir[256];
-
-static char *path_in(const char *name)
-{
-    static char bufs[32][512];
-    static int next;
-    char *b = bufs[next++ % 32];
-    snprintf(b, 512, "%s/%s", dir, name);
-    return b;
-}
-
-static void spit(const char *path, const char *text) { CHECK(tu_write_text(path, text)); }
-
-static tu_output run_args(const char *const *args)
-{
-    tu_output r = tu_run_capture(fuser_bin, args);
-    CHECK(r.status != TU_NOT_RUN);
-    return r;
-}
-#define RUN(...) run_args((const char *const[]){__VA_ARGS__, NULL})
-
-/* Exit 2 (not a signal: 1000 + N), a "fuser: " message containing needle. */
-static void expect_error(tu_output r, const char *needle, int line)
-{
-    int before = check_failures;
-    CHECK(r.status == 2);
-    CHECK(strncmp(r.err, "fuser: ", 7) == 0);
-    if (needle) CHECK_CONTAINS(r.err, needle);
-    if (check_failures != before) fprintf(stderr, "  (case at line %d) exit %d, stderr: %s\n", line, r.status, r.err);
-    tu_output_free(&r);
-}
-#define EXPECT_ERROR(r, needle) expect_error((r), (needle), __LINE__)
-
-/* No temporary (".tmp.") or kept old file (".old.") left in dir. */
-static int leftovers(void)
-{
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strstr(e->d_name, ".tmp.") || strstr(e->d_name, ".old.")) n++;
-    closedir(d);
-    return n;
-}
 
 /* ------------------------------------------------------------ sizes */
 
@@ -192,20 +145,20 @@ static void test_sizes_cli(void)
     spit(big, "fusion a\ninput x: f32[4611686018427387904, 2]\ny = neg(x)\noutput y\n");
     char where[600];
     snprintf(where, sizeof where, "%s:2:7: ", big);
-    EXPECT_ERROR(RUN("check", big), where);
-    EXPECT_ERROR(RUN("run", big), where);
+    EXPECT_FAILURE(RUN("check", big), where, NULL);
+    EXPECT_FAILURE(RUN("run", big), where, NULL);
 
     char fwd[1024], bwd[1024];
     snprintf(fwd, sizeof fwd, "%s/embedding/embedding_fwd.fusion", suites_dir);
     snprintf(bwd, sizeof bwd, "%s/embedding/embedding_bwd.fusion", suites_dir);
     /* segfaulted before */
-    EXPECT_ERROR(RUN("run", fwd, "--set", "V=4611686018427387904", "--set", "D=4"), "is too large");
+    EXPECT_FAILURE(RUN("run", fwd, "--set", "V=4611686018427387904", "--set", "D=4"), "is too large", NULL);
     /* SIGFPE in the planner before */
     const char *files[2] = {fwd, bwd};
     for (int i = 0; i < 2; i++) {
-        EXPECT_ERROR(RUN("plan", files[i], "--set", "T=9223372036854775807"), "is too large");
-        EXPECT_ERROR(RUN("codegen", files[i], "--set", "T=9223372036854775807"), "is too large");
-        EXPECT_ERROR(RUN("run", files[i], "--set", "T=9223372036854775807"), "is too large");
+        EXPECT_FAILURE(RUN("plan", files[i], "--set", "T=9223372036854775807"), "is too large", NULL);
+        EXPECT_FAILURE(RUN("codegen", files[i], "--set", "T=9223372036854775807"), "is too large", NULL);
+        EXPECT_FAILURE(RUN("run", files[i], "--set", "T=9223372036854775807"), "is too large", NULL);
     }
 }
 
@@ -339,13 +292,13 @@ static void test_reads(void)
 {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    EXPECT_ERROR(RUN("check", "/dev/zero"), "not a regular file");
+    EXPECT_FAILURE(RUN("check", "/dev/zero"), "not a regular file", NULL);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     CHECK(t1.tv_sec - t0.tv_sec < 10); /* refused at once; it grew for as long as it ran before */
 
     const char *fifo = path_in("fifo.fusion");
     CHECK(mkfifo(fifo, 0600) == 0);
-    EXPECT_ERROR(RUN("check", fifo), "not a regular file (a FIFO)"); /* would hang on open before */
+    EXPECT_FAILURE(RUN("check", fifo), "not a regular file (a FIFO)", NULL); /* would hang on open before */
     unlink(fifo);
 
     /* a fusion file of more than the limit (4 MiB): refused without parsing */
@@ -358,7 +311,7 @@ static void test_reads(void)
         fputs("y = neg(x)\noutput y\n", fp);
         fclose(fp);
     }
-    EXPECT_ERROR(RUN("check", huge), "more than the 4194304 allowed");
+    EXPECT_FAILURE(RUN("check", huge), "more than the 4194304 allowed", NULL);
     unlink(huge);
 
     /* the library call behind it */
@@ -389,7 +342,7 @@ static void test_outputs_cli(void)
     char b1[600], b2[600];
     snprintf(b1, sizeof b1, "b=%s", o1);
     snprintf(b2, sizeof b2, "c=%s", o2);
-    EXPECT_ERROR(RUN("run", file, "--output", b1, "--output", b2), "is a directory");
+    EXPECT_FAILURE(RUN("run", file, "--output", b1, "--output", b2), "is a directory", NULL);
     char *s = slurp(o1);
     CHECK(strcmp(s, "OLD CONTENTS") == 0);
     free(s);
@@ -622,6 +575,7 @@ int main(int argc, char **argv)
     if (cache) {
         int rc = test_cache();
         tu_remove_tree(dir);
+        free_pool();
         return rc ? rc : check_finish("test_robust cache");
     }
     test_sizes_text();
@@ -635,5 +589,6 @@ int main(int argc, char **argv)
     test_npy_write_fails();
     test_outset_rollback();
     tu_remove_tree(dir);
+    free_pool();
     return check_finish("test_robust");
 }

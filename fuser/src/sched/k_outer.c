@@ -19,6 +19,10 @@
  * Outputs are the reductions (keepdim or not) and per-column functions of
  * them and of per-column inputs (mean = sum / N, a bias added); a full-size
  * output or a reduction that reads another is left to the other schedulers.
+ *
+ * fu_outer_heuristics makes every decision above into an outer_params (its
+ * text in kp->config, its JSON in kp->params_json); fu_outer_emit writes the
+ * kernel from that struct alone.
  */
 #include <stdio.h>
 #include <string.h>
@@ -45,63 +49,89 @@ typedef struct outer_red {
     fu_tensor out, in;
     fu_op op;
     fu_dtype acc_dt; /* the output dtype; accumulated in its compute type */
-    bool avail;
 } outer_red;
 
-typedef struct outer_ctx {
-    const fu_group *g;
-    const fu_fusion *f;
-    fu_kernel_writer *w;
+/* The outer scheduler's decisions: what fu_outer_emit writes the kernel from. */
+typedef struct outer_params {
+    /* the group: one domain D, the same reduced axes for every reduction */
     int rank;
     int64_t D[FU_MAX_RANK];
     bool reduced[FU_MAX_RANK];
-    int64_t C, Rn;
+    int64_t C, Rn; /* columns (the kept axes, flattened), rows (the reduced ones) */
     int nred;
     outer_red reds[OUTER_MAX_REDS];
-    int vec, tx, ty;
+    /* the block */
+    int threads;    /* tx * ty */
+    int min_blocks; /* the launch bounds' minimum blocks per SM */
+    int vec;        /* consecutive columns a thread owns: one vector load per row and input */
+    int tx, ty;     /* threads along the columns, along the rows */
+    int part_slots; /* the block's partials in shared memory (doubles): one per thread and column */
+    /* the grid: column blocks x row splits */
     int64_t gx, splits, rows_per_split;
-    char var[OUTER_MAX_REDS][8][24]; /* per reduction and lane: its register */
-} outer_ctx;
+    unsigned grid;
+    /* with row splits: the workspace, in 8-byte slots (partials of reduction i
+     * at ws_partials[i], splits x C each, then a 32-bit counter per column block) */
+    bool split;
+    int64_t ws_partials[OUTER_MAX_REDS];
+    int64_t ws_counters;
+    size_t workspace_bytes;
+} outer_params;
 
-static int outer_red_of(const outer_ctx *o, fu_tensor t)
+/* fu_outer_emit's state while it writes the kernel. */
+typedef struct outer_emit {
+    const outer_params *p;
+    const fu_fusion *f;
+    fu_kernel_writer *w;
+    bool complete;                   /* the reductions are final: the outputs may read them */
+    char var[OUTER_MAX_REDS][8][24]; /* per reduction and lane: its register */
+} outer_emit;
+
+static int outer_red_of(const outer_params *p, fu_tensor t)
 {
-    for (int i = 0; i < o->nred; i++)
-        if (o->reds[i].out == t) return i;
+    for (int i = 0; i < p->nred; i++)
+        if (p->reds[i].out == t) return i;
     return -1;
 }
 
-static bool is_domain(const outer_ctx *o, const fu_value *v)
+static bool is_domain(const outer_params *p, const fu_value *v)
 {
-    return v->rank == o->rank && !memcmp(v->shape, o->D, (size_t)o->rank * sizeof *v->shape);
+    return v->rank == p->rank && !memcmp(v->shape, p->D, (size_t)p->rank * sizeof *v->shape);
 }
 
-/* The index of a per-column tensor v (the kept axes' extents, with or without
- * the reduced axes as 1, or broadcast from fewer axes) at the current column
- * and lane; false when v is not per-column. */
-static bool column_index(const outer_ctx *o, const fu_value *v, cg_index *idx)
+/* Whether v is per-column (the kept axes' extents, with or without the
+ * reduced axes as 1, or broadcast from fewer axes); with c, also its index at
+ * the current column and lane in idx. */
+static bool column_index(const outer_params *p, const cg_ctx *c, const fu_value *v, cg_index *idx)
 {
-    const cg_ctx *c = &o->w->cg;
-    int last = o->rank - 1;
-    if (v->rank == o->rank) { /* keepdim form, or broadcast over some kept axes */
+    int last = p->rank - 1;
+    if (v->rank == p->rank) { /* keepdim form, or broadcast over some kept axes */
         for (int a = 0; a < v->rank; a++) {
-            if (v->shape[a] == 1) cg_index_const(&idx[a], 0);
-            else if (o->reduced[a] || v->shape[a] != o->D[a]) return false;
-            else cg_index_var(&idx[a], a, c->var_names[a]);
+            if (v->shape[a] == 1) {
+                if (c) cg_index_const(&idx[a], 0);
+            } else if (p->reduced[a] || v->shape[a] != p->D[a]) {
+                return false;
+            } else if (c) {
+                cg_index_var(&idx[a], a, c->var_names[a]);
+            }
         }
     } else { /* squeezed: the kept axes in order, or a suffix of them (NumPy broadcasting) */
         int ka[FU_MAX_RANK], nk = 0;
-        for (int a = 0; a < o->rank; a++)
-            if (!o->reduced[a]) ka[nk++] = a;
+        for (int a = 0; a < p->rank; a++)
+            if (!p->reduced[a]) ka[nk++] = a;
         if (v->rank > nk) return false;
         for (int i = 0; i < v->rank; i++) {
             int a = ka[nk - v->rank + i];
-            if (v->shape[i] == 1) cg_index_const(&idx[i], 0);
-            else if (v->shape[i] != o->D[a]) return false;
-            else cg_index_var(&idx[i], a, c->var_names[a]);
+            if (v->shape[i] == 1) {
+                if (c) cg_index_const(&idx[i], 0);
+            } else if (v->shape[i] != p->D[a]) {
+                return false;
+            } else if (c) {
+                cg_index_var(&idx[i], a, c->var_names[a]);
+            }
         }
     }
-    for (int i = 0; i < v->rank; i++)
-        if (idx[i].affine && idx[i].coef[last] == 1 && o->vec > 1) {
+    for (int i = 0; c && i < v->rank; i++)
+        if (idx[i].affine && idx[i].coef[last] == 1 && p->vec > 1) {
             idx[i].lane_coef = 1;
             cg_index_refresh(c, &idx[i]);
         }
@@ -110,109 +140,107 @@ static bool column_index(const outer_ctx *o, const fu_value *v, cg_index *idx)
 
 static const char *outer_lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, void *user)
 {
-    outer_ctx *o = user;
-    int i = outer_red_of(o, t);
+    outer_emit *e = user;
+    int i = outer_red_of(e->p, t);
     if (i < 0) return NULL;
-    const fu_value *v = fu_val(o->f, t);
-    if (!o->reds[i].avail) {
+    const fu_value *v = fu_val(e->f, t);
+    if (!e->complete) {
         cg_fail(c, "outer reduction: '%s' is read before it is complete", v->name);
         return NULL;
     }
     cg_index want[FU_MAX_RANK];
-    bool ok = column_index(o, v, want);
+    bool ok = column_index(e->p, c, v, want);
     for (int a = 0; ok && a < v->rank; a++) ok = strcmp(want[a].expr, idx[a].expr) == 0;
     if (!ok) {
         cg_fail(c, "outer reduction: '%s' is read at another column", v->name);
         return NULL;
     }
-    return o->var[i][c->lane];
+    return e->var[i][c->lane];
 }
 
 /* Whether t is computed in the group from a reduction (walks producers). */
-static bool reads_reduction(const outer_ctx *o, fu_tensor t, int depth)
+static bool reads_reduction(const fu_group *g, fu_tensor t, int depth)
 {
-    const fu_node *n = fu_producer(o->f, t);
-    if (!n || !o->g->in_group[n - o->f->nodes] || depth > 64) return false;
+    const fu_node *n = fu_producer(g->f, t);
+    if (!n || !g->in_group[n - g->f->nodes] || depth > 64) return false;
     if (fu_op_kind_of(n->op) == FU_KIND_REDUCE) return true;
     for (int k = 0; k < n->ninputs; k++)
-        if (reads_reduction(o, n->inputs[k], depth + 1)) return true;
+        if (reads_reduction(g, n->inputs[k], depth + 1)) return true;
     return false;
 }
 
 /* The group's structure: one domain, one set of reduced axes, the innermost kept. */
-static bool analyse(outer_ctx *o, char *why, size_t nwhy)
+static bool analyse(const fu_group *g, outer_params *p, char *why, size_t nwhy)
 {
-    const fu_fusion *f = o->f;
+    const fu_fusion *f = g->f;
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
-        if (!o->g->in_group[i]) continue;
+        if (!g->in_group[i]) continue;
         fu_op_kind k = fu_op_kind_of(n->op);
         if (k == FU_KIND_SCATTER) {
             snprintf(why, nwhy, "outer reduction: the group has a scatter");
             return false;
         }
         if (k != FU_KIND_REDUCE) continue;
-        if (o->nred == OUTER_MAX_REDS) {
+        if (p->nred == OUTER_MAX_REDS) {
             snprintf(why, nwhy, "outer reduction: more than %d reductions", OUTER_MAX_REDS);
             return false;
         }
         const fu_value *x = fu_val(f, n->inputs[0]);
         bool red[FU_MAX_RANK];
         fu_reduced_axes(&n->attrs, x->rank, red);
-        if (o->nred == 0) {
-            o->rank = x->rank;
-            memcpy(o->D, x->shape, sizeof o->D);
-            memcpy(o->reduced, red, sizeof red);
-        } else if (!is_domain(o, x) || memcmp(red, o->reduced, sizeof red)) {
+        if (p->nred == 0) {
+            p->rank = x->rank;
+            memcpy(p->D, x->shape, sizeof p->D);
+            memcpy(p->reduced, red, sizeof red);
+        } else if (!is_domain(p, x) || memcmp(red, p->reduced, sizeof red)) {
             snprintf(why, nwhy, "outer reduction: '%s' reduces another domain or other axes", fu_val(f, n->output)->name);
             return false;
         }
-        outer_red *r = &o->reds[o->nred++];
+        outer_red *r = &p->reds[p->nred++];
         r->node = i;
         r->out = n->output;
         r->in = n->inputs[0];
         r->op = n->op;
         r->acc_dt = fu_val(f, n->output)->dtype;
-        r->avail = false;
         if (n->op != FU_OP_SUM && n->op != FU_OP_RMAX && n->op != FU_OP_RMIN) {
             snprintf(why, nwhy, "outer reduction: '%s' is not a sum, max or min", fu_val(f, n->output)->name);
             return false;
         }
     }
-    if (o->nred == 0 || o->rank < 2) {
+    if (p->nred == 0 || p->rank < 2) {
         snprintf(why, nwhy, "outer reduction: no reduction over a non-innermost axis");
         return false;
     }
     bool any = false;
-    for (int a = 0; a < o->rank; a++) any |= o->reduced[a] && o->D[a] != 1;
-    if (o->reduced[o->rank - 1] || !any) {
+    for (int a = 0; a < p->rank; a++) any |= p->reduced[a] && p->D[a] != 1;
+    if (p->reduced[p->rank - 1] || !any) {
         snprintf(why, nwhy, "outer reduction: the innermost axis is reduced (a row reduction)");
         return false;
     }
-    o->C = o->Rn = 1;
-    for (int a = 0; a < o->rank; a++) {
-        if (o->reduced[a]) o->Rn *= o->D[a];
-        else o->C *= o->D[a];
+    p->C = p->Rn = 1;
+    for (int a = 0; a < p->rank; a++) {
+        if (p->reduced[a]) p->Rn *= p->D[a];
+        else p->C *= p->D[a];
     }
-    if (o->C == 0) {
+    if (p->C == 0) {
         snprintf(why, nwhy, "outer reduction: no columns");
         return false;
     }
-    for (int i = 0; i < o->nred; i++)
-        if (reads_reduction(o, o->reds[i].in, 0)) {
-            snprintf(why, nwhy, "outer reduction: '%s' reads another reduction", fu_val(f, o->reds[i].out)->name);
+    for (int i = 0; i < p->nred; i++)
+        if (reads_reduction(g, p->reds[i].in, 0)) {
+            snprintf(why, nwhy, "outer reduction: '%s' reads another reduction", fu_val(f, p->reds[i].out)->name);
             return false;
         }
     return true;
 }
 
 /* Every output is per-column. */
-static bool check_outputs(outer_ctx *o, char *why, size_t nwhy)
+static bool check_outputs(const fu_group *g, const outer_params *p, char *why, size_t nwhy)
 {
-    for (int k = 0; k < o->g->noutputs; k++) {
-        const fu_value *v = fu_val(o->f, o->g->outputs[k]);
-        cg_index idx[FU_MAX_RANK];
-        if (is_domain(o, v) || !column_index(o, v, idx) || fu_shape_numel(v->rank, v->shape) != o->C) {
+    for (int k = 0; k < g->noutputs; k++) {
+        const fu_value *v = fu_val(g->f, g->outputs[k]);
+        if (is_domain(p, v) || !column_index(p, NULL, v, NULL) || fu_shape_numel(v->rank, v->shape) != p->C) {
             snprintf(why, nwhy, "outer reduction: output '%s' is not one value per column", v->name);
             return false;
         }
@@ -220,245 +248,330 @@ static bool check_outputs(outer_ctx *o, char *why, size_t nwhy)
     return true;
 }
 
-static void choose_config(outer_ctx *o)
+/* The block and the grid; `widest`: the largest element of a domain-shaped
+ * tensor the kernel moves (its 16-byte vector sets vec). */
+static void choose_config(const fu_group *g, outer_params *p, size_t widest)
 {
-    size_t widest = 1;
-    for (int i = 0; i < o->w->nparams; i++) {
-        const fu_value *v = fu_val(o->f, o->w->params[i].tensor);
-        if (is_domain(o, v) && fu_dtype_size(v->dtype) > widest) widest = fu_dtype_size(v->dtype);
-    }
-    o->vec = (int)(16 / widest);
-    if (o->vec > 8) o->vec = 8;
-    while (o->vec > 1 && o->D[o->rank - 1] % o->vec) o->vec /= 2;
-    int64_t col_threads = o->C / o->vec;
-    o->tx = 1;
-    while (o->tx < OUTER_TX_MAX && o->tx < col_threads) o->tx *= 2;
-    o->ty = OUTER_THREADS / o->tx;
-    o->gx = (col_threads + o->tx - 1) / o->tx;
+    p->threads = OUTER_THREADS;
+    p->min_blocks = 1;
+    p->vec = (int)(16 / widest);
+    if (p->vec > 8) p->vec = 8;
+    while (p->vec > 1 && p->D[p->rank - 1] % p->vec) p->vec /= 2;
+    int64_t col_threads = p->C / p->vec;
+    p->tx = 1;
+    while (p->tx < OUTER_TX_MAX && p->tx < col_threads) p->tx *= 2;
+    p->ty = p->threads / p->tx;
+    p->part_slots = p->threads * p->vec;
+    p->gx = (col_threads + p->tx - 1) / p->tx;
     /* split the rows while there are fewer blocks than OUTER_BLOCKS_PER_SM per
      * SM and each thread still sums OUTER_MIN_ROWS rows */
-    int64_t want = (int64_t)o->g->opts->sm_count * OUTER_BLOCKS_PER_SM;
-    o->splits = 1;
-    while (o->gx * o->splits * 2 <= want && o->Rn / (o->splits * 2) >= (int64_t)o->ty * OUTER_MIN_ROWS) o->splits *= 2;
-    o->rows_per_split = (o->Rn + o->splits - 1) / o->splits;
+    int64_t want = (int64_t)g->opts->sm_count * OUTER_BLOCKS_PER_SM;
+    p->splits = 1;
+    while (p->gx * p->splits * 2 <= want && p->Rn / (p->splits * 2) >= (int64_t)p->ty * OUTER_MIN_ROWS) p->splits *= 2;
+    p->rows_per_split = (p->Rn + p->splits - 1) / p->splits;
+    p->split = p->splits > 1;
+    if (p->split) { /* partials, then the counters */
+        for (int i = 0; i < p->nred; i++) p->ws_partials[i] = i * p->splits * p->C;
+        p->ws_counters = p->nred * p->splits * p->C;
+        p->workspace_bytes = (size_t)p->ws_counters * 8 + (size_t)p->gx * 4 + 64;
+    }
+}
+
+/* The widest element of the domain-shaped tensors among the kernel's
+ * parameters (every materialized tensor its outputs read, then the outputs),
+ * from the list fu_kw_begin makes; false and why where it cannot make one. */
+static bool widest_domain_param(const fu_group *g, const outer_params *p, size_t *widest, char *why, size_t nwhy)
+{
+    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
+    fu_kernel_plan *scratch = fu_calloc(1, sizeof *scratch);
+    bool ok = w && scratch;
+    if (!ok) snprintf(why, nwhy, "out of memory");
+    ok = ok && fu_kw_begin(w, g, scratch, "outer reduction", why, nwhy);
+    *widest = 1;
+    for (int i = 0; ok && i < w->nparams; i++) {
+        const fu_value *v = fu_val(g->f, w->params[i].tensor);
+        if (is_domain(p, v) && fu_dtype_size(v->dtype) > *widest) *widest = fu_dtype_size(v->dtype);
+    }
+    if (w) fu_kw_abort(w);
+    if (scratch) fu_kernel_plan_clear(scratch);
+    fu_free(w);
+    fu_free(scratch);
+    return ok;
+}
+
+bool fu_outer_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    *params = NULL;
+    outer_params *p = fu_calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(why, nwhy, "out of memory");
+        return false;
+    }
+    size_t widest = 1;
+    bool ok = analyse(g, p, why, nwhy) && widest_domain_param(g, p, &widest, why, nwhy);
+    if (ok) {
+        choose_config(g, p, widest);
+        ok = check_outputs(g, p, why, nwhy);
+    }
+    /* the kernel's grid is 32 bits of blocks and its workspace indices 64 */
+    if (ok && p->gx * p->splits >= INT32_MAX) {
+        snprintf(why, nwhy, "outer reduction: %lld blocks do not fit a 32-bit grid", (long long)(p->gx * p->splits));
+        ok = false;
+    }
+    if (!ok) {
+        fu_free(p);
+        return false;
+    }
+    p->grid = (unsigned)(p->gx * p->splits);
+    kp->sched = FU_SCHED_OUTER;
+    kp->grid = p->grid;
+    kp->block = (unsigned)p->threads;
+    kp->shared_bytes = 0;
+    kp->workspace_bytes = p->workspace_bytes;
+    snprintf(kp->config, sizeof kp->config,
+             "outer: rows=%lld columns=%lld vec=%d threads=%dx%d column_blocks=%lld row_splits=%lld reductions=%d",
+             (long long)p->Rn, (long long)p->C, p->vec, p->tx, p->ty, (long long)p->gx, (long long)p->splits, p->nred);
+    fu_strbuf js;
+    fu_sb_init(&js);
+    fu_sb_puts(&js, "{\"domain\": [");
+    for (int a = 0; a < p->rank; a++) fu_sb_printf(&js, "%s%lld", a ? ", " : "", (long long)p->D[a]);
+    fu_sb_puts(&js, "], \"reduced_axes\": [");
+    for (int a = 0, n = 0; a < p->rank; a++)
+        if (p->reduced[a]) fu_sb_printf(&js, "%s%d", n++ ? ", " : "", a);
+    fu_sb_printf(&js,
+                 "], \"rows\": %lld, \"columns\": %lld, \"reductions\": %d, \"threads\": %d, \"min_blocks_per_sm\": %d, "
+                 "\"vec\": %d, \"threads_x\": %d, \"threads_y\": %d, \"shared_partials\": %d, \"column_blocks\": %lld, "
+                 "\"row_splits\": %lld, \"rows_per_split\": %lld, \"grid\": %u, \"workspace_bytes\": %zu}",
+                 (long long)p->Rn, (long long)p->C, p->nred, p->threads, p->min_blocks, p->vec, p->tx, p->ty,
+                 p->part_slots, (long long)p->gx, (long long)p->splits, (long long)p->rows_per_split, p->grid,
+                 p->workspace_bytes);
+    kp->params_json = fu_sb_take(&js);
+    *params = p;
+    return true;
 }
 
 /* The domain variables of axis group `reduced` (true: the rows) from `flat`. */
-static void emit_axis_vars(outer_ctx *o, bool reduced, const char *flat)
+static void emit_axis_vars(outer_emit *e, bool reduced, const char *flat)
 {
-    cg_ctx *c = &o->w->cg;
+    const outer_params *p = e->p;
+    cg_ctx *c = &e->w->cg;
     const char *it = c->index64 ? "long long" : "int";
     int64_t stride = 1;
-    for (int a = o->rank - 1; a >= 0; a--) {
-        if (o->reduced[a] != reduced) continue;
-        if (o->D[a] == 1) cg_line(c, "const %s %s = 0;", it, c->var_names[a]);
-        else cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, c->var_names[a], flat, (long long)stride, (long long)o->D[a]);
-        stride *= o->D[a];
+    for (int a = p->rank - 1; a >= 0; a--) {
+        if (p->reduced[a] != reduced) continue;
+        if (p->D[a] == 1) cg_line(c, "const %s %s = 0;", it, c->var_names[a]);
+        else cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, c->var_names[a], flat, (long long)stride, (long long)p->D[a]);
+        stride *= p->D[a];
     }
 }
 
-static void full_index(outer_ctx *o, cg_index *idx)
+static void full_index(outer_emit *e, cg_index *idx)
 {
-    cg_ctx *c = &o->w->cg;
-    for (int a = 0; a < o->rank; a++) cg_index_var(&idx[a], a, c->var_names[a]);
-    if (o->vec > 1) {
-        idx[o->rank - 1].lane_coef = 1;
-        cg_index_refresh(c, &idx[o->rank - 1]);
+    const outer_params *p = e->p;
+    cg_ctx *c = &e->w->cg;
+    for (int a = 0; a < p->rank; a++) cg_index_var(&idx[a], a, c->var_names[a]);
+    if (p->vec > 1) {
+        idx[p->rank - 1].lane_coef = 1;
+        cg_index_refresh(c, &idx[p->rank - 1]);
     }
 }
 
-static void emit_kernel(outer_ctx *o, fu_kernel_plan *kp)
+/* Each thread's rows of this split, ty apart, into its registers. */
+static void emit_row_loop(outer_emit *e)
 {
-    cg_ctx *c = &o->w->cg;
-    const fu_fusion *f = o->f;
+    const outer_params *p = e->p;
+    cg_ctx *c = &e->w->cg;
     const char *it = c->index64 ? "long long" : "int";
-    const bool split = o->splits > 1;
-    fu_kw_signature(o->w, kp, OUTER_THREADS, 1, split);
-    cg_open(c);
-    cg_line(c, "// [%lld rows] x [%lld columns]: %d columns a thread, %d x %d threads, %lld column blocks x %lld row splits",
-            (long long)o->Rn, (long long)o->C, o->vec, o->tx, o->ty, (long long)o->gx, (long long)o->splits);
-    cg_line(c, "__shared__ double fu_part[%d]; // one value per thread and column: the block's partials", OUTER_THREADS * o->vec);
-    cg_line(c, "const unsigned bx = blockIdx.x %% %lldu, by = blockIdx.x / %lldu;", (long long)o->gx, (long long)o->gx);
-    cg_line(c, "const unsigned tx = threadIdx.x %% %du, ty = threadIdx.x / %du;", o->tx, o->tx);
-    cg_line(c, "const %s col = ((%s)bx * %d + tx) * %d;", it, it, o->tx, o->vec);
-    cg_line(c, "const bool live = col < %lld;", (long long)o->C);
-    emit_axis_vars(o, false, "col");
-    for (int i = 0; i < o->nred; i++)
-        for (int lane = 0; lane < o->vec; lane++) {
-            snprintf(o->var[i][lane], sizeof o->var[i][lane], "r%d_%d", i, lane);
-            cg_line(c, "%s %s = %s;", cg_compute_type(o->reds[i].acc_dt), o->var[i][lane],
-                    fu_red_identity(o->reds[i].op, o->reds[i].acc_dt));
-        }
-    /* the rows of this split, ty apart */
-    cg_line(c, "const %s row_end = %lld < (%s)(by + 1) * %lld ? %lld : (%s)(by + 1) * %lld;", it, (long long)o->Rn, it,
-            (long long)o->rows_per_split, (long long)o->Rn, it, (long long)o->rows_per_split);
+    cg_line(c, "const %s row_end = %lld < (%s)(by + 1) * %lld ? %lld : (%s)(by + 1) * %lld;", it, (long long)p->Rn, it,
+            (long long)p->rows_per_split, (long long)p->Rn, it, (long long)p->rows_per_split);
     cg_line(c, "#pragma unroll 4");
-    cg_line(c, "for (%s row = (%s)by * %lld + ty; live && row < row_end; row += %d) {", it, it, (long long)o->rows_per_split,
-            o->ty);
+    cg_line(c, "for (%s row = (%s)by * %lld + ty; live && row < row_end; row += %d) {", it, it, (long long)p->rows_per_split,
+            p->ty);
     c->indent++;
     c->scope++;
-    emit_axis_vars(o, true, "row");
+    emit_axis_vars(e, true, "row");
     cg_index idx[FU_MAX_RANK];
-    full_index(o, idx);
-    c->vec = o->vec;
-    c->lane_var = o->vec > 1 ? o->rank - 1 : -1;
-    for (int lane = 0; lane < o->vec; lane++) {
+    full_index(e, idx);
+    c->vec = p->vec;
+    c->lane_var = p->vec > 1 ? p->rank - 1 : -1;
+    for (int lane = 0; lane < p->vec; lane++) {
         c->lane = lane;
         cg_index li[FU_MAX_RANK];
         memcpy(li, idx, sizeof li);
-        cg_index_refresh(c, &li[o->rank - 1]);
-        for (int i = 0; i < o->nred; i++) fu_red_combine(c, o->reds[i].op, o->var[i][lane], cg_value(c, o->reds[i].in, li));
+        cg_index_refresh(c, &li[p->rank - 1]);
+        for (int i = 0; i < p->nred; i++) fu_red_combine(c, p->reds[i].op, e->var[i][lane], cg_value(c, p->reds[i].in, li));
     }
     c->lane = 0;
     c->vec = 1;
     c->lane_var = -1;
     cg_close(c);
-    /* the block's ty partials of each column, in ty order */
-    for (int i = 0; i < o->nred; i++) {
-        const char *ct = cg_compute_type(o->reds[i].acc_dt);
+}
+
+/* The block's ty partials of each column, in ty order. */
+static void emit_block_combine(outer_emit *e)
+{
+    const outer_params *p = e->p;
+    cg_ctx *c = &e->w->cg;
+    for (int i = 0; i < p->nred; i++) {
+        const char *ct = cg_compute_type(p->reds[i].acc_dt);
         cg_line(c, "__syncthreads(); // fu_part may still be read");
-        for (int lane = 0; lane < o->vec; lane++)
-            cg_line(c, "((%s *)fu_part)[threadIdx.x * %d + %d] = %s;", ct, o->vec, lane, o->var[i][lane]);
+        for (int lane = 0; lane < p->vec; lane++)
+            cg_line(c, "((%s *)fu_part)[threadIdx.x * %d + %d] = %s;", ct, p->vec, lane, e->var[i][lane]);
         cg_line(c, "__syncthreads();");
         cg_line(c, "if (ty == 0)");
         cg_open(c);
-        cg_line(c, "for (unsigned y = 1; y < %du; y++)", o->ty);
+        cg_line(c, "for (unsigned y = 1; y < %du; y++)", p->ty);
         cg_open(c);
-        for (int lane = 0; lane < o->vec; lane++) {
+        for (int lane = 0; lane < p->vec; lane++) {
             char v[96];
-            snprintf(v, sizeof v, "((const %s *)fu_part)[(y * %d + tx) * %d + %d]", ct, o->tx, o->vec, lane);
-            fu_red_combine(c, o->reds[i].op, o->var[i][lane], v);
+            snprintf(v, sizeof v, "((const %s *)fu_part)[(y * %d + tx) * %d + %d]", ct, p->tx, p->vec, lane);
+            fu_red_combine(c, p->reds[i].op, e->var[i][lane], v);
         }
         cg_close(c);
         cg_close(c);
     }
-    if (split) {
-        /* partials of this split, then the last split of the column block combines them */
-        int64_t per_red = o->splits * o->C; /* 8-byte slots */
-        cg_line(c, "if (ty == 0 && live)");
+}
+
+/* The partials of this split to the workspace; the last split of the column
+ * block to finish combines them in split order. */
+static void emit_split_combine(outer_emit *e)
+{
+    const outer_params *p = e->p;
+    cg_ctx *c = &e->w->cg;
+    cg_line(c, "if (ty == 0 && live)");
+    cg_open(c);
+    for (int i = 0; i < p->nred; i++)
+        for (int lane = 0; lane < p->vec; lane++)
+            cg_line(c, "((%s *)(fu_ws + %lld))[(long long)by * %lld + col + %d] = %s;", cg_compute_type(p->reds[i].acc_dt),
+                    (long long)p->ws_partials[i], (long long)p->C, lane, e->var[i][lane]);
+    cg_close(c);
+    cg_line(c, "unsigned *fu_done = (unsigned *)(fu_ws + %lld); // per column block: splits finished",
+            (long long)p->ws_counters);
+    cg_line(c, "__shared__ int fu_last;");
+    cg_line(c, "__threadfence();");
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(&fu_done[bx], 1u) == %lldu;", (long long)(p->splits - 1));
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (!fu_last) return;");
+    cg_line(c, "__threadfence();");
+    cg_line(c, "if (threadIdx.x == 0) fu_done[bx] = 0u; // ready for the next launch");
+    cg_line(c, "if (ty == 0 && live)");
+    cg_open(c);
+    for (int i = 0; i < p->nred; i++) {
+        for (int lane = 0; lane < p->vec; lane++)
+            cg_line(c, "%s = %s;", e->var[i][lane], fu_red_identity(p->reds[i].op, p->reds[i].acc_dt));
+        cg_line(c, "for (unsigned s = 0; s < %lldu; s++) // in split order", (long long)p->splits);
         cg_open(c);
-        for (int i = 0; i < o->nred; i++)
-            for (int lane = 0; lane < o->vec; lane++)
-                cg_line(c, "((%s *)(fu_ws + %lld))[(long long)by * %lld + col + %d] = %s;",
-                        cg_compute_type(o->reds[i].acc_dt), (long long)(i * per_red), (long long)o->C, lane,
-                        o->var[i][lane]);
-        cg_close(c);
-        cg_line(c, "unsigned *fu_done = (unsigned *)(fu_ws + %lld); // per column block: splits finished",
-                (long long)(o->nred * per_red));
-        cg_line(c, "__shared__ int fu_last;");
-        cg_line(c, "__threadfence();");
-        cg_line(c, "__syncthreads();");
-        cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(&fu_done[bx], 1u) == %lldu;", (long long)(o->splits - 1));
-        cg_line(c, "__syncthreads();");
-        cg_line(c, "if (!fu_last) return;");
-        cg_line(c, "__threadfence();");
-        cg_line(c, "if (threadIdx.x == 0) fu_done[bx] = 0u; // ready for the next launch");
-        cg_line(c, "if (ty == 0 && live)");
-        cg_open(c);
-        for (int i = 0; i < o->nred; i++) {
-            for (int lane = 0; lane < o->vec; lane++)
-                cg_line(c, "%s = %s;", o->var[i][lane], fu_red_identity(o->reds[i].op, o->reds[i].acc_dt));
-            cg_line(c, "for (unsigned s = 0; s < %lldu; s++) // in split order", (long long)o->splits);
-            cg_open(c);
-            for (int lane = 0; lane < o->vec; lane++) {
-                char v[128];
-                snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)s * %lld + col + %d)",
-                         cg_compute_type(o->reds[i].acc_dt), (long long)(i * per_red), (long long)o->C, lane);
-                fu_red_combine(c, o->reds[i].op, o->var[i][lane], v);
-            }
-            cg_close(c);
+        for (int lane = 0; lane < p->vec; lane++) {
+            char v[128];
+            snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)s * %lld + col + %d)",
+                     cg_compute_type(p->reds[i].acc_dt), (long long)p->ws_partials[i], (long long)p->C, lane);
+            fu_red_combine(c, p->reds[i].op, e->var[i][lane], v);
         }
         cg_close(c);
     }
-    /* the outputs of the columns */
-    for (int i = 0; i < o->nred; i++) o->reds[i].avail = true;
+    cg_close(c);
+}
+
+/* The outputs of the columns, by the threads of row 0. */
+static void emit_outputs(outer_emit *e, const fu_group *g)
+{
+    const outer_params *p = e->p;
+    cg_ctx *c = &e->w->cg;
+    e->complete = true;
     cg_line(c, "if (ty != 0 || !live) return;");
-    c->vec = o->vec;
-    c->lane_var = o->vec > 1 ? o->rank - 1 : -1;
-    for (int k = 0; k < o->g->noutputs; k++) {
-        fu_tensor t = o->g->outputs[k];
-        const fu_value *v = fu_val(f, t);
-        const cg_param *p = fu_kw_output(o->w, t);
+    c->vec = p->vec;
+    c->lane_var = p->vec > 1 ? p->rank - 1 : -1;
+    for (int k = 0; k < g->noutputs; k++) {
+        fu_tensor t = g->outputs[k];
+        const fu_value *v = fu_val(e->f, t);
+        const cg_param *par = fu_kw_output(e->w, t);
         char lanes[8][32];
         cg_index oidx[FU_MAX_RANK], off;
-        for (int lane = 0; lane < o->vec; lane++) {
+        for (int lane = 0; lane < p->vec; lane++) {
             c->lane = lane;
-            column_index(o, v, oidx);
+            column_index(p, c, v, oidx);
             snprintf(lanes[lane], sizeof lanes[lane], "%s", cg_value(c, t, oidx));
         }
         c->lane = 0;
-        column_index(o, v, oidx);
+        column_index(p, c, v, oidx);
         cg_offset(c, v->rank, v->shape, v->strides, oidx, &off);
-        if (o->vec > 1 && cg_offset_vectorizable(c, &off, o->vec)) {
+        if (p->vec > 1 && cg_offset_vectorizable(c, &off, p->vec)) {
             char base[CG_EXPR], tmp[16];
             cg_offset_base_expr(c, &off, base, sizeof base);
             snprintf(tmp, sizeof tmp, "fu_o%d", k);
-            fu_kw_vector_store(o->w, p, base, tmp, (const char (*)[32])lanes, o->vec);
+            fu_kw_vector_store(e->w, par, base, tmp, (const char (*)[32])lanes, p->vec);
         } else {
-            for (int lane = 0; lane < o->vec; lane++) {
+            for (int lane = 0; lane < p->vec; lane++) {
                 c->lane = lane;
                 cg_index_refresh(c, &off);
-                fu_kw_store(o->w, p, off.expr, lanes[lane]);
+                fu_kw_store(e->w, par, off.expr, lanes[lane]);
             }
             c->lane = 0;
         }
     }
     c->vec = 1;
     c->lane_var = -1;
-    cg_close(c);
-    kp->sched = FU_SCHED_OUTER;
-    kp->grid = (unsigned)(o->gx * o->splits);
-    kp->block = OUTER_THREADS;
-    kp->shared_bytes = 0;
-    kp->workspace_bytes = split ? (size_t)(o->nred * o->splits * o->C) * 8 + (size_t)o->gx * 4 + 64 : 0;
-    snprintf(kp->config, sizeof kp->config,
-             "outer: rows=%lld columns=%lld vec=%d threads=%dx%d column_blocks=%lld row_splits=%lld reductions=%d",
-             (long long)o->Rn, (long long)o->C, o->vec, o->tx, o->ty, (long long)o->gx, (long long)o->splits, o->nred);
 }
 
-bool fu_sched_outer_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
+static void emit_kernel(outer_emit *e, const fu_group *g, const fu_kernel_plan *kp)
 {
-    outer_ctx *o = fu_calloc(1, sizeof *o);
+    const outer_params *p = e->p;
+    cg_ctx *c = &e->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    fu_kw_signature(e->w, kp, (unsigned)p->threads, (unsigned)p->min_blocks, p->split);
+    cg_open(c);
+    cg_line(c, "// [%lld rows] x [%lld columns]: %d columns a thread, %d x %d threads, %lld column blocks x %lld row splits",
+            (long long)p->Rn, (long long)p->C, p->vec, p->tx, p->ty, (long long)p->gx, (long long)p->splits);
+    cg_line(c, "__shared__ double fu_part[%d]; // one value per thread and column: the block's partials", p->part_slots);
+    cg_line(c, "const unsigned bx = blockIdx.x %% %lldu, by = blockIdx.x / %lldu;", (long long)p->gx, (long long)p->gx);
+    cg_line(c, "const unsigned tx = threadIdx.x %% %du, ty = threadIdx.x / %du;", p->tx, p->tx);
+    cg_line(c, "const %s col = ((%s)bx * %d + tx) * %d;", it, it, p->tx, p->vec);
+    cg_line(c, "const bool live = col < %lld;", (long long)p->C);
+    emit_axis_vars(e, false, "col");
+    for (int i = 0; i < p->nred; i++)
+        for (int lane = 0; lane < p->vec; lane++) {
+            snprintf(e->var[i][lane], sizeof e->var[i][lane], "r%d_%d", i, lane);
+            cg_line(c, "%s %s = %s;", cg_compute_type(p->reds[i].acc_dt), e->var[i][lane],
+                    fu_red_identity(p->reds[i].op, p->reds[i].acc_dt));
+        }
+    emit_row_loop(e);
+    emit_block_combine(e);
+    if (p->split) emit_split_combine(e);
+    emit_outputs(e, g);
+    cg_close(c);
+}
+
+bool fu_outer_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    const outer_params *p = params;
+    outer_emit *e = fu_calloc(1, sizeof *e);
     fu_kernel_writer *w = fu_calloc(1, sizeof *w);
-    if (!o || !w) {
-        fu_free(o);
+    if (!e || !w) {
+        fu_free(e);
         fu_free(w);
         snprintf(why, nwhy, "out of memory");
         return false;
     }
-    o->g = g;
-    o->f = g->f;
-    o->w = w;
-    bool ok = analyse(o, why, nwhy);
-    /* the kernel's grid is 32 bits of blocks and its workspace indices 64 */
-    ok = ok && fu_kw_begin(w, g, kp, "outer reduction (columns, coalesced; row splits combined by the last block)", why, nwhy);
-    bool begun = ok;
+    e->p = p;
+    e->f = g->f;
+    e->w = w;
+    bool ok = fu_kw_begin(w, g, kp, "outer reduction (columns, coalesced; row splits combined by the last block)", why, nwhy);
     if (ok) {
         cg_ctx *c = &w->cg;
-        for (int a = 0; a < o->rank; a++) {
+        for (int a = 0; a < p->rank; a++) {
             char name[16];
-            snprintf(name, sizeof name, "%c%d", o->reduced[a] ? 'k' : 'o', a);
+            snprintf(name, sizeof name, "%c%d", p->reduced[a] ? 'k' : 'o', a);
             cg_add_var(c, name);
         }
-        c->user = o;
+        c->user = e;
         c->lookup_register = outer_lookup_register;
-        choose_config(o);
-        ok = check_outputs(o, why, nwhy);
-        if (ok && o->gx * o->splits >= INT32_MAX) {
-            snprintf(why, nwhy, "outer reduction: %lld blocks do not fit a 32-bit grid", (long long)(o->gx * o->splits));
-            ok = false;
-        }
-        if (ok) emit_kernel(o, kp);
-        if (ok) ok = fu_kw_finish(w, kp, why, nwhy);
-        else fu_kw_abort(w);
+        emit_kernel(e, g, kp);
+        ok = fu_kw_finish(w, kp, why, nwhy);
+    } else {
+        fu_kw_abort(w);
     }
-    if (!ok && begun) { /* leave kp as it came for the next scheduler */
-        fu_free(kp->ops);
-        fu_free(kp->params);
-        fu_free(kp->source);
-        memset(kp, 0, sizeof *kp);
-    }
-    fu_free(o);
+    fu_free(e);
     fu_free(w);
     return ok;
 }

@@ -1,7 +1,6 @@
 /*
  * reduce_common.h -- what the reduction schedulers (k_reduction.c: rows,
- * k_outer.c: columns) share: a reduction's identity and its combine step, and
- * the outer-reduction scheduler's entry point (its registry row: registry.c).
+ * k_outer.c: columns) share: a reduction's identity and its combine step.
  */
 #ifndef FUSER_REDUCE_COMMON_H
 #define FUSER_REDUCE_COMMON_H
@@ -12,9 +11,5 @@
 const char *fu_red_identity(fu_op op, fu_dtype dt);
 /* Emits acc = acc (op) v. */
 void fu_red_combine(cg_ctx *c, fu_op op, const char *acc, const char *v);
-
-/* Reductions over non-innermost axes, coalesced (k_outer.c); does both the
- * heuristics and the emission, as the row scheduler does. */
-bool fu_sched_outer_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
 
 #endif

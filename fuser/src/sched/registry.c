@@ -10,8 +10,7 @@
  *                 and its JSON object in kp->params_json (both printed by
  *                 `fuser plan`, text and --json); says why not;
  *   emit          writes the CUDA C from that struct alone (kp->source).
- * A scheduler whose decisions are not yet a struct of their own (reduction,
- * outer reduction)
+ * A scheduler whose decisions are not yet a struct of their own (reduction)
  * does both steps in heuristics (params NULL) and has no emit.
  *
  * Adding a scheduler: write k_NAME.c with these functions (see k_pointwise.c),
@@ -49,16 +48,10 @@ static bool reduction_step(const fu_group *g, void **params, fu_kernel_plan *kp,
     return fu_sched_reduction(g, kp, why, nwhy);
 }
 
-static bool outer_step(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
-{
-    *params = NULL;
-    return fu_sched_outer_reduction(g, kp, why, nwhy);
-}
-
 /* ORDER priority: the first entry that takes a group plans it. */
 static const fu_scheduler registry[] = {
     {FU_SCHED_SCATTER, "scatter", can_scatter, fu_scatter_heuristics, fu_scatter_emit, fu_free},
-    {FU_SCHED_OUTER, "outer_reduction", can_reduction, outer_step, NULL, NULL},
+    {FU_SCHED_OUTER, "outer_reduction", can_reduction, fu_outer_heuristics, fu_outer_emit, fu_free},
     {FU_SCHED_REDUCTION, "reduction", can_reduction, reduction_step, NULL, NULL},
     {FU_SCHED_POINTWISE, "pointwise", fu_pw_can_schedule, fu_pw_heuristics, fu_pw_emit, fu_free},
 };
