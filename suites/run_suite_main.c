@@ -69,7 +69,7 @@ static void usage(FILE *f, const hb_suite_set *set)
           "                 sizes joined by ';'), its dtype parameter takes --dtype\n"
           "  DIR            a suite folder (with a suite.txt), or a folder of .fusion files: each\n"
           "                 file a suite of its own, in name order\n"
-          "  several suites, files and folders run together (one run, one run JSON, one PyTorch\n"
+          "  several .fusion files and folders run together (one run, one run JSON, one PyTorch\n"
           "  process); --sizes then takes only 'default' or 'sweep', as with 'all'\n"
           "\n"
           "options:\n"
@@ -594,8 +594,10 @@ static int select_targets(const options *o, const hb_suite_set *set, selection *
         const char *a = o->targets[t];
         int rc = EXIT_OK;
         const hb_suite *named = hb_suite_set_find(set, a);
+        if (o->ntargets > 1 && (named || strcmp(a, "all") == 0)) /* sizes and dtypes are one suite's */
+            return usage_error("one suite at a time: '%s' and '%s' (or 'all'); several .fusion files and folders of "
+                               "them run together", o->targets[t ? 0 : 1], a);
         if (strcmp(a, "all") == 0) {
-            if (o->ntargets > 1) return usage_error("'all' is every suite: name no other suite or file with it");
             for (int i = 0; i < set->n && !rc; i++) rc = select_suite(sel, set->suites[i], NULL, a);
         } else if (named) {
             rc = select_suite(sel, named, NULL, a);
