@@ -46,6 +46,7 @@ row() {
     echo ']}'
 } >"$tmp/run.json"
 for p in "a 2 2" "b 1 3" "c 1 1" "d 1 1" "e 2 2" "g 1 1"; do
+    # shellcheck disable=SC2086 # the words of p
     set -- $p
     echo "{\"fusion\": \"fz_$1\", \"segments\": $3, \"copies\": 0, \"lower_bound\": $2, \"kernels\": []}"
 done >"$tmp/plans.jsonl"
