@@ -82,6 +82,8 @@ expect "  fz_b f32                                     20.00      10.00   2.00  
 expect "  fz_a f32                                     10.00      12.00   0.83       2       2     2"
 expect "the fuser needs more kernels than torch.compile: 1"
 expect "  fz_b f32                                       3       2     1"
+expect "in short: 7 fusions; at the lower bound 5 of 6; kernels <= torch.compile 3 of 7 (42.9%); not slower 3 of 7 (42.9%); not ok: fuser 1 failed 0 skipped, torch.compile 3"
+[ "$(printf '%s\n' "$out" | tail -n 1 | cut -c1-9)" = "in short:" ] || { echo "FAIL: the last line is not the short one"; fails=$((fails + 1)); }
 # fz_d is the second worst and not marked slower (the spreads overlap)
 printf '%s\n' "$out" | grep -A3 '^worst' | tail -n 2 | grep -q 'fz_d f32.*1.09.*  1  *3  *1$' ||
     { echo "FAIL: fz_d is not second worst, unmarked"; fails=$((fails + 1)); }
