@@ -14,7 +14,7 @@
 #      FUZZ_TORCH_BUDGET_S (default 405) after the start;
 #   4. scripts/fuzz_vs_torch run.json plans.jsonl, printed last (its last line: the numbers in short).
 # Without a GPU or PyTorch it goes as far as it can (kernels against the bound) and says why.
-# Logs under ${OUT:-/tmp/out}/fuzz_torch/: fusions/, items.json, plans.jsonl, warm_K.log,
+# Logs under ${OUT:-/tmp/out}/fuzz_torch/: fusions/, items.json, plans.jsonl (and plans/), warm_K.log,
 # run.json, run_suite.txt, run_suite.err (torch_bench.py's progress too), summary.txt.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,7 +40,7 @@ say() { echo "fuzz_torch.sh: [$(( $(date +%s) - t0 )) s] $*"; }
 
 # 1. the fusions, their plans compiled, PyTorch's items
 dir=$out/fusions
-rm -rf "$dir"
+rm -rf "$dir" "$out"/warm_* "$out/run.json" "$out/summary.txt"
 "$fz" write --count 200 --seed 7 --out "$dir" >"$out/write.log" 2>&1 || { cat "$out/write.log"; exit 1; }
 timeout -k 5 120 "$rs" "$dir" --write-fusions "$out/items.json" >"$out/items.log" 2>&1
 say "run_suite --write-fusions: exit $? ($(grep -c FAILED "$out/items.log") failed to plan or compile; items.log)"
@@ -64,10 +64,16 @@ elif [ -s "$out/items.json" ]; then
   done
   say "${#pids[@]} torch.compile warmers started"
 fi
-for f in "$dir"/*.fusion; do
-  "$fuser" plan "$f" --json 2>>"$out/plans.err" || echo "fuzz_torch.sh: fuser plan $f failed" >>"$out/plans.err"
-done >"$out/plans.jsonl"
-say "plans: $(wc -l <"$out/plans.jsonl"), $(grep -c 'plan .* failed' "$out/plans.err") failed (plans.err)"
+# (4 at a time: each opens the GPU; one file each, joined after)
+plans=$out/plans
+rm -rf "$plans"
+mkdir -p "$plans"
+# shellcheck disable=SC2016 # the sh -c program expands its own arguments
+printf '%s\n' "$dir"/*.fusion | xargs -P 4 -n 1 sh -c 'b=$(basename "$2" .fusion)
+  "$0" plan "$2" --json >"$1/$b.json" 2>"$1/$b.err" || { rm -f "$1/$b.json"; echo "fuser plan $2 failed"; }' \
+  "$fuser" "$plans" >"$out/plans.err" 2>&1
+cat "$plans"/*.json >"$out/plans.jsonl" 2>/dev/null
+say "plans: $(wc -l <"$out/plans.jsonl"), $(grep -c 'plan .* failed' "$out/plans.err") failed (plans.err, plans/NAME.err)"
 exits=""
 for p in "${pids[@]}"; do wait "$p"; exits="$exits $?"; done # the timed run starts on an idle GPU
 if [ ${#pids[@]} -gt 0 ]; then
