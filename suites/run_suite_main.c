@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <dirent.h>
 
 #include "bench_shim.h"
 #include "suite.h"
@@ -28,7 +30,9 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2 };
 typedef enum { FORMAT_TABLE, FORMAT_JSON, FORMAT_MD, FORMAT_CSV } out_format;
 
 typedef struct options {
-    const char *suite;
+    const char *suite;      /* the first target named */
+    const char **targets;   /* every one: suites, 'all', .fusion files, folders */
+    int ntargets;
     const char *sizes;      /* NULL: the suite's defaults */
     const char *dtypes;     /* NULL: the suite's defaults */
     const char *out;
@@ -44,7 +48,7 @@ typedef struct options {
 
 static void usage(FILE *f, const hb_suite_set *set)
 {
-    fputs("usage: run_suite SUITE|all|FILE.fusion [options] [--benchmark_FLAG=VALUE ...]\n"
+    fputs("usage: run_suite SUITE|all|FILE.fusion|DIR ... [options] [--benchmark_FLAG=VALUE ...]\n"
           "\n"
           "Checks and times a benchmark suite: every case is computed by each variant (the fuser's\n"
           "plan; the hand-written reference kernels), compiled with NVRTC, its output checked against\n"
@@ -63,6 +67,10 @@ static void usage(FILE *f, const hb_suite_set *set)
           "  FILE.fusion    one fusion file as a suite: its integer parameters are the axes\n"
           "                 (--sizes N=4096,V=50304 or 4096x50304 in the file's order; several\n"
           "                 sizes joined by ';'), its dtype parameter takes --dtype\n"
+          "  DIR            a suite folder (with a suite.txt), or a folder of .fusion files: each\n"
+          "                 file a suite of its own, in name order\n"
+          "  several .fusion files and folders run together (one run, one run JSON, one PyTorch\n"
+          "  process); --sizes then takes only 'default' or 'sweep', as with 'all'\n"
           "\n"
           "options:\n"
           "  --sizes LIST         comma-separated sizes (8192x32768,4096x50304), NAME=VALUE lists\n"
@@ -161,7 +169,8 @@ static int parse_args(int argc, char **argv, options *o)
     memset(o, 0, sizeof *o);
     hb_runner_options_default(&o->run);
     o->gb = calloc((size_t)argc + 1, sizeof *o->gb);
-    if (!o->gb) return usage_error("out of memory");
+    o->targets = calloc((size_t)argc + 1, sizeof *o->targets);
+    if (!o->gb || !o->targets) return usage_error("out of memory");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         int rc = 0;
@@ -243,10 +252,9 @@ static int parse_args(int argc, char **argv, options *o)
             o->with_torch = true;
         } else if (a[0] == '-' && a[1] != '\0') {
             return usage_error("unknown option '%s'", a);
-        } else if (o->suite) {
-            return usage_error("one suite at a time: '%s' and '%s' (or 'all')", o->suite, a);
         } else {
-            o->suite = a;
+            if (!o->suite) o->suite = a;
+            o->targets[o->ntargets++] = a;
         }
     }
     return EXIT_OK;
@@ -263,17 +271,21 @@ static void known_suites(const hb_suite_set *set, char *buf, size_t cap)
     if (k < cap) snprintf(buf + k, cap - k, "all");
 }
 
-/* Adds the items of one suite. Returns an exit code. */
-static int add_suite(hb_runner *r, const options *o, const hb_suite *s, const regex_t *filter, bool all)
+/* Adds the items of one suite; many names what was selected when it is more
+ * than one suite ("'all'", "several suites"), else NULL. Returns an exit code. */
+static int add_suite(hb_runner *r, const options *o, const hb_suite *s, const regex_t *filter, const char *many)
 {
     const char *sizes = o->sizes;
     if (!sizes || strcmp(sizes, "default") == 0) sizes = s->default_sizes;
     else if (strcmp(sizes, "sweep") == 0) sizes = s->sweep_sizes;
-    else if (all) return usage_error("--sizes with 'all' takes only 'default' or 'sweep': sizes mean different things in each suite");
+    else if (many)
+        return usage_error("--sizes with %s takes only 'default' or 'sweep': sizes mean different things in each suite",
+                           many);
     hb_size *sz = NULL;
     int nsz = 0;
     char why[512];
-    if (s->ndims == 0 && !o->sizes) { /* a fusion file without size parameters: its one size */
+    if (s->ndims == 0 && (sizes == s->default_sizes || sizes == s->sweep_sizes)) {
+        /* a fusion file without size parameters: its one size */
         sz = calloc(1, sizeof *sz);
         if (!sz) return usage_error("out of memory");
         nsz = 1;
@@ -469,24 +481,159 @@ static bool is_fusion_file(const char *name)
     return (n > 7 && strcmp(name + n - 7, ".fusion") == 0) || strchr(name, '/') != NULL;
 }
 
+/* The suites a run selects, in the order named; owned[] are those made here
+ * (from .fusion files and folders given by path), freed with the selection. */
+typedef struct selection {
+    const hb_suite **suites;
+    int n, cap;
+    hb_suite **owned;
+    int nowned;
+} selection;
+
+static void selection_free(selection *sel)
+{
+    for (int i = 0; i < sel->nowned; i++) hb_suite_free(sel->owned[i]);
+    free(sel->owned);
+    free(sel->suites);
+    memset(sel, 0, sizeof *sel);
+}
+
+/* Appends s (taking it over when own); a second suite of the same name would
+ * give two benchmarks one name, so it is refused. Returns an exit code. */
+static int select_suite(selection *sel, const hb_suite *s, hb_suite *own, const char *target)
+{
+    if (own) {
+        hb_suite **p = realloc(sel->owned, (size_t)(sel->nowned + 1) * sizeof *p);
+        if (!p) {
+            hb_suite_free(own);
+            return usage_error("out of memory");
+        }
+        sel->owned = p;
+        sel->owned[sel->nowned++] = own;
+    }
+    for (int i = 0; i < sel->n; i++)
+        if (strcmp(sel->suites[i]->name, s->name) == 0) {
+            fprintf(stderr, "run_suite: %s: suite '%s' is named twice (also %s); its benchmarks would have the "
+                            "same names\n", target, s->name, sel->suites[i]->manifest);
+            return EXIT_USAGE;
+        }
+    if (sel->n == sel->cap) {
+        int nc = sel->cap ? 2 * sel->cap : 16;
+        const hb_suite **p = realloc(sel->suites, (size_t)nc * sizeof *p);
+        if (!p) return usage_error("out of memory");
+        sel->suites = p;
+        sel->cap = nc;
+    }
+    sel->suites[sel->n++] = s;
+    return EXIT_OK;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b) { return strcmp((*a)->d_name, (*b)->d_name); }
+
+/* A folder named by path: a suite folder (it has a suite.txt), or a folder of
+ * .fusion files, each a suite of its own, in name order. Returns an exit code. */
+static int select_folder(selection *sel, const char *target)
+{
+    char dir[1024], path[2048], why[1200];
+    size_t n = strlen(target);
+    while (n > 1 && target[n - 1] == '/') n--; /* "dir/": the folder's name is its last part */
+    snprintf(dir, sizeof dir, "%.*s", (int)n, target);
+    snprintf(path, sizeof path, "%s/%s", dir, HB_MANIFEST);
+    if (access(path, F_OK) == 0) {
+        hb_suite *s = NULL;
+        if (!hb_suite_load(dir, &s, why, sizeof why)) {
+            fprintf(stderr, "run_suite: %s\n", why);
+            return EXIT_USAGE;
+        }
+        return select_suite(sel, s, s, target);
+    }
+    struct dirent **ents = NULL;
+    int nents = scandir(dir, &ents, NULL, by_name);
+    if (nents < 0) {
+        fprintf(stderr, "run_suite: %s: cannot read the folder: %s\n", target, strerror(errno));
+        return EXIT_USAGE;
+    }
+    int rc = EXIT_OK, nfiles = 0;
+    for (int i = 0; i < nents; i++) {
+        const char *name = ents[i]->d_name;
+        size_t len = strlen(name);
+        if (!rc && name[0] != '.' && len > 7 && strcmp(name + len - 7, ".fusion") == 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, name);
+            hb_suite *s = NULL;
+            if (!hb_suite_from_fusion(path, &s, why, sizeof why)) {
+                fprintf(stderr, "run_suite: %s\n", why);
+                rc = EXIT_USAGE;
+            } else {
+                rc = select_suite(sel, s, s, path);
+                nfiles++;
+            }
+        }
+        free(ents[i]);
+    }
+    free(ents);
+    if (!rc && nfiles == 0) {
+        fprintf(stderr, "run_suite: %s: no %s and no .fusion files in the folder\n", target, HB_MANIFEST);
+        rc = EXIT_USAGE;
+    }
+    return rc;
+}
+
+static bool is_folder(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Every target: 'all' (alone), a suite's name, a folder, a .fusion file.
+ * Returns an exit code; errors are said here. */
+static int select_targets(const options *o, const hb_suite_set *set, selection *sel)
+{
+    char known[1024];
+    known_suites(set, known, sizeof known);
+    for (int t = 0; t < o->ntargets; t++) {
+        const char *a = o->targets[t];
+        int rc = EXIT_OK;
+        const hb_suite *named = hb_suite_set_find(set, a);
+        if (o->ntargets > 1 && (named || strcmp(a, "all") == 0)) /* sizes and dtypes are one suite's */
+            return usage_error("one suite at a time: '%s' and '%s' (or 'all'); several .fusion files and folders of "
+                               "them run together", o->targets[t ? 0 : 1], a);
+        if (strcmp(a, "all") == 0) {
+            for (int i = 0; i < set->n && !rc; i++) rc = select_suite(sel, set->suites[i], NULL, a);
+        } else if (named) {
+            rc = select_suite(sel, named, NULL, a);
+        } else if (is_folder(a)) {
+            rc = select_folder(sel, a);
+        } else if (is_fusion_file(a)) {
+            char why[1200];
+            hb_suite *s = NULL;
+            if (!hb_suite_from_fusion(a, &s, why, sizeof why)) {
+                fprintf(stderr, "run_suite: %s\n", why);
+                return EXIT_USAGE;
+            }
+            rc = select_suite(sel, s, s, a);
+        } else {
+            return usage_error("unknown suite '%s' (known: %s; or a .fusion file)", a, known);
+        }
+        if (rc) return rc;
+    }
+    return EXIT_OK;
+}
+
 static int run(options *o, const hb_suite_set *set, const char *argv0, hb_gbench **gb)
 {
     char known[1024];
     known_suites(set, known, sizeof known);
-    if (!o->suite && o->list) o->suite = "all"; /* --list alone: every suite */
+    if (!o->suite && o->list) o->targets[o->ntargets++] = o->suite = "all"; /* --list alone: every suite */
     if (!o->suite) return usage_error("name a suite (%s) or a .fusion file", known);
-    bool all = strcmp(o->suite, "all") == 0;
-    const hb_suite *one = all ? NULL : hb_suite_set_find(set, o->suite);
-    hb_suite *file_suite = NULL;
-    if (!all && !one && is_fusion_file(o->suite)) {
-        char why[1200];
-        if (!hb_suite_from_fusion(o->suite, &file_suite, why, sizeof why)) {
-            fprintf(stderr, "run_suite: %s\n", why);
-            return EXIT_USAGE;
-        }
-        one = file_suite;
+    selection sel;
+    memset(&sel, 0, sizeof sel);
+    int src = select_targets(o, set, &sel);
+    if (src) {
+        selection_free(&sel);
+        return src;
     }
-    if (!all && !one) return usage_error("unknown suite '%s' (known: %s; or a .fusion file)", o->suite, known);
+    /* --sizes are one suite's: with 'all' or several suites, only default or sweep */
+    const char *many = strcmp(o->suite, "all") == 0 ? "'all'" : sel.n > 1 ? "several suites" : NULL;
     regex_t re;
     bool have_re = false;
     if (o->filter) {
@@ -494,6 +641,7 @@ static int run(options *o, const hb_suite_set *set, const char *argv0, hb_gbench
         if (e) {
             char msg[256];
             regerror(e, &re, msg, sizeof msg);
+            selection_free(&sel);
             return usage_error("--filter '%s': %s", o->filter, msg);
         }
         have_re = true;
@@ -512,10 +660,7 @@ static int run(options *o, const hb_suite_set *set, const char *argv0, hb_gbench
         rc = EXIT_FAILED;
         goto done;
     }
-    if (all)
-        for (int i = 0; i < set->n && !rc; i++) rc = add_suite(r, o, set->suites[i], have_re ? &re : NULL, all);
-    else
-        rc = add_suite(r, o, one, have_re ? &re : NULL, false);
+    for (int i = 0; i < sel.n && !rc; i++) rc = add_suite(r, o, sel.suites[i], have_re ? &re : NULL, many);
     if (rc) goto done;
     if (o->list) {
         for (int i = 0; i < hb_runner_count(r); i++) printf("%s\n", hb_runner_item_name(r, i));
@@ -575,7 +720,7 @@ done:
     hb_runner_free(r);
     if (rt) fu_runtime_close(rt);
     if (have_re) regfree(&re);
-    hb_suite_free(file_suite);
+    selection_free(&sel);
     return rc;
 }
 
@@ -593,11 +738,13 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc) {
         free(o.gb);
+        free(o.targets);
         return rc;
     }
     if (o.version) {
         printf("run_suite (fusebench) %s\n", FUSEBENCH_VERSION);
         free(o.gb);
+        free(o.targets);
         return EXIT_OK;
     }
     /* the suites: every folder with a manifest; a bad one is a usage error */
@@ -606,12 +753,14 @@ int main(int argc, char **argv)
     if (!hb_suites_discover(suites_dir(&o), &set, swhy, sizeof swhy)) {
         fprintf(stderr, "run_suite: %s\n", swhy);
         free(o.gb);
+        free(o.targets);
         return EXIT_USAGE;
     }
     if (o.help) {
         usage(stdout, &set);
         hb_suite_set_free(&set);
         free(o.gb);
+        free(o.targets);
         return EXIT_OK;
     }
     /* Google Benchmark's flags: checked now, used when timing. The one
@@ -625,5 +774,6 @@ int main(int argc, char **argv)
     hb_gb_shutdown();
     hb_suite_set_free(&set);
     free(o.gb);
+    free(o.targets);
     return rc;
 }

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# scripts/gpu/fuzz_torch.sh -- issue 19's fuser-against-torch.compile check on the generator's 200
+# fusions (seed 7, the ones test_fuzz_gpu checks), in one call on a GPU machine (at most ~7
+# minutes), with a Release build at ${BUILD:-/tmp/b}:
+#   1. fuser-fuzz write --count 200 --seed 7 (a folder of .fusion files, each its own suite);
+#      run_suite FOLDER --write-fusions: the plans compiled (NVRTC cache) and PyTorch's items;
+#   2. torch.compile of every item in FUZZ_TORCH_WARMERS (default 12) background torch_bench.py
+#      processes at once (their times are thrown away; bounded by FUZZ_TORCH_WARM_S, default 120 s),
+#      so that the timed run compiles from the Inductor and Triton caches on disk; meanwhile
+#      `fuser plan --json` of every fusion (the lower bounds) into plans.jsonl;
+#   3. after every warmer has ended: ONE run_suite FOLDER --with-torch --repetitions 1
+#      --time-limit 0.05 (the fuser checked against the interpreter and timed, then one
+#      torch_bench.py process for eager and torch.compile), bounded so that everything ends
+#      FUZZ_TORCH_BUDGET_S (default 405) after the start;
+#   4. scripts/fuzz_vs_torch run.json plans.jsonl, printed last (its last line: the numbers in short).
+# Without a GPU or PyTorch it goes as far as it can (kernels against the bound) and says why.
+# Logs under ${OUT:-/tmp/out}/fuzz_torch/: fusions/, items.json, plans.jsonl (and plans/), warm_K.log,
+# run.json, run_suite.txt, run_suite.err (torch_bench.py's progress too), summary.txt.
+set -u
+here=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$here" || exit 2
+build=${BUILD:-/tmp/b}
+out=${OUT:-/tmp/out}/fuzz_torch
+mkdir -p "$out"
+export FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
+export PYTHONUNBUFFERED=1
+# One Inductor setting for the warmers and the timed run: compile in the process (no worker
+# pool per warmer), and the same configuration, so the timed run hits the same cache entries.
+export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-1}
+export TORCHINDUCTOR_FX_GRAPH_CACHE=${TORCHINDUCTOR_FX_GRAPH_CACHE:-1} # on by default in newer PyTorch
+rs=$build/suites/run_suite
+fz=$build/fuser/fuser-fuzz
+fuser=$build/fuser/fuser
+for b in "$rs" "$fz" "$fuser"; do
+  [ -x "$b" ] || { echo "fuzz_torch.sh: $b is not built (cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release && cmake --build $build -j)"; exit 2; }
+done
+t0=$(date +%s)
+deadline=$((t0 + ${FUZZ_TORCH_BUDGET_S:-405})) # everything but the summary ends by then: under 7 minutes
+say() { echo "fuzz_torch.sh: [$(( $(date +%s) - t0 )) s] $*"; }
+
+# 1. the fusions, their plans compiled, PyTorch's items
+dir=$out/fusions
+rm -rf "$dir" "$out"/warm_* "$out/run.json" "$out/summary.txt"
+"$fz" write --count 200 --seed 7 --out "$dir" >"$out/write.log" 2>&1 || { cat "$out/write.log"; exit 1; }
+timeout -k 5 120 "$rs" "$dir" --write-fusions "$out/items.json" >"$out/items.log" 2>&1
+say "run_suite --write-fusions: exit $? ($(grep -c FAILED "$out/items.log") failed to plan or compile; items.log)"
+"$rs" "$dir" --list | sed 's#/fuser/#/#' >"$out/items.txt"
+say "$(wc -l <"$out/items.txt") items"
+
+# 2. warm torch.compile's caches in parallel; the plans meanwhile
+warmers=${FUZZ_TORCH_WARMERS:-12}
+pids=()
+if ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >"$out/torch_probe.log" 2>&1; then
+  say "no warm-up: PyTorch with a CUDA GPU is not available to python3 ($(tail -n 1 "$out/torch_probe.log"))"
+elif [ -s "$out/items.json" ]; then
+  rm -f "$out"/part_*.txt
+  awk -v k="$warmers" -v p="$out/part_" '{print > (p (NR % k) ".txt")}' "$out/items.txt"
+  for part in "$out"/part_*.txt; do
+    k=$(basename "$part" .txt); k=${k#part_}
+    timeout -k 5 "${FUZZ_TORCH_WARM_S:-120}" python3 reference/torch_bench.py --fusions "$out/items.json" \
+      --items "$(paste -sd, "$part")" --variants torch_compile --repetitions 1 --time-limit 0.01 \
+      --min-samples 2 --warmup 1 --out "$out/warm_$k.json" >"$out/warm_$k.log" 2>&1 &
+    pids+=($!)
+  done
+  say "${#pids[@]} torch.compile warmers started"
+fi
+# (4 at a time: each opens the GPU; one file each, joined after)
+plans=$out/plans
+rm -rf "$plans"
+mkdir -p "$plans"
+# shellcheck disable=SC2016 # the sh -c program expands its own arguments
+printf '%s\n' "$dir"/*.fusion | xargs -P 4 -n 1 sh -c 'b=$(basename "$2" .fusion)
+  "$0" plan "$2" --json >"$1/$b.json" 2>"$1/$b.err" || { rm -f "$1/$b.json"; echo "fuser plan $2 failed"; }' \
+  "$fuser" "$plans" >"$out/plans.err" 2>&1
+cat "$plans"/*.json >"$out/plans.jsonl" 2>/dev/null
+say "plans: $(wc -l <"$out/plans.jsonl"), $(grep -c 'plan .* failed' "$out/plans.err") failed (plans.err, plans/NAME.err)"
+exits=""
+for p in "${pids[@]}"; do wait "$p"; exits="$exits $?"; done # the timed run starts on an idle GPU
+if [ ${#pids[@]} -gt 0 ]; then
+  say "warm-up done: $(cat "$out"/warm_*.log | grep -c 'rep 1/1') of $(wc -l <"$out/items.txt") compiled," \
+    "$(cat "$out"/warm_*.log | grep -c 'FAILED') failed; warmers' exits:$exits (124: cut at the bound)"
+  left=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | grep -c .)
+  [ "$left" -eq 0 ] || say "note: $left processes still on the GPU after the warm-up"
+fi
+
+# 3. the one timed run: the fuser, then one torch_bench.py process (eager and torch.compile)
+limit=$((deadline - $(date +%s)))
+[ "$limit" -ge 60 ] || limit=60
+say "run_suite --with-torch (at most $limit s)"
+timeout -k 10 "$limit" "$rs" "$dir" --with-torch --repetitions 1 --time-limit 0.05 --out "$out/run.json" \
+  >"$out/run_suite.txt" 2>"$out/run_suite.err"
+rc=$?
+say "run_suite: exit $rc$([ $rc -eq 124 ] && echo ' (timed out: no run.json)')"
+grep -E '^torch_bench: PyTorch' "$out/run_suite.err" | head -n 1
+grep -E '^run_suite: ' "$out/run_suite.err" | head -n 8 # its own lines: PyTorch's rows merged or why not, failures
+echo "torch.compile ready in (s, from the cache): $(grep -o 'torch_compile/[^:]*: rep 1/1: .*ready in [0-9.]* s' "$out/run_suite.err" |
+  sed 's/.*ready in \([0-9.]*\) s/\1/' | sort -n | awk '{a[NR] = $1; s += $1} END {if (NR) printf "median %s, max %s, total %.0f", a[int((NR + 1) / 2)], a[NR], s; else printf "none"}')"
+tail -n 1 "$out/run_suite.txt"
+
+# 4. the summary
+echo
+if [ -s "$out/run.json" ]; then
+  scripts/fuzz_vs_torch "$out/run.json" "$out/plans.jsonl" | tee "$out/summary.txt"
+else
+  echo "fuzz_torch.sh: no run.json; the kernels of the plans against their bounds:"
+  python3 - "$out/plans.jsonl" <<'EOF' | tee "$out/summary.txt"
+import collections, json, sys
+c = collections.Counter()
+for line in open(sys.argv[1]):
+    p = json.loads(line)
+    c[p["segments"] - p["lower_bound"]] += 1
+for d in sorted(c):
+    print(f"  {d:+4d} {c[d]:5d}")
+EOF
+fi
+say "done"

@@ -1,0 +1,102 @@
+#!/bin/sh
+# test_fuzz_vs_torch.sh (unit; python3, no PyTorch, no GPU): scripts/fuzz_vs_torch on a small
+# made-up run JSON and plans, checking the numbers it prints: the histograms against the lower
+# bound and against torch.compile, the two fractions (with the 5% and the spread rule), the
+# grouped failures, the worst by time and the fusions needing more kernels; bad inputs exit 2.
+set -u
+root=${FUSEBENCH_SOURCE_DIR:?}
+command -v python3 >/dev/null 2>&1 || { echo "test_fuzz_vs_torch: no python3: skipped"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+# row SUITE VARIANT STATUS KERNELS US SPREAD [ERROR] [REP]
+row() {
+    k=""; [ "$4" != - ] && k="\"kernels\": $4,"
+    t="\"real_time\": 0,"; [ "$5" != - ] && t="\"real_time\": $5, \"spread\": $6,"
+    e=""; [ -n "${7:-}" ] && e="\"error\": \"$7\","
+    printf ' {"name": "%s/%s/%s/f32/default", "run_type": "iteration", "repetition_index": %s, "suite": "%s", "case": "%s",
+  "variant": "%s", "dtype": "f32", "size": "default", %s %s %s "time_unit": "us", "status": "%s"},\n' \
+        "$1" "$1" "$2" "${8:-0}" "$1" "$1" "$2" "$k" "$t" "$e" "$3"
+}
+{
+    echo '{"context": {"schema": "fusebench-run/1"}, "benchmarks": ['
+    # fz_a: at the bound, as many kernels as compile, faster; two repetitions (median 10) and an aggregate
+    row fz_a fuser ok 2 9 0.01 "" 0
+    row fz_a fuser ok 2 11 0.01 "" 1
+    echo ' {"name": "fz_a/fz_a/fuser/f32/default_median", "run_type": "aggregate", "aggregate_name": "median", "suite": "fz_a", "case": "fz_a", "variant": "fuser", "dtype": "f32", "size": "default", "real_time": 999, "kernels": 9, "status": "ok"},'
+    row fz_a torch_compile ok 2 12 0.01
+    # fz_b: two above the bound, one kernel more than compile, twice as slow
+    row fz_b fuser ok 3 20 0.01
+    row fz_b torch_compile ok 2 10 0.02
+    # fz_c: 4% slower: not slower by the 5% rule
+    row fz_c fuser ok 1 10.4 0.0
+    row fz_c torch_compile ok 1 10 0.0
+    # fz_d: 9% slower but within both spreads (12 x 0.9 <= 11 x 1.05); two kernels fewer
+    row fz_d fuser ok 1 12 0.1
+    row fz_d torch_compile ok 3 11 0.05
+    # fz_e: both failed; the kernels from the plan
+    row fz_e fuser failed - - - "output 'v3' at default (full size) differs from the CPU interpreter: relative L2 error 0.5"
+    row fz_e torch_compile failed - - - "NotImplementedError: fusion_torch: op 'gather_rows' has no translation"
+    # fz_f: no torch_compile row, no plan; fz_g: the same compile failure as fz_e (one group)
+    row fz_f fuser ok 1 5 0.0
+    row fz_g fuser ok 1 5 0.01
+    row fz_g torch_compile failed - - - "NotImplementedError: fusion_torch: op 'scatter_add' has no translation"
+    row fz_g torch_eager ok 1 3 0.01
+    echo ' {"name": "x/y/torch_compile/f32/default", "run_type": "iteration", "suite": "x", "case": "y", "variant": "torch_compile", "dtype": "f32", "size": "default", "real_time": 1, "status": "ok"}'
+    echo ']}'
+} >"$tmp/run.json"
+for p in "a 2 2" "b 1 3" "c 1 1" "d 1 1" "e 2 2" "g 1 1"; do
+    # shellcheck disable=SC2086 # the words of p
+    set -- $p
+    echo "{\"fusion\": \"fz_$1\", \"segments\": $3, \"copies\": 0, \"lower_bound\": $2, \"kernels\": []}"
+done >"$tmp/plans.jsonl"
+
+out=$("$root/scripts/fuzz_vs_torch" "$tmp/run.json" "$tmp/plans.jsonl" 2>&1)
+rc=$?
+printf '%s\n' "$out"
+[ $rc -eq 0 ] || { echo "FAIL: exit $rc"; fails=$((fails + 1)); }
+expect() {
+    if printf '%s\n' "$out" | grep -qF -- "$1"; then :; else echo "FAIL: no line with '$1'"; fails=$((fails + 1)); fi
+}
+expect "7 fusions (fuser rows), 6 plans"
+expect "fuser rows: failed 1, ok 6; torch_compile rows: absent 1, failed 2, ok 4"
+expect "fuser kernels - lower bound (6 of 7 with both"
+expect "    +0     5  "
+expect "    +2     1  "
+expect "  ?       1  no bound"
+expect "at the bound: 5 of 6 (83.3%)"
+expect "fuser kernels - torch.compile kernels (4 of 7 with both)"
+expect "    -2     1  "
+expect "    +0     2  "
+expect "    +1     1  "
+expect "fuser kernels <= torch.compile kernels: 3 of 4 with both (75.0%); 3 of 7 fusions (42.9%)"
+expect "fuser not slower than torch.compile:    3 of 4 timed on both (75.0%); 3 of 7 fusions (42.9%)"
+expect "median 1.065, geometric mean 1.173, max 2.000"
+expect "failed or skipped: fuser 1, torch.compile 3"
+expect "torch_compile failed     2  NotImplementedError: fusion_torch: op 'gather_rows' has no translation"
+expect "e.g. fz_e f32, fz_g f32"
+expect "fuser         failed     1  output 'v3' at default"
+expect "torch_compile absent     1"
+expect "worst 4 by time ratio"
+expect "  fz_b f32                                     20.00      10.00   2.00       3       2     1  slower"
+expect "  fz_a f32                                     10.00      12.00   0.83       2       2     2"
+expect "the fuser needs more kernels than torch.compile: 1"
+expect "  fz_b f32                                       3       2     1"
+expect "in short: 7 fusions; at the lower bound 5 of 6; kernels <= torch.compile 3 of 7 (42.9%); not slower 3 of 7 (42.9%); not ok: fuser 1 failed 0 skipped, torch.compile 3"
+[ "$(printf '%s\n' "$out" | tail -n 1 | cut -c1-9)" = "in short:" ] || { echo "FAIL: the last line is not the short one"; fails=$((fails + 1)); }
+# fz_d is the second worst and not marked slower (the spreads overlap)
+printf '%s\n' "$out" | grep -A3 '^worst' | tail -n 2 | grep -q 'fz_d f32.*1.09.*  1  *3  *1$' ||
+    { echo "FAIL: fz_d is not second worst, unmarked"; fails=$((fails + 1)); }
+
+# bad inputs: exit 2 with a line
+printf 'not json' >"$tmp/bad.json"
+"$root/scripts/fuzz_vs_torch" "$tmp/bad.json" "$tmp/plans.jsonl" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "bad.json" "$tmp/err" || { echo "FAIL: a bad run JSON does not exit 2 naming it"; fails=$((fails + 1)); }
+printf '{"fusion": "x"}\n{oops\n' >"$tmp/badplans.jsonl"
+"$root/scripts/fuzz_vs_torch" "$tmp/run.json" "$tmp/badplans.jsonl" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] && grep -q "badplans.jsonl:2" "$tmp/err" || { echo "FAIL: a bad plan line does not exit 2 with FILE:LINE"; fails=$((fails + 1)); }
+"$root/scripts/fuzz_vs_torch" "$tmp/run.json" >/dev/null 2>&1
+[ $? -eq 2 ] || { echo "FAIL: one argument does not exit 2"; fails=$((fails + 1)); }
+
+[ $fails -eq 0 ] && echo "test_fuzz_vs_torch: ok" || echo "test_fuzz_vs_torch: $fails failed"
+[ $fails -eq 0 ]
