@@ -202,6 +202,8 @@ fu_status fu_exec_check(fu_executable *x, fu_error *err)
 void fu_plan_options_for_device(const fu_runtime *rt, fu_plan_options *o)
 {
     fu_plan_options_default(o);
+    /* thread-block clusters from sm_90 on (also when compiling without a GPU for an older arch) */
+    if (rt && fu_runtime_arch_number(rt) > 0 && fu_runtime_arch_number(rt) < 90) o->max_cluster = 1;
     if (!rt || !fu_runtime_has_device(rt)) return;
     const fu_device_props *d = fu_runtime_device(rt);
     if (d->sm_count > 0) o->sm_count = d->sm_count;

@@ -92,6 +92,15 @@
 #ifndef WARP_ROWS
 #define WARP_ROWS 8
 #endif
+/* Rows whose later passes re-read more than a block's shared memory holds are
+ * split over the blocks of a thread-block cluster (2, 4 or 8, the fewest
+ * whose parts fit), each keeping its part in shared memory; the row's
+ * reductions are combined through distributed shared memory. The row is then
+ * read from memory once (cross entropy fwd+bwd f32 at V = 128256 re-read it:
+ * 49.5% of copy). 0 turns it off. */
+#ifndef CLUSTER_ROWS
+#define CLUSTER_ROWS 1
+#endif
 #define STATIC_SHARED_BYTES 1024 /* fu_smem, fu_last and fu_next, rounded up */
 /* Column reductions: the blocks' partials are combined by the last block of
  * each group of COL_GROUP_BLOCKS blocks, then the groups' by the last group;
@@ -137,6 +146,9 @@ typedef struct red_ctx {
                       * smallest depth it was reached at so far, 0 = not reached */
     int vec, threads, iters, passes;
     int warp_rows;      /* rows of a block at once, a warp each (WARP_ROWS), or 1: the block's threads a row */
+    int cluster;        /* blocks a row is split over (CLUSTER_ROWS), or 1 */
+    int64_t K_part;     /* a block's part of the row: K, or K / cluster rounded up to vectors */
+    int nslots;         /* distributed-shared-memory slots per row (the row reductions), with cluster > 1 */
     int block_threads;  /* threads * warp_rows */
     const char *tid;    /* the thread's index within its row: "threadIdx.x" or "fu_lane" */
     int elem_bytes; /* size of the widest full-size tensor's element */
@@ -784,7 +796,9 @@ static void emit_row_load(red_ctx *r, fu_tensor t, const cg_index *idx, const ch
 static void open_position_guard(red_ctx *r)
 {
     int64_t covered = (int64_t)((r->iters + r->batch - 1) / r->batch) * r->batch * r->threads * r->vec;
-    if (covered > r->K || r->ncache > 0) cg_line(&r->w->cg, "if (kb < %lld) {", (long long)r->K);
+    bool exact = covered == r->K_part && r->K_part * r->cluster == r->K;
+    if (r->cluster > 1 && (!exact || r->ncache > 0)) cg_line(&r->w->cg, "if (kb < fu_kend) {");
+    else if (!exact || r->ncache > 0) cg_line(&r->w->cg, "if (kb < %lld) {", (long long)r->K);
     else cg_line(&r->w->cg, "{ // the batches cover the row exactly");
 }
 
@@ -800,7 +814,8 @@ static void open_batch_slot(red_ctx *r)
     c->indent++;
     c->scope++;
     cg_line(c, "const int it = it0 + b;");
-    cg_line(c, "const %s kb = ((%s)it * %d + %s) * %d;", it, it, r->threads, r->tid, r->vec);
+    cg_line(c, "const %s kb = %s((%s)it * %d + %s) * %d;", it, r->cluster > 1 ? "fu_kbase + " : "", it, r->threads, r->tid,
+            r->vec);
     open_position_guard(r);
     c->indent++;
     c->scope++;
@@ -1092,10 +1107,16 @@ static void emit_pass(red_ctx *r, int pass)
             const char *m = r->reds[ri->online_max].var;
             if (r->warp_rows > 1) cg_line(c, "fu_lse_warp(%s, %s);", m, ri->var);
             else cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, ri->var);
+            if (r->cluster > 1)
+                cg_line(c, "fu_lse_cluster<%d>(%s, %s, (float *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
+                        r->cluster, m, ri->var, r->nslots, i);
             r->reds[ri->online_max].avail = true;
         } else {
             if (r->warp_rows > 1) cg_line(c, "%s = fu_warp_reduce(%s, %s);", ri->var, ri->var, op_functor(ri->op));
             else cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", ri->var, ri->var, op_functor(ri->op), smem_of(ct));
+            if (r->cluster > 1)
+                cg_line(c, "%s = fu_cluster_reduce<%d>(%s, %s, (%s *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
+                        ri->var, r->cluster, ri->var, op_functor(ri->op), ct, r->nslots, i);
         }
         ri->avail = ri->kind == RK_ROW;
     }
@@ -1197,6 +1218,50 @@ static void choose_smem_cache(red_ctx *r)
     r->smem_bytes = total;
 }
 
+/* Threads and vectors a thread for a row part of `vecs` vectors (see choose_config). */
+static int row_threads(const red_ctx *r, int64_t vecs)
+{
+    int per_thread = r->passes >= 2 ? CACHED_ROW_ITERS : STREAMED_ROW_ITERS, max_threads = r->passes >= 2 ? 1024 : 512;
+    int threads = 32;
+    while (threads < max_threads && (int64_t)threads * per_thread < vecs) threads *= 2;
+    return threads;
+}
+
+/* CLUSTER_ROWS: the fewest blocks (2, 4, 8) a row is split over so that each
+ * block's part of the inputs a later pass reads again fits its shared memory,
+ * where the whole row does not; else 1. */
+static void choose_cluster(red_ctx *r)
+{
+    r->cluster = 1;
+    r->K_part = r->K;
+    if (!CLUSTER_ROWS || r->passes < 2 || r->ncol > 0 || r->g->opts->max_cluster < 2) return;
+    int64_t elem_bytes = 0; /* of the full-size inputs a later pass reads, per row position */
+    for (int i = 0; i < r->w->nparams; i++) {
+        const cg_param *p = &r->w->params[i];
+        const fu_value *v = fu_val(r->f, p->tensor);
+        if (p->is_output || !is_full_shape(r, v)) continue;
+        bool read_later = false;
+        for (int q = 2; q <= r->passes && !read_later; q++) read_later = pass_reads(r, q, p->tensor);
+        if (read_later) elem_bytes += (int64_t)fu_dtype_size(v->dtype);
+    }
+    if (elem_bytes == 0) return;
+    const int64_t room = r->g->opts->max_shared_per_block - STATIC_SHARED_BYTES - 2 * MAX_REDS * 16;
+    for (int C = 1; C <= r->g->opts->max_cluster && C <= 8; C *= 2) {
+        int64_t part = (r->K + C - 1) / C;
+        part = (part + r->vec - 1) / r->vec * r->vec;
+        int64_t vecs = part / r->vec;
+        int threads = row_threads(r, vecs);
+        int64_t iters = (vecs + threads - 1) / threads;
+        if (iters > CACHED_ROW_ITERS) continue; /* (a thread's slots: the register budget's rows) */
+        if (iters * threads * r->vec * elem_bytes + 16 * MAX_CACHE > room) continue;
+        if (C == 1) return; /* the whole row fits one block */
+        if (r->rows < 2 || r->K < 2 * C * r->vec) return;
+        r->cluster = C;
+        r->K_part = part;
+        return;
+    }
+}
+
 static void choose_config(red_ctx *r)
 {
     const fu_fusion *f = r->f;
@@ -1215,10 +1280,9 @@ static void choose_config(red_ctx *r)
     /* A row's vectors over the threads: 8 iterations each where the row is
      * kept between passes (1024 threads hold 32 KiB-float rows),
      * else 16, at most 512 threads, so more rows are in flight per SM. */
-    int64_t vecs = (r->K + r->vec - 1) / r->vec;
-    int per_thread = r->passes >= 2 ? CACHED_ROW_ITERS : STREAMED_ROW_ITERS, max_threads = r->passes >= 2 ? 1024 : 512;
-    int threads = 32;
-    while (threads < max_threads && (int64_t)threads * per_thread < vecs) threads *= 2;
+    choose_cluster(r);
+    int64_t vecs = (r->K_part + r->vec - 1) / r->vec;
+    int threads = row_threads(r, vecs);
     /* with column reductions, blocks of 256 threads at least (fewer blocks,
      * fewer partials) and no more accumulators than COL_MAX_ACC a thread */
     if (r->ncol > 0)
@@ -1228,7 +1292,7 @@ static void choose_config(red_ctx *r)
     r->iters = (int)((vecs + threads - 1) / threads);
     /* a warp a row where one warp holds it, with enough rows for two blocks an SM */
     r->warp_rows = 1;
-    if (threads == 32 && r->ncol == 0)
+    if (threads == 32 && r->ncol == 0 && r->cluster == 1)
         for (int wr = WARP_ROWS; wr > 1 && r->warp_rows == 1; wr /= 2)
             if (r->rows >= (int64_t)wr * 2 * r->g->opts->sm_count) r->warp_rows = wr;
     r->block_threads = threads * r->warp_rows;
@@ -1240,7 +1304,8 @@ static void choose_config(red_ctx *r)
             const cg_param *p = &r->w->params[i];
             const fu_value *v = fu_val(f, p->tensor);
             int64_t bytes = (int64_t)r->iters * r->vec * (int64_t)fu_dtype_size(v->dtype);
-            if (p->is_output || !is_full_shape(r, v) || bytes > budget) continue;
+            /* (a cluster's parts are sized to fit shared memory, whatever the budget) */
+            if (p->is_output || !is_full_shape(r, v) || (bytes > budget && r->cluster == 1)) continue;
             bool read_later = false;
             for (int q = 2; q <= r->passes && !read_later; q++) read_later = pass_reads(r, q, p->tensor);
             if (!read_later) continue;
@@ -1494,14 +1559,21 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     int64_t grid = (int64_t)g->opts->sm_count * blocks_per_sm;
     if (grid > (r->rows + r->warp_rows - 1) / r->warp_rows) grid = (r->rows + r->warp_rows - 1) / r->warp_rows;
     if (grid < 1) grid = 1;
+    if (r->cluster > 1) { /* whole clusters, one a row at a time */
+        int64_t clusters = (int64_t)g->opts->sm_count * blocks_per_sm / r->cluster;
+        if (clusters > r->rows) clusters = r->rows;
+        if (clusters < 1) clusters = 1;
+        grid = clusters * r->cluster;
+    }
     /* (partials are indexed in 32 bits by the last block); column partials
      * need each block's rows fixed (strided), not taken from the queue */
-    const bool queue = ROW_QUEUE && full_out && r->ncol == 0 && r->warp_rows == 1 && grid < r->rows &&
+    const bool queue = ROW_QUEUE && full_out && r->ncol == 0 && r->warp_rows == 1 && r->cluster == 1 && grid < r->rows &&
                        r->rows * (ngrid > 0 ? ngrid : 1) + grid < INT32_MAX;
     const int64_t partials = queue ? r->rows : grid; /* grid reductions: one partial per row or per block */
     kp->sched = FU_SCHED_REDUCTION;
     kp->grid = (unsigned)grid;
     kp->block = (unsigned)r->block_threads;
+    kp->cluster = (unsigned)r->cluster;
     kp->shared_bytes = (size_t)r->smem_bytes;
     kp->workspace_bytes = ngrid || queue ? (size_t)ngrid * (size_t)partials * sizeof(double) + 64 : 0;
     if (r->ncol) kp->workspace_bytes = col_workspace_bytes(r, grid) + 64;
@@ -1514,6 +1586,10 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
     if (r->warp_rows > 1) {
         size_t n = strlen(kp->config);
         snprintf(kp->config + n, sizeof kp->config - n, " warp_rows=%d", r->warp_rows);
+    }
+    if (r->cluster > 1) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " cluster=%d part=%lld", r->cluster, (long long)r->K_part);
     }
     if (r->ncol) {
         size_t n = strlen(kp->config);
@@ -1547,6 +1623,18 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         cg_line(c, "if (row >= %lld) break;", (long long)r->rows);
         cg_line(c, "unsigned fu_ticket = 0; // the block's next row, read at the end of this one");
         cg_line(c, "if (threadIdx.x == 0) fu_ticket = fu_take_row(fu_count + 1, %lldu + gridDim.x);", (long long)r->rows);
+    } else if (r->cluster > 1) {
+        r->nslots = r->nred;
+        cg_line(c, "__shared__ double fu_cl[%d]; // the row reductions' slots, two rows' worth (distributed shared memory)",
+                4 * r->nslots);
+        cg_line(c, "const unsigned fu_rank = fu_cluster_rank(); // this block's part of the row");
+        cg_line(c, "const %s fu_kbase = (%s)fu_rank * %lld, fu_kend = fu_kbase + %lld < %lld ? fu_kbase + %lld : %lld;", it, it,
+                (long long)r->K_part, (long long)r->K_part, (long long)r->K, (long long)r->K_part, (long long)r->K);
+        cg_line(c, "unsigned fu_par = 0; // which row's slots");
+        cg_line(c, "for (%s row = blockIdx.x / %d; row < %lld; row += gridDim.x / %d, fu_par ^= 1u) {", it, r->cluster,
+                (long long)r->rows, r->cluster);
+        c->indent++;
+        c->scope++;
     } else if (r->warp_rows > 1) {
         cg_line(c, "const unsigned fu_lane = threadIdx.x & 31u, fu_warp = threadIdx.x >> 5; // a warp a row");
         cg_line(c, "for (%s row = (%s)blockIdx.x * %d + fu_warp; row < %lld; row += (%s)gridDim.x * %d) {", it, it,
@@ -1579,7 +1667,8 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
         char e[512];
         cg_store_expr(c, e, sizeof e, v->dtype, val);
-        cg_line(c, "if (%s == 0) %s[%s] = %s;", r->tid, fu_kw_output(w, row_out[o])->name, off.expr, e);
+        cg_line(c, "if (%s == 0%s) %s[%s] = %s;", r->tid, r->cluster > 1 ? " && fu_rank == 0u" : "", fu_kw_output(w, row_out[o])->name,
+                off.expr, e);
     }
     for (int i = 0, gi = 0; i < r->nred; i++) {
         red_info *ri = &r->reds[i];
@@ -1603,6 +1692,7 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         cg_line(c, "__syncthreads();");
     }
     cg_close(c);
+    if (r->cluster > 1) cg_line(c, "fu_cluster_sync(); // no block leaves while another may read its slots");
     if (r->ncol) emit_column_combine(r, grid, col_out, ncol_out);
     /* grid reductions: partials, then the last block combines them in block (or row) order */
     if (ngrid > 0) {
@@ -1610,6 +1700,8 @@ bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t
         for (int i = 0; i < r->nred && !queue; i++) {
             red_info *ri = &r->reds[i];
             if (ri->kind != RK_GRID_EPI && ri->kind != RK_ROWGRID) continue;
+            if (r->cluster > 1) /* a row's values are the same in every block of its cluster: counted once */
+                cg_line(c, "if (fu_rank != 0u) fu_g%d = %s;", i, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
             if (r->warp_rows > 1) { /* the warps' parts (each lane holds its warp's), in warp order */
                 const fu_dtype dt = fu_val(f, ri->out)->dtype;
                 cg_line(c, "fu_g%d = fu_block_reduce(fu_lane == 0 ? fu_g%d : %s, %s, %s);", i, i, fu_red_identity(ri->op, dt),

@@ -119,7 +119,12 @@ bool fu_kw_begin(fu_kernel_writer *w, const fu_group *g, fu_kernel_plan *kp, con
 void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned threads, unsigned min_blocks, bool workspace)
 {
     const fu_fusion *f = w->cg.f;
-    if (min_blocks > 1)
+    if (kp->cluster > 1) fu_sb_printf(&w->sb, "extern \"C\" __global__ void __cluster_dims__(%u, 1, 1)\n", kp->cluster);
+    if (kp->cluster > 1 && min_blocks > 1)
+        fu_sb_printf(&w->sb, "__launch_bounds__(%u, %u) %s(\n", threads, min_blocks, kp->name);
+    else if (kp->cluster > 1)
+        fu_sb_printf(&w->sb, "__launch_bounds__(%u) %s(\n", threads, kp->name);
+    else if (min_blocks > 1)
         fu_sb_printf(&w->sb, "extern \"C\" __global__ void __launch_bounds__(%u, %u) %s(\n", threads, min_blocks, kp->name);
     else
         fu_sb_printf(&w->sb, "extern \"C\" __global__ void __launch_bounds__(%u) %s(\n", threads, kp->name);

@@ -28,6 +28,7 @@ typedef struct fu_plan_options {
     int max_shared_per_block;      /* bytes a block may have, with opt-in (227 KiB on sm_90) */
     int max_shared_per_sm;         /* 228 KiB on sm_90 */
     int reserved_shared_per_block; /* taken by the driver from each block's share (1 KiB) */
+    int max_cluster;               /* blocks a thread-block cluster may have (8 on sm_90; 1: none) */
     fu_scatter_mode scatter;
 } fu_plan_options;
 
@@ -41,6 +42,7 @@ typedef struct fu_kernel_plan {
     int nparams;
     cg_param *params;        /* global tensors: inputs, then outputs */
     unsigned grid, block;
+    unsigned cluster;        /* blocks of a thread-block cluster (__cluster_dims__), 0 or 1: none */
     size_t shared_bytes;     /* dynamic shared memory */
     size_t workspace_bytes;  /* scratch zeroed once at allocation; the kernel leaves it zeroed */
     fu_tensor zero_before;   /* output to clear before launch (atomic scatter), or -1 */

@@ -28,6 +28,7 @@ void fu_plan_options_default(fu_plan_options *o)
     o->max_shared_per_block = 227 * 1024;
     o->max_shared_per_sm = 228 * 1024;
     o->reserved_shared_per_block = 1024;
+    o->max_cluster = 8;
     o->scatter = FU_SCATTER_DETERMINISTIC;
 }
 
