@@ -309,10 +309,20 @@ static void check_codegen_choices(const char *suites)
     char *fwd32 = one_kernel_source(suites, "cross_entropy/cross_entropy_fwd.fusion", NULL, 0, FU_F32);
     if (fwd32) CHECK_CONTAINS(fwd32, "float fu_s0[32];");
     free(fwd32);
-    /* ... but 32 elements where three passes read the row from memory */
+    /* a row longer than a block's shared memory (bf16, V = 128256: 256 KB) is split over a
+     * cluster of 2 blocks, each keeping its half: read once, the row's max and sum combined
+     * through distributed shared memory, no block leaving before the others read its slots */
     const char *wide[] = {"V=128256"};
     char *bwd = one_kernel_source(suites, "cross_entropy/cross_entropy_bwd.fusion", wide, 1, FU_BF16);
-    if (bwd) CHECK_CONTAINS(bwd, "fu_bf16 fu_s0[32];");
+    if (bwd) {
+        CHECK_CONTAINS(bwd, "__cluster_dims__(2, 1, 1)");
+        CHECK_CONTAINS(bwd, "fu_kbase = (int)fu_rank * 64128");
+        CHECK_CONTAINS(bwd, "for (int row = blockIdx.x / 2; row < 8192; row += gridDim.x / 2, fu_par ^= 1u)");
+        CHECK(count_of(bwd, "fu_lse_cluster<2>(r0, r1, ") == 1);
+        CHECK(count_of(bwd, "__ldg((const uint4 *)(in0 + ") == 1); /* once: pass 1's one batch */
+        CHECK(count_of(bwd, "fu_cluster_sync();") == 1);
+        CHECK(count_of(bwd, "fu_take_row(") == 0);
+    }
     free(bwd);
     /* qkv split, bf16: loaded elements are stored as they are */
     char *qkv = one_kernel_source(suites, "qkv_split/qkv_split.fusion", NULL, 0, FU_BF16);

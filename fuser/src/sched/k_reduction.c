@@ -1253,6 +1253,7 @@ static void choose_cluster(red_ctx *r)
         int threads = row_threads(r, vecs);
         int64_t iters = (vecs + threads - 1) / threads;
         if (iters > CACHED_ROW_ITERS) continue; /* (a thread's slots: the register budget's rows) */
+        if (C == 1 && iters * r->vec * elem_bytes <= CACHE_BYTES) return; /* one block's registers hold the row */
         if (iters * threads * r->vec * elem_bytes + 16 * MAX_CACHE > room) continue;
         if (C == 1) return; /* the whole row fits one block */
         if (r->rows < 2 || r->K < 2 * C * r->vec) return;
