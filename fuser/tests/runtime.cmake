@@ -1,6 +1,7 @@
 # The GPU runtime (src/runtime): NVRTC compilation and its cache (no GPU
 # needed; NVRTC must be present), and the device side (skipped without a GPU).
 fuser_add_test(test_runtime_compile SOURCES test_runtime_compile.c LABELS compile)
+fuser_add_test(test_nvrtc_time SOURCES test_nvrtc_time.c LABELS compile)
 fuser_add_test(test_runtime_gpu SOURCES test_runtime_gpu.c LABELS gpu)
 
 if(FUSER_SANITIZE)
