@@ -173,6 +173,11 @@ const fu_kernel_attrs *fu_kernel_attributes(const fu_kernel *k);
 /* Resident blocks per SM for this block size and dynamic shared memory. */
 fu_status fu_kernel_occupancy(const fu_kernel *k, int block_threads, size_t dynamic_shared_bytes,
                               int *blocks_per_sm, fu_error *err);
+/* Clusters of a kernel with __cluster_dims__ that the device runs at once, for
+ * this grid, block size and dynamic shared memory (cuOccupancyMaxActiveClusters:
+ * a cluster's blocks must share a GPC, so fewer than SMs / cluster size may fit). */
+fu_status fu_kernel_max_active_clusters(fu_kernel *k, unsigned grid, unsigned block, size_t shared_bytes,
+                                        int *clusters, fu_error *err);
 
 /* ---------------------------------------------------------------- memory */
 

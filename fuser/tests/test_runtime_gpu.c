@@ -39,6 +39,64 @@ static const char *SOURCE =
     "    for (int j = threadIdx.x; j < n; j += blockDim.x) out[j] = s[n - 1 - j];\n"
     "}\n";
 
+/* A kernel with compile-time cluster dimensions (sm_90): each block writes its rank in the
+ * cluster, read back through distributed shared memory by the next rank. */
+static const char *const CLUSTER_SOURCE =
+    "extern \"C\" __global__ void __cluster_dims__(4, 1, 1) ranks(unsigned *out)\n"
+    "{\n"
+    "    extern __shared__ unsigned s[];\n"
+    "    unsigned rank; asm volatile(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(rank));\n"
+    "    if (threadIdx.x == 0) s[0] = rank;\n"
+    "    asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n"
+    "    unsigned a = (unsigned)__cvta_generic_to_shared(s), ra, v;\n"
+    "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(ra) : \"r\"(a), \"r\"((rank + 1) % 4));\n"
+    "    asm volatile(\"ld.shared::cluster.u32 %0, [%1];\" : \"=r\"(v) : \"r\"(ra) : \"memory\");\n"
+    "    asm volatile(\"barrier.cluster.arrive.release.aligned;\\n\\tbarrier.cluster.wait.acquire.aligned;\" ::: \"memory\");\n"
+    "    if (threadIdx.x == 0) out[blockIdx.x] = v;\n"
+    "}\n";
+
+/* Clusters: how many run at once (a cluster's blocks share a GPC), and a launch through
+ * cuLaunchKernel of a kernel whose cluster size is compiled in. */
+static void run_cluster(fu_runtime *rt)
+{
+    fu_error err = {0};
+    const fu_device_props *p = fu_runtime_device(rt);
+    if (p->cc_major < 9) {
+        printf("  clusters: sm_%d%d has none, not checked\n", p->cc_major, p->cc_minor);
+        return;
+    }
+    fu_module *m = NULL;
+    fu_compile_info info;
+    OK(fu_runtime_compile(rt, CLUSTER_SOURCE, "cluster_gpu.cu", NULL, 0, &m, &info, &err));
+    fu_kernel *k = NULL;
+    if (m) OK(fu_module_get_kernel(m, "ranks", &k, &err));
+    if (!k) {
+        fu_module_free(m);
+        return;
+    }
+    const unsigned grid = (unsigned)p->sm_count / 4 * 4, block = 1024;
+    const size_t shared = 128 * 1024; /* one block an SM */
+    int fit = 0;
+    OK(fu_kernel_max_active_clusters(k, grid, block, shared, &fit, &err));
+    printf("  clusters of 4 blocks of %u threads, %zu KiB shared: %d at once (%d SMs)\n", block, shared >> 10, fit,
+           p->sm_count);
+    CHECK(fit > 0 && fit * 4 <= p->sm_count);
+    fu_devptr d = 0;
+    OK(fu_device_alloc(rt, grid * sizeof(unsigned), &d, &err));
+    void *args[] = {&d};
+    OK(fu_runtime_launch(rt, k, (unsigned[3]){grid, 1, 1}, (unsigned[3]){block, 1, 1}, shared, args, &err));
+    unsigned *h = fu_malloc(grid * sizeof *h);
+    if (h) {
+        OK(fu_device_download(rt, h, d, grid * sizeof *h, &err));
+        int bad = 0;
+        for (unsigned b = 0; b < grid; b++) bad += h[b] != (b % 4 + 1) % 4;
+        CHECK(bad == 0);
+    }
+    fu_free(h);
+    OK(fu_device_free(rt, d, &err));
+    fu_module_free(m);
+}
+
 static void run(fu_runtime *rt)
 {
     fu_error err = {0};
@@ -225,6 +283,7 @@ int main(void)
         return skip;
     }
     run(rt);
+    run_cluster(rt);
     fu_runtime_close(rt);
     tu_remove_tree(dir);
     return check_finish("test_runtime_gpu");

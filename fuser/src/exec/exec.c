@@ -9,6 +9,7 @@ typedef struct exec_kernel {
     fu_module *module;
     fu_kernel *kernel;
     fu_devptr workspace;
+    unsigned grid;        /* the launch's: the plan's, or the clusters that fit at once */
     fu_exec_kernel_info info;
 } exec_kernel;
 
@@ -79,6 +80,16 @@ fu_status fu_exec_prepare(fu_runtime *rt, const fu_plan *plan, fu_executable **o
         }
         k->info.attrs = *fu_kernel_attributes(k->kernel);
         k->info.attrs_valid = true;
+        /* Rows go to clusters strided by the grid: a grid of more clusters than run at once
+         * leaves the rest for a second wave (H200: 33 clusters of 4 planned, 30-32 fit) */
+        k->grid = kp->grid;
+        int fit = 0;
+        if (kp->cluster > 1 &&
+            (s = fu_kernel_max_active_clusters(k->kernel, kp->grid, kp->block, kp->shared_bytes, &fit, err))) {
+            fu_exec_free(x);
+            return s;
+        }
+        if (kp->cluster > 1 && fit > 0 && (unsigned)fit * kp->cluster < kp->grid) k->grid = (unsigned)fit * kp->cluster;
         if (kp->workspace_bytes) {
             if ((s = fu_device_alloc(rt, kp->workspace_bytes, &k->workspace, err)) ||
                 (s = fu_device_memset8(rt, k->workspace, 0, kp->workspace_bytes, err))) {
@@ -168,7 +179,7 @@ fu_status fu_exec_launch(fu_executable *x, const fu_devptr *inputs, const fu_dev
         }
         vals[n++] = x->err_flag;
         for (int j = 0; j < n; j++) args[j] = &vals[j];
-        unsigned grid[3] = {kp->grid, 1, 1}, block[3] = {kp->block, 1, 1};
+        unsigned grid[3] = {k->grid, 1, 1}, block[3] = {kp->block, 1, 1};
         if ((s = fu_runtime_launch(x->rt, k->kernel, grid, block, kp->shared_bytes, args, err))) return s;
         x->nkernels_launched++;
     }

@@ -89,6 +89,7 @@ static const fu_sym_spec DRIVER_SYMS[] = {
     DRV(FuncGetAttribute, "cuFuncGetAttribute"),
     DRV(FuncSetAttribute, "cuFuncSetAttribute"),
     DRV(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
+    DRV(OccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters"),
     DRV(LaunchKernel, "cuLaunchKernel"),
     DRV(MemAlloc, "cuMemAlloc_v2"),
     DRV(MemFree, "cuMemFree_v2"),
@@ -614,6 +615,54 @@ fu_status fu_device_memset32(fu_runtime *rt, fu_devptr dst, uint32_t value, size
 
 /* ---------------------------------------------------------------- launch */
 
+/* The kernel's limit starts at 48 KiB less its static shared memory; above
+ * it, opt in (up to the device's per-block maximum). `where` ends errors. */
+static fu_status allow_dynamic_shared(fu_runtime *rt, fu_kernel *k, size_t shared_bytes, const char *where,
+                                      fu_error *err)
+{
+    if (shared_bytes <= (size_t)k->dynamic_shared_limit) return FU_OK;
+    size_t limit = (size_t)rt->props.max_shared_per_block_optin;
+    size_t total = shared_bytes + (size_t)k->attrs.static_shared_bytes;
+    if (total > limit) {
+        fu_error_set(err, FU_ERR_ARG,
+                     "launch needs %zu B of shared memory (%zu dynamic + %d static), the "
+                     "device allows %zu per block",
+                     total, shared_bytes, k->attrs.static_shared_bytes, limit);
+        fu_error_append(err, "%s", where);
+        return FU_ERR_ARG;
+    }
+    CUresult r = rt->cu.FuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared_bytes);
+    if (r != CUDA_SUCCESS) {
+        fu_cu_error(rt, err, r, "cuFuncSetAttribute", __FILE__, __LINE__);
+        fu_error_append(err, "%s", where);
+        return FU_ERR_RUNTIME;
+    }
+    k->dynamic_shared_limit = (int)shared_bytes;
+    return FU_OK;
+}
+
+fu_status fu_kernel_max_active_clusters(fu_kernel *k, unsigned grid, unsigned block, size_t shared_bytes,
+                                        int *clusters, fu_error *err)
+{
+    if (!k || !clusters) return fu_error_set(err, FU_ERR_ARG, "fu_kernel_max_active_clusters: NULL");
+    fu_runtime *rt = k->module->rt;
+    *clusters = 0;
+    char where[160];
+    snprintf(where, sizeof where, " (kernel '%s', clusters of its grid %u x %u threads)", k->name, grid, block);
+    fu_status s = allow_dynamic_shared(rt, k, shared_bytes, where, err);
+    if (s) return s;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg); /* no attributes: the cluster size is the kernel's own (__cluster_dims__) */
+    cfg.gridDimX = grid;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = block;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = (unsigned)shared_bytes;
+    cfg.hStream = rt->stream;
+    FU_CU(rt, err, OccupancyMaxActiveClusters, clusters, k->fn, &cfg);
+    return FU_OK;
+}
+
 fu_status fu_runtime_launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3],
                             const unsigned block[3], size_t shared_bytes, void **args,
                             fu_error *err)
@@ -628,28 +677,7 @@ fu_status fu_runtime_launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3]
     snprintf(where, sizeof where, " (kernel '%s' of '%s', grid %ux%ux%u, block %ux%ux%u, %zu B shared)",
              k->name, k->module->name, grid[0], grid[1], grid[2], block[0], block[1], block[2],
              shared_bytes);
-    /* The kernel's limit starts at 48 KiB less its static shared memory; above
-     * it, opt in (up to the device's per-block maximum). */
-    if (shared_bytes > (size_t)k->dynamic_shared_limit) {
-        size_t limit = (size_t)rt->props.max_shared_per_block_optin;
-        size_t total = shared_bytes + (size_t)k->attrs.static_shared_bytes;
-        if (total > limit) {
-            fu_error_set(err, FU_ERR_ARG,
-                         "launch needs %zu B of shared memory (%zu dynamic + %d static), the "
-                         "device allows %zu per block",
-                         total, shared_bytes, k->attrs.static_shared_bytes, limit);
-            fu_error_append(err, "%s", where);
-            return FU_ERR_ARG;
-        }
-        CUresult r = rt->cu.FuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                             (int)shared_bytes);
-        if (r != CUDA_SUCCESS) {
-            fu_cu_error(rt, err, r, "cuFuncSetAttribute", __FILE__, __LINE__);
-            fu_error_append(err, "%s", where);
-            return FU_ERR_RUNTIME;
-        }
-        k->dynamic_shared_limit = (int)shared_bytes;
-    }
+    if ((s = allow_dynamic_shared(rt, k, shared_bytes, where, err))) return s;
     CUresult r = rt->cu.LaunchKernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1],
                                      block[2], (unsigned)shared_bytes, rt->stream, args, NULL);
     if (r != CUDA_SUCCESS) {

@@ -45,6 +45,7 @@ typedef struct fu_driver_api {
     CUresult(CUDAAPI *OccupancyMaxActiveBlocksPerMultiprocessor)(int *blocks, CUfunction f,
                                                                  int block_size,
                                                                  size_t dyn_shared);
+    CUresult(CUDAAPI *OccupancyMaxActiveClusters)(int *clusters, CUfunction f, const CUlaunchConfig *config);
     CUresult(CUDAAPI *LaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                     CUstream s, void **params, void **extra);
