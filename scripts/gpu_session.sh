@@ -17,6 +17,7 @@
 # --with-torch compiles them from the Inductor and Triton caches; the session waits for it
 # before any GPU test or run. Where the image lacks Google Benchmark, cJSON or zlib, the debs
 # in GPU_SESSION_DEBS (default .debs/, carried) are unpacked into /tmp/sysroot.
+# GPU_SESSION_TARGETS="run_suite fuser_cli ..." builds only those targets (a short call).
 # GPU_SESSION_PARTS="a b" runs scripts/gpu/a.sh, then b.sh (each part's own checks) after the
 # tests, before the suites. FUSEBENCH_GIT_COMMIT=<hash> records the
 # commit in the run file (the GPU machine gets the tree without .git). Logs go to $OUT (the
@@ -84,7 +85,9 @@ if [ -n "$unpacked" ]; then
 fi
 have_header cjson/cJSON.h || [ -f /tmp/sysroot/usr/include/cjson/cJSON.h ] || row "cJSON" "missing: the gate is not built"
 
-if cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release >>"$out/build.log" 2>&1 && cmake --build /tmp/b -j "$jobs" >>"$out/build.log" 2>&1; then
+# shellcheck disable=SC2086 # GPU_SESSION_TARGETS is a list of words
+if cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release >>"$out/build.log" 2>&1 &&
+   cmake --build /tmp/b -j "$jobs" ${GPU_SESSION_TARGETS:+--target $GPU_SESSION_TARGETS} >>"$out/build.log" 2>&1; then
   row "build (Release)" "ok"
 else
   row "build (Release)" "FAILED (build.log)"; tail -n 40 "$out/build.log"
