@@ -129,7 +129,9 @@
  * combined over the blocks (COL_GROUP_BLOCKS, two levels of last blocks). */
 typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI, RK_COL } rkind;
 typedef enum batch_max_kind { BM_NONE, BM_REGISTER, BM_PACKED_BF16 } batch_max_kind;
-/* How a batch slot's row positions are guarded (open_position_guard). */
+/* How a batch slot's row positions are guarded: not at all (the batches
+ * cover the row exactly), by the row's length, or by the end of this block's
+ * part of a cluster's row (fu_kend). */
 typedef enum slot_guard { GUARD_NONE, GUARD_ROW, GUARD_PART } slot_guard;
 
 #define MAX_PASSES (MAX_REDS + 2) /* a chain of row reductions, then the outputs: at most nred + 1 */
@@ -213,6 +215,7 @@ typedef struct red_params {
     bool full_out; /* a full-size output */
     int nrow_out, nscalar_out, ncol_out;
     fu_tensor row_out[MAX_OUTS], scalar_out[MAX_OUTS], col_out[MAX_OUTS];
+    bool scalars_block0; /* block 0 writes the scalar outputs (else the last block to finish, or none) */
     /* the grid */
     int ngrid;          /* grid reductions (RK_GRID_EPI, RK_ROWGRID) */
     int blocks_per_sm;
@@ -1004,6 +1007,8 @@ static void choose_grid(red_params *p, const fu_group *g)
     for (int i = 0, gi = 0; i < p->nred; i++)
         if (grid_kind(p->reds[i].kind)) p->reds[i].grid_slot = gi++;
     p->workspace = p->ngrid > 0 || p->queue || p->ncol > 0;
+    /* (with grid or column reductions the last block is the one left to write them) */
+    p->scalars_block0 = p->nscalar_out > 0 && p->ngrid == 0 && p->ncol == 0;
     p->workspace_bytes = p->ngrid || p->queue ? (size_t)p->ngrid * (size_t)p->partials * sizeof(double) + 64 : 0;
     if (p->ncol) {
         /* per column reduction the blocks' partials [grid][K], then the groups'
@@ -1844,8 +1849,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
     if (p->cluster > 1) cg_line(c, "fu_cluster_sync(); // no block leaves while another may read its slots");
     if (p->ncol) emit_column_combine(r);
     if (p->ngrid > 0) emit_grid_combine(r);
-    else if (p->nscalar_out > 0 && !p->ncol) /* (with column reductions only the last block is left) */
-        cg_line(c, "if (blockIdx.x != 0) return;");
+    if (p->scalars_block0) cg_line(c, "if (blockIdx.x != 0) return;");
     for (int o = 0; o < p->nscalar_out; o++) {
         const fu_value *v = fu_val(f, p->scalar_out[o]);
         cg_index idx[FU_MAX_RANK];
@@ -1997,7 +2001,7 @@ static char *params_json(const red_params *p, const fu_fusion *f)
     json_names(&js, f, p->scalar_out, p->nscalar_out);
     fu_sb_puts(&js, ", \"column_outputs\": ");
     json_names(&js, f, p->col_out, p->ncol_out);
-    fu_sb_puts(&js, "}");
+    fu_sb_printf(&js, ", \"scalars_by_block0\": %s}", p->scalars_block0 ? "true" : "false");
     return fu_sb_take(&js);
 }
 
