@@ -23,8 +23,13 @@
  *   - layer_norm_backward and rms_norm_backward (dx per row, dweight and dbias
  *     per column) plan to one kernel of the row scheduler with column
  *     reductions (strided rows, a two-level last-block combine) at four sizes
- *     (few rows, odd columns) in f32 and bf16, and compile.
- * FUSER_TEST_DATA is the data directory (set by CTest).
+ *     (few rows, odd columns) in f32 and bf16, and compile;
+ *   - the row scheduler's parameters (kp->params_json) hold its decisions:
+ *     the f32 cross entropy fwd+bwd at V = 128256 splits each row over a
+ *     cluster of 4 blocks (parts of 32064), the bf16 layer norm forward at
+ *     16384 x 768 puts 8 rows in a block (a warp each), and both agree with
+ *     the launch (kp->grid, block, cluster, shared and workspace bytes).
+ * FUSER_TEST_DATA is the data directory, FUSER_SUITES_DIR the suites' (set by CTest).
  */
 #define _XOPEN_SOURCE 700
 
@@ -187,6 +192,55 @@ static void check_outer_params(const char *data)
     }
 }
 
+/* The row scheduler's parameters: the decisions named, and the launch's numbers the struct's. */
+static void check_row_params(const char *suites)
+{
+    const char *ce[] = {"V=128256"}, *ln[] = {"N=16384", "D=768"};
+    const struct {
+        const char *rel;
+        const char *const *sets;
+        int nsets;
+        fu_dtype dt;
+        unsigned cluster, block;
+        const char *fields[6];
+    } want[] = {
+        {"cross_entropy/cross_entropy_fwdbwd.fusion", ce, 1, FU_F32, 4, 1024,
+         {"\"cluster\": 4,", "\"part\": 32064,", "\"rows\": 8192,", "\"inner\": 128256,",
+          "{\"name\": \"logits\", \"where\": \"shared\"", NULL}},
+        {"layer_norm/layer_norm_fwd.fusion", ln, 2, FU_BF16, 1, 256,
+         {"\"warp_rows\": 8,", "\"threads\": 32,", "\"cluster\": 1,", "\"queue\": false,", NULL}},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        tc_list l = {0};
+        tc_case *c = tc_add_suite(&l, suites, want[i].rel, "params", want[i].sets, want[i].nsets, want[i].dt, NULL);
+        fu_error err = {0};
+        fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
+        CHECK(p != NULL);
+        if (!p) fprintf(stderr, "%s: %s\n", want[i].rel, err.message);
+        const fu_kernel_plan *kp = NULL;
+        for (int k = 0; p && k < p->nkernels; k++)
+            if (p->kernels[k].sched == FU_SCHED_REDUCTION) kp = &p->kernels[k];
+        CHECK(kp && kp->params_json && kp->params_json[0] == '{');
+        if (kp && kp->params_json) {
+            for (int k = 0; want[i].fields[k]; k++) CHECK_CONTAINS(kp->params_json, want[i].fields[k]);
+            CHECK(kp->cluster == want[i].cluster && kp->block == want[i].block);
+            char grid[32], block[32], shared[48], ws[48];
+            snprintf(grid, sizeof grid, "\"grid\": %u,", kp->grid);
+            snprintf(block, sizeof block, "\"block\": %u,", kp->block);
+            snprintf(shared, sizeof shared, "\"shared_bytes\": %zu,", kp->shared_bytes);
+            snprintf(ws, sizeof ws, "\"workspace_bytes\": %zu,", kp->workspace_bytes);
+            CHECK_CONTAINS(kp->params_json, grid); /* the launch is the struct's */
+            CHECK_CONTAINS(kp->params_json, block);
+            CHECK_CONTAINS(kp->params_json, shared);
+            CHECK_CONTAINS(kp->params_json, ws);
+            if (kp->cluster > 1) CHECK_CONTAINS(kp->source, "__cluster_dims__(4, 1, 1)");
+            printf("row params %s %s: %s\n", want[i].rel, fu_dtype_name(want[i].dt), kp->params_json);
+        }
+        fu_plan_free(p);
+        tc_list_free(&l);
+    }
+}
+
 int main(void)
 {
     const char *data = getenv("FUSER_TEST_DATA");
@@ -197,6 +251,9 @@ int main(void)
     check_div_const();
     check_div_const_bf16();
     check_outer_params(data);
+    const char *suites = getenv("FUSER_SUITES_DIR");
+    CHECK(suites != NULL);
+    if (suites) check_row_params(suites);
     char cache[512];
     if (!tu_make_temp_dir(cache, sizeof cache, "reduce-codegen")) return 1;
     fu_runtime_options ro = {0};

@@ -23,6 +23,18 @@
  * resets the counter). A grid reduction that a row needs before it can finish
  * (the count of non-ignored rows in a mean backward) and that depends on no
  * row reduction is computed by every block up front (the prologue).
+ *
+ * fu_reduction_heuristics analyses the group and makes every decision above
+ * into a red_params (the vector width, threads, warp rows, cluster and part,
+ * the row cache and where it lives, each pass's batch, staged inputs, guard
+ * and online-max reads, the values hoisted before each pass, the outputs'
+ * classes, the grid, the queue, the workspace layout; its text in kp->config,
+ * its JSON in kp->params_json); fu_reduction_emit writes the kernel from that
+ * struct alone. Left to the emitter, as properties of the text it writes:
+ * whether an offset allows one vector load or store (cg_offset_vectorizable),
+ * which loads inside a pass become register reads (lookup_cache matches the
+ * offset's text against the staged and cached inputs' canonical offsets), and
+ * how a bf16 register element is read (as half of a word where vec is even).
  */
 #include <stdio.h>
 #include <string.h>
@@ -117,6 +129,13 @@
  * combined over the blocks (COL_GROUP_BLOCKS, two levels of last blocks). */
 typedef enum rkind { RK_ROW, RK_ROWGRID, RK_GRID_PRO, RK_GRID_EPI, RK_COL } rkind;
 typedef enum batch_max_kind { BM_NONE, BM_REGISTER, BM_PACKED_BF16 } batch_max_kind;
+/* How a batch slot's row positions are guarded: not at all (the batches
+ * cover the row exactly), by the row's length, or by the end of this block's
+ * part of a cluster's row (fu_kend). */
+typedef enum slot_guard { GUARD_NONE, GUARD_ROW, GUARD_PART } slot_guard;
+
+#define MAX_PASSES (MAX_REDS + 2) /* a chain of row reductions, then the outputs: at most nred + 1 */
+#define MAX_OUTS 16               /* outputs of each class (per row, scalar, per column, per pass) */
 
 typedef struct red_info {
     int node;
@@ -126,24 +145,51 @@ typedef struct red_info {
     int pass;
     int online_max; /* sum(exp(E - m)) computed with max m: index of m, else -1 */
     int online_sum; /* for that max: index of its sum, else -1 */
-    batch_max_kind batch_max; /* how phase M reads the source in the pass being emitted */
-    bool avail;
-    char var[16];
+    int grid_slot;  /* RK_GRID_EPI, RK_ROWGRID: its partial's index among the grid reductions; else -1 */
+    int64_t col_ws, col_ws_groups; /* RK_COL: where its block partials [grid][K] and its groups'
+                                    * [groups][K] start in the workspace (8-byte slots); else -1 */
 } red_info;
 
-typedef struct red_ctx {
-    const fu_group *g;
-    const fu_fusion *f;
-    fu_kernel_writer *w;
+/* A list of tensors (what a row computes up front, in walk order). */
+typedef struct tensor_list {
+    int n, cap;
+    fu_tensor *t;
+} tensor_list;
+
+/* One pass over the row, as decided before any text is written. */
+typedef struct red_pass {
+    int nstage;                     /* inputs loaded a batch ahead of the arithmetic (staged) */
+    fu_tensor stage_t[MAX_CACHE];
+    int batch;                      /* vectors per batch slot loop */
+    bool from_slots;                /* every staged input comes from the shared-memory slots */
+    slot_guard guard;
+    bool unrolled;                  /* #pragma unroll (registers indexed by the position), else unroll 1 */
+    int nout;                       /* full-size outputs written in this pass */
+    fu_tensor out_t[MAX_OUTS];
+    batch_max_kind batch_max[MAX_REDS]; /* per online sum of the pass: how phase M reads its source */
+    int batch_max_k[MAX_REDS];          /* ... from staged array fu_s<k> or cached array fu_c<k> */
+    bool batch_max_staged[MAX_REDS];
+    tensor_list hoist;              /* per-row values computed after this pass (pass 0: when the row starts) */
+} red_pass;
+
+/* The row scheduler's decisions: what fu_reduction_emit writes the kernel
+ * from. It holds the analysis too (the reductions, their kinds and passes,
+ * each tensor's reductions), which the emitter walks. */
+typedef struct red_params {
+    /* the group: the domain D, its inner (reduced) axes, and its reductions */
     int rank;
     int64_t D[FU_MAX_RANK];
     bool inner[FU_MAX_RANK];
     int64_t rows, K;
     int nred;
     red_info reds[MAX_REDS];
-    uint32_t *deps;  /* per tensor: reductions reached without passing one */
-    int *seen;       /* per tensor, in one walk of the graph (walk_begin): 1 + the
-                      * smallest depth it was reached at so far, 0 = not reached */
+    uint32_t *deps; /* per tensor: reductions reached without passing one */
+    int *seen;      /* per tensor, in one walk of the graph (walk_begin): 1 + the
+                     * smallest depth it was reached at so far, 0 = not reached */
+    int nparams;    /* the kernel's parameters, in fu_kw_begin's order */
+    fu_tensor param_t[64];
+    bool param_out[64];
+    /* the block */
     int vec, threads, iters, passes;
     int warp_rows;      /* rows of a block at once, a warp each (WARP_ROWS), or 1: the block's threads a row */
     int cluster;        /* blocks a row is split over (CLUSTER_ROWS), or 1 */
@@ -151,254 +197,221 @@ typedef struct red_ctx {
     int nslots;         /* distributed-shared-memory slots per row (the row reductions), with cluster > 1 */
     int block_threads;  /* threads * warp_rows */
     const char *tid;    /* the thread's index within its row: "threadIdx.x" or "fu_lane" */
-    int elem_bytes; /* size of the widest full-size tensor's element */
+    int elem_bytes;     /* size of the widest full-size tensor's element */
+    int ncol;           /* column reductions (RK_COL) */
+    int nonline;        /* online log-sum-exps */
+    /* the row kept between passes: in registers, or in shared memory */
     int ncache;
     fu_tensor cache_t[MAX_CACHE];
-    char cache_base[MAX_CACHE][CG_EXPR];
-    char cache_var[64]; /* what lookup_cache hands back (the memo copies it) */
-    int nsmem;                    /* inputs kept in shared memory between passes */
+    int nsmem;
     fu_tensor smem_t[MAX_CACHE];
     int smem_slot_bytes[MAX_CACHE]; /* one thread's vector of it */
     int64_t smem_offset[MAX_CACHE]; /* where its slots start in fu_rows */
-    int64_t smem_bytes;           /* all slots of the block */
-    int pass;                     /* the pass being emitted */
-    int nstage;          /* inputs of the current pass loaded a batch ahead */
-    fu_tensor stage_t[MAX_CACHE];
-    char stage_base[MAX_CACHE][CG_EXPR];
-    int batch;
-    bool in_pass;
-    bool first_batch_issued; /* pass 1's first batch was loaded before the per-row values */
-    int ncol;                /* column reductions (RK_COL) */
-} red_ctx;
+    int64_t smem_bytes;             /* all slots of the block */
+    /* the passes (1 .. passes) */
+    bool first_batch_early; /* pass 1's first batch is loaded before the per-row values (ROW_LOADS_FIRST) */
+    red_pass pass[MAX_PASSES];
+    /* the outputs */
+    bool full_out; /* a full-size output */
+    int nrow_out, nscalar_out, ncol_out;
+    fu_tensor row_out[MAX_OUTS], scalar_out[MAX_OUTS], col_out[MAX_OUTS];
+    bool scalars_block0; /* block 0 writes the scalar outputs (else the last block to finish, or none) */
+    /* the grid */
+    int ngrid;          /* grid reductions (RK_GRID_EPI, RK_ROWGRID) */
+    int blocks_per_sm;
+    int min_blocks;     /* the launch bounds' minimum blocks per SM */
+    int64_t grid;
+    bool queue;         /* rows from the queue (ROW_QUEUE) */
+    int64_t partials;   /* grid reductions: one partial per row (queue) or per block */
+    int64_t col_groups; /* groups of COL_GROUP_BLOCKS blocks, with column reductions */
+    int64_t col_ws_counters; /* where the groups' counters start (8-byte slots) */
+    bool workspace;     /* the kernel takes fu_ws and fu_count */
+    size_t workspace_bytes;
+} red_params;
 
-static int red_of(const red_ctx *r, fu_tensor t)
+static int red_of(const red_params *p, fu_tensor t)
 {
-    for (int i = 0; i < r->nred; i++)
-        if (r->reds[i].out == t) return i;
+    for (int i = 0; i < p->nred; i++)
+        if (p->reds[i].out == t) return i;
     return -1;
 }
 
 /* Index of t among the inputs kept in shared memory between passes, or -1. */
-static int smem_index(const red_ctx *r, fu_tensor t)
+static int smem_index(const red_params *p, fu_tensor t)
 {
-    for (int k = 0; k < r->nsmem; k++)
-        if (r->smem_t[k] == t) return k;
+    for (int k = 0; k < p->nsmem; k++)
+        if (p->smem_t[k] == t) return k;
     return -1;
 }
 
-static bool is_full_shape(const red_ctx *r, const fu_value *v)
+static bool is_full_shape(const red_params *p, const fu_value *v)
 {
-    return v->rank == r->rank && !memcmp(v->shape, r->D, (size_t)r->rank * sizeof *v->shape);
+    return v->rank == p->rank && !memcmp(v->shape, p->D, (size_t)p->rank * sizeof *v->shape);
 }
 
-/* The index of a per-row tensor t at the current row, or false if t is not
- * per-row (constant along the inner axes). */
-static bool row_index(const red_ctx *r, const fu_value *t, cg_index *idx)
+/* Whether a tensor t is per-row (constant along the inner axes); with c, also
+ * its index at the current row in idx. */
+static bool row_index(const red_params *p, const cg_ctx *c, const fu_value *t, cg_index *idx)
 {
-    const cg_ctx *c = &r->w->cg;
-    if (t->rank <= r->rank) {
+    if (t->rank <= p->rank) {
         bool ok = true;
         for (int a = 0; a < t->rank && ok; a++) {
-            int da = r->rank - t->rank + a;
-            if (t->shape[a] == 1) cg_index_const(&idx[a], 0);
-            else if (r->inner[da] || t->shape[a] != r->D[da]) ok = false;
-            else cg_index_var(&idx[a], da, c->var_names[da]);
+            int da = p->rank - t->rank + a;
+            if (t->shape[a] == 1) {
+                if (c) cg_index_const(&idx[a], 0);
+            } else if (p->inner[da] || t->shape[a] != p->D[da]) {
+                ok = false;
+            } else if (c) {
+                cg_index_var(&idx[a], da, c->var_names[da]);
+            }
         }
         if (ok) return true;
     }
     /* squeezed form: the non-1 extents are the outer extents in order ([N] for [N, 1]) */
     int oa[FU_MAX_RANK], no = 0;
-    for (int a = 0; a < r->rank; a++)
-        if (!r->inner[a] && r->D[a] != 1) oa[no++] = a;
+    for (int a = 0; a < p->rank; a++)
+        if (!p->inner[a] && p->D[a] != 1) oa[no++] = a;
     int k = 0;
     for (int a = 0; a < t->rank; a++) {
         if (t->shape[a] == 1) {
-            cg_index_const(&idx[a], 0);
+            if (c) cg_index_const(&idx[a], 0);
             continue;
         }
-        if (k >= no || t->shape[a] != r->D[oa[k]]) return false;
-        cg_index_var(&idx[a], oa[k], c->var_names[oa[k]]);
+        if (k >= no || t->shape[a] != p->D[oa[k]]) return false;
+        if (c) cg_index_var(&idx[a], oa[k], c->var_names[oa[k]]);
         k++;
     }
     return k == no;
 }
 
-/* The index of a per-column tensor t (the inner axes' extents, the outer ones
- * 1 or left out) at the current column (the inner variables), or false. */
-static bool col_index(const red_ctx *r, const fu_value *t, cg_index *idx)
+/* Whether t is per-column (the inner axes' extents, the outer ones 1 or left
+ * out); with c, also its index at the current column (the inner variables). */
+static bool col_index(const red_params *p, const cg_ctx *c, const fu_value *t, cg_index *idx)
 {
-    const cg_ctx *c = &r->w->cg;
-    if (t->rank == r->rank) {
+    if (t->rank == p->rank) {
         for (int a = 0; a < t->rank; a++) {
-            if (t->shape[a] == 1) cg_index_const(&idx[a], 0);
-            else if (!r->inner[a] || t->shape[a] != r->D[a]) return false;
-            else cg_index_var(&idx[a], a, c->var_names[a]);
+            if (t->shape[a] == 1) {
+                if (c) cg_index_const(&idx[a], 0);
+            } else if (!p->inner[a] || t->shape[a] != p->D[a]) {
+                return false;
+            } else if (c) {
+                cg_index_var(&idx[a], a, c->var_names[a]);
+            }
         }
         return true;
     }
     int ia[FU_MAX_RANK], ni = 0;
-    for (int a = 0; a < r->rank; a++)
-        if (r->inner[a]) ia[ni++] = a;
+    for (int a = 0; a < p->rank; a++)
+        if (p->inner[a]) ia[ni++] = a;
     if (t->rank != ni) return false;
     for (int k = 0; k < ni; k++) {
-        if (t->shape[k] != r->D[ia[k]]) return false;
+        if (t->shape[k] != p->D[ia[k]]) return false;
+        if (!c) continue;
         if (t->shape[k] == 1) cg_index_const(&idx[k], 0);
         else cg_index_var(&idx[k], ia[k], c->var_names[ia[k]]);
     }
     return true;
 }
 
-static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, void *user)
+static uint32_t deps_of(const red_params *p, fu_tensor t) { return p->deps[t]; }
+
+/* E of an online sum(exp(E - max(E))) ri: what its max and its terms read. */
+static fu_tensor online_source(const fu_fusion *f, const red_info *ri)
 {
-    red_ctx *r = user;
-    int i = red_of(r, t);
-    if (i < 0) return NULL;
-    red_info *ri = &r->reds[i];
-    const fu_value *v = fu_val(r->f, t);
-    if (!ri->avail) {
-        cg_fail(c, "reduction: '%s' is needed before it can be computed", v->name);
-        return NULL;
-    }
-    if (ri->kind == RK_COL) {
-        cg_index want[FU_MAX_RANK];
-        bool ok = col_index(r, v, want);
-        for (int a = 0; ok && a < v->rank; a++) ok = strcmp(want[a].expr, idx[a].expr) == 0;
-        if (!ok) {
-            cg_fail(c, "reduction: column value '%s' is read at another column", v->name);
-            return NULL;
-        }
-    }
-    if (ri->kind == RK_ROW) {
-        cg_index want[FU_MAX_RANK];
-        if (!row_index(r, v, want)) {
-            cg_fail(c, "reduction: '%s' is not a per-row value", v->name);
-            return NULL;
-        }
-        for (int a = 0; a < v->rank; a++)
-            if (strcmp(want[a].expr, idx[a].expr) != 0) {
-                cg_fail(c, "reduction: row value '%s' is read at another row", v->name);
-                return NULL;
-            }
-    }
-    return ri->var;
+    return fu_producer(f, fu_producer(f, ri->in)->inputs[0])->inputs[0];
 }
 
-/* Element `lane` of slot `slot` of register array <array><k> as f32. Pairs of
- * bf16 are read as words, each half converted by one instruction (a 16-bit
- * read of the upper half took a PRMT and a shift). */
-static const char *register_element(red_ctx *r, const cg_ctx *c, fu_tensor t, int k, const char *array, const char *slot)
+/* Pass in which a full-size output is written: after the row reductions it reads. */
+static int output_pass(const red_params *p, fu_tensor t)
 {
-    if (fu_val(r->f, t)->dtype == FU_BF16 && c->vec % 2 == 0)
-        snprintf(r->cache_var, sizeof r->cache_var, "fu_pair_%s(%s%d, %s * %d + %d)", c->lane % 2 ? "hi" : "lo", array, k,
-                 slot, c->vec / 2, c->lane / 2);
-    else
-        snprintf(r->cache_var, sizeof r->cache_var, "fu_load(%s%d[%s * %d + %d])", array, k, slot, c->vec, c->lane);
-    return r->cache_var;
+    int n = 1;
+    uint32_t d = deps_of(p, t);
+    for (int i = 0; i < p->nred; i++)
+        if ((d & (1u << i)) && p->reds[i].pass + 1 > n) n = p->reds[i].pass + 1;
+    return n;
 }
 
-/* Inside a pass, a load at the row position of a cached or staged input is a
- * register read. */
-static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, void *user)
-{
-    red_ctx *r = user;
-    if (!r->in_pass || !off->affine || off->lane_coef != (c->vec > 1 ? 1 : 0)) return NULL;
-    char base[CG_EXPR];
-    cg_offset_base_expr(c, off, base, sizeof base);
-    for (int i = 0; i < r->ncache; i++)
-        if (r->cache_t[i] == t && strcmp(r->cache_base[i], base) == 0) return register_element(r, c, t, i, "fu_c", "it");
-    for (int i = 0; i < r->nstage; i++)
-        if (r->stage_t[i] == t && strcmp(r->stage_base[i], base) == 0) return register_element(r, c, t, i, "fu_s", "b");
-    return NULL;
-}
+static bool row_kind(rkind k) { return k == RK_ROW || k == RK_ROWGRID; }
+static bool grid_kind(rkind k) { return k == RK_GRID_EPI || k == RK_ROWGRID; }
 
 /* ------------------------------------------------------------ analysis */
 
-static int output_pass(const struct red_ctx *r, fu_tensor t);
-
-static uint32_t deps_of(const red_ctx *r, fu_tensor t) { return r->deps[t]; }
-
-/* E of an online sum(exp(E - max(E))) ri: what its max and its terms read. */
-static fu_tensor online_source(const red_ctx *r, const red_info *ri)
+static bool analyse(red_params *p, const fu_group *g, char *why, size_t nwhy)
 {
-    return fu_producer(r->f, fu_producer(r->f, ri->in)->inputs[0])->inputs[0];
-}
-
-static bool analyse(red_ctx *r, char *why, size_t nwhy)
-{
-    const fu_fusion *f = r->f;
-    const fu_group *g = r->g;
+    const fu_fusion *f = g->f;
     /* the domain: the input of the reductions that keep some axes */
     int first_partial = -1, largest_full = -1;
     bool first_inner = false; /* first_partial reduces the innermost axis */
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
         if (!g->in_group[i] || fu_op_kind_of(n->op) != FU_KIND_REDUCE) continue;
-        if (r->nred == MAX_REDS) {
+        if (p->nred == MAX_REDS) {
             snprintf(why, nwhy, "reduction: more than %d reductions", MAX_REDS);
             return false;
         }
         const fu_value *x = fu_val(f, n->inputs[0]);
-        red_info *ri = &r->reds[r->nred++];
+        red_info *ri = &p->reds[p->nred++];
         memset(ri, 0, sizeof *ri);
         ri->node = i;
         ri->out = n->output;
         ri->in = n->inputs[0];
         ri->op = n->op;
         ri->online_max = ri->online_sum = -1;
-        snprintf(ri->var, sizeof ri->var, "r%d", r->nred - 1);
+        ri->grid_slot = -1;
+        ri->col_ws = ri->col_ws_groups = -1;
         bool full = n->attrs.naxes == 0 || n->attrs.naxes == x->rank;
         bool inner_reduced = n->attrs.naxes == 0;
         for (int k = 0; k < n->attrs.naxes; k++) inner_reduced |= n->attrs.axes[k] == x->rank - 1;
         /* the rows run along the innermost axis: a column reduction found first
          * does not make the columns the rows */
         if (!full && (first_partial < 0 || (inner_reduced && !first_inner))) {
-            first_partial = r->nred - 1;
+            first_partial = p->nred - 1;
             first_inner = inner_reduced;
         }
         if (full && x->rank >= 1 &&
             (largest_full < 0 || fu_shape_numel(x->rank, x->shape) >
-                                     fu_tensor_numel(f, r->reds[largest_full].in)))
-            largest_full = r->nred - 1;
+                                     fu_tensor_numel(f, p->reds[largest_full].in)))
+            largest_full = p->nred - 1;
     }
-    if (r->nred == 0) {
+    if (p->nred == 0) {
         snprintf(why, nwhy, "reduction: no reductions");
         return false;
     }
     if (first_partial >= 0) {
-        const fu_node *n = &f->nodes[r->reds[first_partial].node];
+        const fu_node *n = &f->nodes[p->reds[first_partial].node];
         const fu_value *x = fu_val(f, n->inputs[0]);
-        r->rank = x->rank;
-        memcpy(r->D, x->shape, sizeof x->shape);
-        for (int k = 0; k < n->attrs.naxes; k++) r->inner[n->attrs.axes[k]] = true;
+        p->rank = x->rank;
+        memcpy(p->D, x->shape, sizeof x->shape);
+        for (int k = 0; k < n->attrs.naxes; k++) p->inner[n->attrs.axes[k]] = true;
     } else if (largest_full >= 0) {
-        const fu_value *x = fu_val(f, r->reds[largest_full].in);
-        r->rank = x->rank;
-        memcpy(r->D, x->shape, sizeof x->shape);
-        r->inner[x->rank - 1] = true; /* rows of the last axis, then across rows */
-        if (x->rank == 1) r->inner[0] = true;
+        const fu_value *x = fu_val(f, p->reds[largest_full].in);
+        p->rank = x->rank;
+        memcpy(p->D, x->shape, sizeof x->shape);
+        p->inner[x->rank - 1] = true; /* rows of the last axis, then across rows */
+        if (x->rank == 1) p->inner[0] = true;
     } else {
         snprintf(why, nwhy, "reduction: only reductions of scalars");
         return false;
     }
-    r->rows = r->K = 1;
-    for (int a = 0; a < r->rank; a++) {
-        if (r->inner[a]) r->K *= r->D[a];
-        else r->rows *= r->D[a];
+    p->rows = p->K = 1;
+    for (int a = 0; a < p->rank; a++) {
+        if (p->inner[a]) p->K *= p->D[a];
+        else p->rows *= p->D[a];
     }
     /* classify */
-    for (int i = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
+    for (int i = 0; i < p->nred; i++) {
+        red_info *ri = &p->reds[i];
         const fu_node *n = &f->nodes[ri->node];
         const fu_value *x = fu_val(f, ri->in);
         bool full = n->attrs.naxes == 0 || n->attrs.naxes == x->rank;
-        if (is_full_shape(r, x) && !full) {
+        if (is_full_shape(p, x) && !full) {
             bool same = true;
             bool red[FU_MAX_RANK] = {false};
             for (int k = 0; k < n->attrs.naxes; k++) red[n->attrs.axes[k]] = true;
             bool opposite = true;
-            for (int a = 0; a < r->rank; a++) {
-                same &= red[a] == r->inner[a];
-                opposite &= red[a] == !r->inner[a];
+            for (int a = 0; a < p->rank; a++) {
+                same &= red[a] == p->inner[a];
+                opposite &= red[a] == !p->inner[a];
             }
             if (opposite && !same) {
                 ri->kind = RK_COL;
@@ -409,11 +422,10 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
                 return false;
             }
             ri->kind = RK_ROW;
-        } else if (is_full_shape(r, x) && full) {
-            ri->kind = r->rows == 1 ? RK_ROW : RK_ROWGRID; /* one row: the grid is the row */
+        } else if (is_full_shape(p, x) && full) {
+            ri->kind = p->rows == 1 ? RK_ROW : RK_ROWGRID; /* one row: the grid is the row */
         } else if (full) {
-            cg_index idx[FU_MAX_RANK];
-            if (!row_index(r, x, idx)) {
+            if (!row_index(p, NULL, x, NULL)) {
                 snprintf(why, nwhy, "reduction: '%s' is neither a row nor a per-row value", x->name);
                 return false;
             }
@@ -427,18 +439,18 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
         if (!g->in_group[i]) continue;
-        int ri = red_of(r, n->output);
+        int ri = red_of(p, n->output);
         if (ri >= 0) {
-            r->deps[n->output] = 1u << ri;
+            p->deps[n->output] = 1u << ri;
             continue;
         }
         uint32_t d = 0;
-        for (int k = 0; k < n->ninputs; k++) d |= r->deps[n->inputs[k]];
-        r->deps[n->output] = d;
+        for (int k = 0; k < n->ninputs; k++) d |= p->deps[n->inputs[k]];
+        p->deps[n->output] = d;
     }
     /* online softmax: sum(exp(E - m)) with m = max(E) over the same row */
-    for (int i = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
+    for (int i = 0; i < p->nred; i++) {
+        red_info *ri = &p->reds[i];
         /* the online state is float (f32, f16, bf16 rows); f64 rows take two passes */
         if (ri->op != FU_OP_SUM || ri->kind != RK_ROW || strcmp(cg_compute_type(fu_val(f, ri->out)->dtype), "float") != 0)
             continue;
@@ -452,47 +464,46 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
             m = mb->inputs[0];
             mb = fu_producer(f, m);
         }
-        int mi = red_of(r, m);
-        if (mi < 0 || r->reds[mi].op != FU_OP_RMAX || r->reds[mi].kind != RK_ROW || r->reds[mi].in != sub->inputs[0] ||
-            r->reds[mi].online_sum >= 0 || !is_full_shape(r, fu_val(f, sub->inputs[0])))
+        int mi = red_of(p, m);
+        if (mi < 0 || p->reds[mi].op != FU_OP_RMAX || p->reds[mi].kind != RK_ROW || p->reds[mi].in != sub->inputs[0] ||
+            p->reds[mi].online_sum >= 0 || !is_full_shape(p, fu_val(f, sub->inputs[0])))
             continue;
         ri->online_max = mi;
-        r->reds[mi].online_sum = i;
+        p->reds[mi].online_sum = i;
     }
     /* grid reductions needed inside the row loop go to the prologue */
     uint32_t row_bits = 0;
-    for (int i = 0; i < r->nred; i++)
-        if (r->reds[i].kind == RK_ROW || r->reds[i].kind == RK_ROWGRID) row_bits |= 1u << i;
+    for (int i = 0; i < p->nred; i++)
+        if (p->reds[i].kind == RK_ROW || p->reds[i].kind == RK_ROWGRID) row_bits |= 1u << i;
     uint32_t needed_in_rows = 0;
-    for (int i = 0; i < r->nred; i++)
-        if (r->reds[i].kind != RK_GRID_EPI) needed_in_rows |= deps_of(r, r->reds[i].in);
+    for (int i = 0; i < p->nred; i++)
+        if (p->reds[i].kind != RK_GRID_EPI) needed_in_rows |= deps_of(p, p->reds[i].in);
     for (int o = 0; o < g->noutputs; o++) {
         const fu_value *v = fu_val(f, g->outputs[o]);
-        cg_index idx[FU_MAX_RANK];
-        bool per_row = row_index(r, v, idx) && (fu_shape_numel(v->rank, v->shape) > 1 || r->rows == 1);
-        if (is_full_shape(r, v) || per_row) needed_in_rows |= deps_of(r, g->outputs[o]);
+        bool per_row = row_index(p, NULL, v, NULL) && (fu_shape_numel(v->rank, v->shape) > 1 || p->rows == 1);
+        if (is_full_shape(p, v) || per_row) needed_in_rows |= deps_of(p, g->outputs[o]);
     }
-    for (int i = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
+    for (int i = 0; i < p->nred; i++) {
+        red_info *ri = &p->reds[i];
         if (ri->kind != RK_GRID_EPI) continue;
         bool in_rows = needed_in_rows & (1u << i);
-        bool row_free = !(deps_of(r, ri->in) & row_bits);
+        bool row_free = !(deps_of(p, ri->in) & row_bits);
         if (in_rows && row_free) ri->kind = RK_GRID_PRO;
     }
     /* a prologue reduction may only read earlier prologue reductions */
-    for (int i = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
-        uint32_t d = deps_of(r, ri->in);
-        for (int j = 0; j < r->nred; j++) {
+    for (int i = 0; i < p->nred; i++) {
+        red_info *ri = &p->reds[i];
+        uint32_t d = deps_of(p, ri->in);
+        for (int j = 0; j < p->nred; j++) {
             if (!(d & (1u << j))) continue;
-            rkind kj = r->reds[j].kind;
+            rkind kj = p->reds[j].kind;
             if (ri->kind == RK_GRID_PRO && kj != RK_GRID_PRO) {
                 snprintf(why, nwhy, "reduction: '%s' is needed by every row but depends on a row value", fu_val(f, ri->out)->name);
                 return false;
             }
             if ((ri->kind == RK_ROW || ri->kind == RK_ROWGRID) && (kj == RK_GRID_EPI || kj == RK_ROWGRID)) {
                 snprintf(why, nwhy, "reduction: row reduction '%s' needs the grid-wide '%s'", fu_val(f, ri->out)->name,
-                         fu_val(f, r->reds[j].out)->name);
+                         fu_val(f, p->reds[j].out)->name);
                 return false;
             }
             if (ri->kind == RK_GRID_EPI && (kj == RK_GRID_EPI || kj == RK_ROWGRID)) {
@@ -501,54 +512,519 @@ static bool analyse(red_ctx *r, char *why, size_t nwhy)
             }
             if (kj == RK_COL || (ri->kind == RK_COL && kj != RK_ROW && kj != RK_GRID_PRO)) {
                 snprintf(why, nwhy, "reduction: '%s' reads '%s', a column or grid-wide reduction", fu_val(f, ri->out)->name,
-                         fu_val(f, r->reds[j].out)->name);
+                         fu_val(f, p->reds[j].out)->name);
                 return false;
             }
         }
     }
     /* passes: a row reduction runs after the row reductions it reads */
-    for (int i = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
+    for (int i = 0; i < p->nred; i++) {
+        red_info *ri = &p->reds[i];
         if (ri->kind != RK_ROW && ri->kind != RK_ROWGRID) continue;
-        uint32_t d = deps_of(r, ri->online_max >= 0 ? online_source(r, ri) : ri->in);
-        int p = 1;
+        uint32_t d = deps_of(p, ri->online_max >= 0 ? online_source(f, ri) : ri->in);
+        int np = 1;
         for (int j = 0; j < i; j++)
-            if ((d & (1u << j)) && r->reds[j].pass + 1 > p) p = r->reds[j].pass + 1;
-        for (int j = i; j < r->nred; j++)
+            if ((d & (1u << j)) && p->reds[j].pass + 1 > np) np = p->reds[j].pass + 1;
+        for (int j = i; j < p->nred; j++)
             if (d & (1u << j)) {
                 snprintf(why, nwhy, "reduction: '%s' reads a later reduction", fu_val(f, ri->out)->name);
                 return false;
             }
-        if (ri->online_max >= 0) p = r->reds[ri->online_max].pass;
-        ri->pass = p;
-        if (p > r->passes) r->passes = p;
+        if (ri->online_max >= 0) np = p->reds[ri->online_max].pass;
+        ri->pass = np;
+        if (np > p->passes) p->passes = np;
     }
-    if (r->passes == 0) r->passes = 1;
+    if (p->passes == 0) p->passes = 1;
     /* column reductions accumulate in the pass after the row values they read */
-    for (int i = 0; i < r->nred; i++)
-        if (r->reds[i].kind == RK_COL) {
-            r->reds[i].pass = output_pass(r, r->reds[i].in);
-            if (r->reds[i].pass > r->passes) r->passes = r->reds[i].pass;
-            r->ncol++;
+    for (int i = 0; i < p->nred; i++)
+        if (p->reds[i].kind == RK_COL) {
+            p->reds[i].pass = output_pass(p, p->reds[i].in);
+            if (p->reds[i].pass > p->passes) p->passes = p->reds[i].pass;
+            p->ncol++;
         }
     /* full-size outputs are written in the pass after the row values they read */
     for (int o = 0; o < g->noutputs; o++)
-        if (is_full_shape(r, fu_val(f, g->outputs[o]))) {
-            int p = output_pass(r, g->outputs[o]);
-            if (p > r->passes) r->passes = p;
+        if (is_full_shape(p, fu_val(f, g->outputs[o]))) {
+            int np = output_pass(p, g->outputs[o]);
+            if (np > p->passes) p->passes = np;
         }
     return true;
 }
 
-/* Pass in which a full-size output is written: after the row reductions it reads. */
-static int output_pass(const struct red_ctx *r, fu_tensor t)
+
+/* ------------------------------------------------------------ heuristics */
+
+/* Starts a walk of the graph from one root: no tensor reached yet. The walks
+ * below follow a DAG whose tensors can be reached along many paths (x1 =
+ * add(x0, x0), x2 = add(x1, x1), ...: 2^depth paths), so each visits a tensor
+ * again only when it reaches it at a smaller depth than before. A visit at a
+ * smaller depth goes at least as deep under the depth caps, so skipping the
+ * others changes nothing: reads_at_row answers the same, hoist_walk lists the
+ * same values first (repeated ones hit the emitter's memo). */
+static void walk_begin(const red_params *p, const fu_fusion *f) { memset(p->seen, 0, (size_t)f->nvalues * sizeof *p->seen); }
+
+/* Whether the walk should visit t at `depth` (first time, or shallower than
+ * before); records the depth. */
+static bool walk_visit(const red_params *p, fu_tensor t, int depth)
 {
-    int p = 1;
-    uint32_t d = deps_of(r, t);
-    for (int i = 0; i < r->nred; i++)
-        if ((d & (1u << i)) && r->reds[i].pass + 1 > p) p = r->reds[i].pass + 1;
-    return p;
+    if (p->seen[t] && p->seen[t] - 1 <= depth) return false;
+    p->seen[t] = depth + 1;
+    return true;
 }
+
+static bool reads_at_row_walk(const red_params *p, const fu_group *g, fu_tensor from, fu_tensor t, int depth)
+{
+    const fu_fusion *f = g->f;
+    if (from == t) return true;
+    if (depth > 256 || red_of(p, from) >= 0) return false;
+    if (!walk_visit(p, from, depth)) return false; /* that visit went as deep and found no t */
+    const fu_node *n = fu_producer(f, from);
+    if (!n || !g->in_group[n - f->nodes]) return false;
+    fu_op_kind k = fu_op_kind_of(n->op);
+    bool keeps_index = k == FU_KIND_UNARY || k == FU_KIND_BINARY || k == FU_KIND_WHERE || k == FU_KIND_CAST ||
+                       k == FU_KIND_HINT || k == FU_KIND_BROADCAST ||
+                       (k == FU_KIND_RESHAPE && fu_val(f, n->inputs[0])->rank == fu_val(f, from)->rank &&
+                        !memcmp(fu_val(f, n->inputs[0])->shape, fu_val(f, from)->shape,
+                                sizeof(int64_t) * (size_t)fu_val(f, from)->rank));
+    if (!keeps_index) return false;
+    for (int i = 0; i < n->ninputs; i++)
+        if (reads_at_row_walk(p, g, n->inputs[i], t, depth + 1)) return true;
+    return false;
+}
+
+/* Does the pass read full-size input t at the row position (through ops that
+ * keep the index: pointwise, cast, where, broadcast, same-shape reshape)? */
+static bool reads_at_row(const red_params *p, const fu_group *g, fu_tensor from, fu_tensor t)
+{
+    walk_begin(p, g->f);
+    return reads_at_row_walk(p, g, from, t, 0);
+}
+
+/* Full-size outputs written in this pass. */
+static int pass_outputs(const red_params *p, const fu_group *g, int pass, fu_tensor *out, int cap)
+{
+    int n = 0;
+    for (int o = 0; o < g->noutputs && n < cap; o++)
+        if (is_full_shape(p, fu_val(g->f, g->outputs[o])) && output_pass(p, g->outputs[o]) == pass)
+            out[n++] = g->outputs[o];
+    return n;
+}
+
+/* Does the pass read full-size input t at the row position (its row
+ * reductions or the full-size outputs it writes)? */
+static bool pass_reads(const red_params *p, const fu_group *g, int pass, fu_tensor t)
+{
+    for (int q = 0; q < p->nred; q++) {
+        const red_info *ri = &p->reds[q];
+        if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID && ri->kind != RK_COL)) continue;
+        if (reads_at_row(p, g, ri->online_max >= 0 ? online_source(g->f, ri) : ri->in, t)) return true;
+    }
+    fu_tensor outs[MAX_OUTS];
+    int nout = pass_outputs(p, g, pass, outs, MAX_OUTS);
+    for (int o = 0; o < nout; o++)
+        if (reads_at_row(p, g, outs[o], t)) return true;
+    return false;
+}
+
+/* Whether a later pass reads full-size input t again. */
+static bool read_later(const red_params *p, const fu_group *g, fu_tensor t)
+{
+    for (int q = 2; q <= p->passes; q++)
+        if (pass_reads(p, g, q, t)) return true;
+    return false;
+}
+
+/* The inputs a pass reads at the row position and that are not in the
+ * register cache: loaded a batch ahead of the arithmetic (staged). Pass 1
+ * stages the inputs kept in shared memory first, read or not, since it fills
+ * their slots (at most MAX_CACHE of them, so they always fit). */
+static void choose_staged(const red_params *p, const fu_group *g, int pass, red_pass *ps)
+{
+    ps->nstage = 0;
+    if (pass == 1)
+        for (int k = 0; k < p->nsmem; k++) ps->stage_t[ps->nstage++] = p->smem_t[k];
+    for (int i = 0; i < p->nparams && ps->nstage < MAX_CACHE; i++) {
+        fu_tensor t = p->param_t[i];
+        if (p->param_out[i] || !is_full_shape(p, fu_val(g->f, t))) continue;
+        bool cached = false;
+        for (int k = 0; k < p->ncache; k++) cached |= p->cache_t[k] == t;
+        if (cached || (pass == 1 && smem_index(p, t) >= 0)) continue;
+        if (pass_reads(p, g, pass, t)) ps->stage_t[ps->nstage++] = t;
+    }
+}
+
+/* How phase M reads an online source: not at all (the source is computed
+ * from the row, so phase M would compute it twice and keep both copies live:
+ * the bf16 primitives kernel spilled), as the staged or cached f32 element
+ * itself (a register), or as the packed pairs of a staged or cached bf16
+ * input converted to f32 (two elements per max); *k and *staged say which
+ * array. */
+static batch_max_kind batch_max_source(const red_params *p, const fu_fusion *f, const red_info *ri, const red_pass *ps,
+                                       int *k, bool *staged)
+{
+    fu_tensor e = online_source(f, ri), t = e;
+    const fu_node *cast = fu_producer(f, e);
+    if (cast && cast->op == FU_OP_CAST) t = cast->inputs[0];
+    const fu_value *tv = fu_val(f, t);
+    *k = -1;
+    *staged = false;
+    if (fu_val(f, e)->dtype != FU_F32 || !is_full_shape(p, tv)) return BM_NONE;
+    int j = 0;
+    while (j < ps->nstage && ps->stage_t[j] != t) j++;
+    bool st = j < ps->nstage;
+    if (!st) {
+        j = 0;
+        while (j < p->ncache && p->cache_t[j] != t) j++;
+        if (j == p->ncache) return BM_NONE;
+    }
+    if (tv->dtype == FU_F32) return BM_REGISTER;
+    if (tv->dtype != FU_BF16 || p->vec < 2 || p->vec % 2) return BM_NONE;
+    *k = j;
+    *staged = st;
+    return BM_PACKED_BF16;
+}
+
+/* What pass `pass` loads, in batches of how many vectors, how its slots are
+ * guarded, and how its online maxes read their sources. */
+static void plan_pass(red_params *p, const fu_group *g, int pass)
+{
+    red_pass *ps = &p->pass[pass];
+    choose_staged(p, g, pass, ps);
+    /* With a register cache the whole pass is one batch (its arrays must be
+     * indexed by constants after unrolling); else batches of stage_iters:
+     * STAGE_BYTES from memory in flight where the row is read once, or by the
+     * pass that fills the shared-memory slots; ROW_SMEM_BATCH vectors where
+     * every staged input comes from those slots; else STAGE_ELEMS_MULTIPASS
+     * elements. */
+    ps->from_slots = pass > 1 && ps->nstage > 0;
+    for (int k = 0; k < ps->nstage; k++) ps->from_slots &= smem_index(p, ps->stage_t[k]) >= 0;
+    int stage_iters = p->passes == 1 || (p->nsmem && pass == 1) ? STAGE_BYTES / (p->vec * p->elem_bytes)
+                      : ps->from_slots                          ? ROW_SMEM_BATCH
+                                                                : STAGE_ELEMS_MULTIPASS / p->vec;
+    if (stage_iters < 1) stage_iters = 1;
+    int batch = p->ncache ? p->iters : (p->iters < stage_iters ? p->iters : stage_iters);
+    if (batch < 1) batch = 1;
+    ps->batch = batch;
+    /* A slot's work is guarded by the row length unless the batches cover the
+     * row exactly (no branches in the unrolled passes: less code for NVRTC,
+     * fewer instructions: bf16 forward 147 -> 144 us). Kept where the row
+     * stays in registers between passes: without the branches ptxas spilled
+     * the bf16 fused cross entropy (152 bytes; 312 -> 404 us). */
+    int64_t covered = (int64_t)((p->iters + batch - 1) / batch) * batch * p->threads * p->vec;
+    bool exact = covered == p->K_part && p->K_part * p->cluster == p->K;
+    ps->guard = p->cluster > 1 && (!exact || p->ncache > 0) ? GUARD_PART : !exact || p->ncache > 0 ? GUARD_ROW : GUARD_NONE;
+    /* unrolled where registers are indexed by the position: the row cache, the column accumulators */
+    bool col_pass = false;
+    for (int i = 0; i < p->nred; i++) col_pass |= p->reds[i].kind == RK_COL && p->reds[i].pass == pass;
+    ps->unrolled = p->ncache || col_pass;
+    ps->nout = pass_outputs(p, g, pass, ps->out_t, MAX_OUTS);
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        ps->batch_max[i] = BM_NONE;
+        ps->batch_max_k[i] = -1;
+        ps->batch_max_staged[i] = false;
+        if (ri->pass == pass && ri->online_max >= 0)
+            ps->batch_max[i] = batch_max_source(p, g->f, ri, ps, &ps->batch_max_k[i], &ps->batch_max_staged[i]);
+    }
+}
+
+static bool list_push(tensor_list *l, fu_tensor t)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        fu_tensor *n = fu_realloc(l->t, (size_t)cap * sizeof *n);
+        if (!n) return false;
+        l->t = n;
+        l->cap = cap;
+    }
+    l->t[l->n++] = t;
+    return true;
+}
+
+/* Per-row values that need no reduction beyond `ready` (the target id, the
+ * logit it picks, the row mask; after a pass, a row's log-sum-exp from its max
+ * and sum) are computed when they can be, once a row, so their loads are in
+ * flight during the pass instead of after the block reduction: listed in walk
+ * order. */
+static bool hoist_walk(red_params *p, const fu_group *g, tensor_list *l, fu_tensor t, uint32_t ready, int depth)
+{
+    if (depth > 64 || red_of(p, t) >= 0) return true;
+    if (!walk_visit(p, t, depth)) return true; /* that visit listed all this one would */
+    const fu_value *v = fu_val(g->f, t);
+    if ((p->deps[t] & ~ready) == 0) {
+        if (!is_full_shape(p, v) && row_index(p, NULL, v, NULL) && !list_push(l, t)) return false;
+        if (!is_full_shape(p, v)) return true;
+    }
+    const fu_node *n = fu_producer(g->f, t);
+    if (!n || !g->in_group[n - g->f->nodes]) return true;
+    for (int k = 0; k < n->ninputs; k++)
+        if (!hoist_walk(p, g, l, n->inputs[k], ready, depth + 1)) return false;
+    return true;
+}
+
+static bool hoist_from(red_params *p, const fu_group *g, tensor_list *l, fu_tensor t, uint32_t ready)
+{
+    walk_begin(p, g->f);
+    return hoist_walk(p, g, l, t, ready, 0);
+}
+
+/* The values hoisted when the row starts (pass 0: the prologue's reductions
+ * are known) and after each pass but the last (every row reduction of the
+ * passes so far: what the emitter has made available by then). */
+static bool plan_hoists(red_params *p, const fu_group *g)
+{
+    bool ok = true;
+    for (int pass = 0; pass < p->passes && ok; pass++) {
+        tensor_list *l = &p->pass[pass].hoist;
+        uint32_t ready = 0;
+        for (int i = 0; i < p->nred; i++)
+            if (p->reds[i].kind == RK_GRID_PRO || (pass > 0 && p->reds[i].kind == RK_ROW && p->reds[i].pass <= pass))
+                ready |= 1u << i;
+        for (int o = 0; o < g->noutputs && ok; o++) ok = hoist_from(p, g, l, g->outputs[o], ready);
+        for (int i = 0; i < p->nred && ok; i++)
+            if (pass == 0 ? p->reds[i].kind != RK_GRID_PRO : p->reds[i].pass > pass) ok = hoist_from(p, g, l, p->reds[i].in, ready);
+    }
+    return ok;
+}
+
+/* With ROW_CACHE_SMEM the inputs chosen for the register cache are kept in
+ * shared memory instead, if their slots fit in what the device gives a block
+ * (else they stay in registers). */
+static void choose_smem_cache(red_params *p, const fu_group *g)
+{
+    /* a row of a few vectors a thread stays in registers: its passes unroll to
+     * a few lines, with no shared-memory store and reload (not beside column
+     * accumulators: layer norm bwd at 4096 went from 131 to 162 us, f32) */
+    if (!ROW_CACHE_SMEM || p->ncache == 0 || (p->iters <= REGISTER_ROW_ITERS && p->ncol == 0)) return;
+    int64_t total = 0;
+    for (int k = 0; k < p->ncache; k++) {
+        p->smem_slot_bytes[k] = (int)fu_dtype_size(fu_val(g->f, p->cache_t[k])->dtype) * p->vec;
+        p->smem_offset[k] = total;
+        total += (int64_t)p->iters * p->block_threads * p->smem_slot_bytes[k];
+        total = (total + 15) / 16 * 16;
+    }
+    if (total + STATIC_SHARED_BYTES > g->opts->max_shared_per_block) return;
+    for (int k = 0; k < p->ncache; k++) p->smem_t[k] = p->cache_t[k];
+    p->nsmem = p->ncache;
+    p->ncache = 0;
+    p->smem_bytes = total;
+}
+
+/* Threads and vectors a thread for a row part of `vecs` vectors (see choose_config). */
+static int row_threads(const red_params *p, int64_t vecs)
+{
+    int per_thread = p->passes >= 2 ? CACHED_ROW_ITERS : STREAMED_ROW_ITERS, max_threads = p->passes >= 2 ? 1024 : 512;
+    int threads = 32;
+    while (threads < max_threads && (int64_t)threads * per_thread < vecs) threads *= 2;
+    return threads;
+}
+
+/* CLUSTER_ROWS: the fewest blocks (2, 4, 8) a row is split over so that each
+ * block's part of the inputs a later pass reads again fits its shared memory,
+ * where the whole row does not; else 1. */
+static void choose_cluster(red_params *p, const fu_group *g)
+{
+    p->cluster = 1;
+    p->K_part = p->K;
+    /* (not for rows read one element at a time, an odd vocabulary: a cluster's part
+     * of 7 scalars a thread keeps too few bytes in flight: bf16 4093 x 50257 fwd+bwd
+     * took 2114 us in clusters of 8, 588 us re-reading the row) */
+    if (!CLUSTER_ROWS || p->passes < 2 || p->ncol > 0 || g->opts->max_cluster < 2 || p->vec == 1) return;
+    int64_t elem_bytes = 0; /* of the full-size inputs a later pass reads, per row position */
+    for (int i = 0; i < p->nparams; i++) {
+        const fu_value *v = fu_val(g->f, p->param_t[i]);
+        if (p->param_out[i] || !is_full_shape(p, v)) continue;
+        if (read_later(p, g, p->param_t[i])) elem_bytes += (int64_t)fu_dtype_size(v->dtype);
+    }
+    if (elem_bytes == 0) return;
+    const int64_t room = g->opts->max_shared_per_block - STATIC_SHARED_BYTES - 2 * MAX_REDS * 16;
+    for (int C = 1; C <= g->opts->max_cluster && C <= 8; C *= 2) {
+        int64_t part = (p->K + C - 1) / C;
+        part = (part + p->vec - 1) / p->vec * p->vec;
+        int64_t vecs = part / p->vec;
+        int threads = row_threads(p, vecs);
+        int64_t iters = (vecs + threads - 1) / threads;
+        if (iters > CACHED_ROW_ITERS) continue; /* (a thread's slots: the register budget's rows) */
+        if (C == 1 && iters * p->vec * elem_bytes <= CACHE_BYTES) return; /* one block's registers hold the row */
+        if (iters * threads * p->vec * elem_bytes + 16 * MAX_CACHE > room) continue;
+        if (C == 1) return; /* the whole row fits one block */
+        if (p->rows < 2 || p->K < 2 * C * p->vec) return;
+        p->cluster = C;
+        p->K_part = part;
+        return;
+    }
+}
+
+static void choose_config(red_params *p, const fu_group *g)
+{
+    const fu_fusion *f = g->f;
+    /* vector width from the widest full-size tensor in memory */
+    size_t widest = 0;
+    for (int i = 0; i < p->nparams; i++) {
+        const fu_value *v = fu_val(f, p->param_t[i]);
+        if (is_full_shape(p, v) && fu_dtype_size(v->dtype) > widest) widest = fu_dtype_size(v->dtype);
+    }
+    int ninner = 0;
+    for (int a = 0; a < p->rank; a++) ninner += p->inner[a];
+    p->vec = widest ? (int)(16 / widest) : 4;
+    p->elem_bytes = widest ? (int)widest : 4;
+    if (ninner != 1 || !p->inner[p->rank - 1]) p->vec = 1;
+    while (p->vec > 1 && p->D[p->rank - 1] % p->vec) p->vec /= 2;
+    /* A row's vectors over the threads: 8 iterations each where the row is
+     * kept between passes (1024 threads hold 32 KiB-float rows),
+     * else 16, at most 512 threads, so more rows are in flight per SM. */
+    choose_cluster(p, g);
+    p->nslots = p->cluster > 1 ? p->nred : 0;
+    int64_t vecs = (p->K_part + p->vec - 1) / p->vec;
+    int threads = row_threads(p, vecs);
+    /* with column reductions, blocks of 256 threads at least (fewer blocks,
+     * fewer partials) and no more accumulators than COL_MAX_ACC a thread */
+    if (p->ncol > 0)
+        while (threads < 1024 && (threads < 256 || (int64_t)p->ncol * ((vecs + threads - 1) / threads) * p->vec > COL_MAX_ACC))
+            threads *= 2;
+    p->threads = threads;
+    p->iters = (int)((vecs + threads - 1) / threads);
+    /* a warp a row where one warp holds it, with enough rows for two blocks an SM */
+    p->warp_rows = 1;
+    if (threads == 32 && p->ncol == 0 && p->cluster == 1)
+        for (int wr = WARP_ROWS; wr > 1 && p->warp_rows == 1; wr /= 2)
+            if (p->rows >= (int64_t)wr * 2 * g->opts->sm_count) p->warp_rows = wr;
+    p->block_threads = threads * p->warp_rows;
+    p->tid = p->warp_rows > 1 ? "fu_lane" : "threadIdx.x";
+    /* cache the full-size inputs a later pass reads, if they fit */
+    if (p->passes >= 2) {
+        int64_t budget = CACHE_BYTES;
+        for (int i = 0; i < p->nparams && p->ncache < MAX_CACHE; i++) {
+            const fu_value *v = fu_val(f, p->param_t[i]);
+            int64_t bytes = (int64_t)p->iters * p->vec * (int64_t)fu_dtype_size(v->dtype);
+            /* (a cluster's parts are sized to fit shared memory, whatever the budget) */
+            if (p->param_out[i] || !is_full_shape(p, v) || (bytes > budget && p->cluster == 1)) continue;
+            if (!read_later(p, g, p->param_t[i])) continue;
+            budget -= bytes;
+            p->cache_t[p->ncache++] = p->param_t[i];
+        }
+    }
+    choose_smem_cache(p, g);
+}
+
+/* The outputs: per row (written by one thread after the passes), scalar
+ * (after the grid reductions), per column (after the column reductions), or
+ * full-size (in the passes). */
+static bool classify_outputs(red_params *p, const fu_group *g, char *why, size_t nwhy)
+{
+    const fu_fusion *f = g->f;
+    uint32_t epi_bits = 0, col_bits = 0, row_bits = 0;
+    for (int i = 0; i < p->nred; i++) {
+        if (grid_kind(p->reds[i].kind)) epi_bits |= 1u << i;
+        if (p->reds[i].kind == RK_COL) col_bits |= 1u << i;
+        if (p->reds[i].kind == RK_ROW) row_bits |= 1u << i;
+    }
+    if (col_bits && (epi_bits || p->K <= 1)) {
+        snprintf(why, nwhy, "reduction: column reductions with grid-wide reductions or rows of one element");
+        return false;
+    }
+    for (int o = 0; o < g->noutputs; o++) {
+        fu_tensor t = g->outputs[o];
+        const fu_value *v = fu_val(f, t);
+        uint32_t d = p->deps[t];
+        if (d & col_bits) { /* per column, after the columns are combined */
+            if (is_full_shape(p, v) || !col_index(p, NULL, v, NULL) || (d & row_bits) || p->ncol_out == MAX_OUTS ||
+                fu_shape_numel(v->rank, v->shape) != p->K) {
+                int ci = 0;
+                while (ci < p->nred && !((d & col_bits) & (1u << ci))) ci++;
+                snprintf(why, nwhy, "reduction: '%s' reduces other axes than the row reductions, and output '%s' "
+                         "reads it but is not one value per column", fu_val(f, p->reds[ci].out)->name, v->name);
+                return false;
+            }
+            p->col_out[p->ncol_out++] = t;
+        } else if (is_full_shape(p, v)) {
+            p->full_out = true;
+            if (d & epi_bits) {
+                snprintf(why, nwhy, "reduction: full-size output '%s' needs a grid-wide value", v->name);
+                return false;
+            }
+        } else if (!(d & epi_bits) && row_index(p, NULL, v, NULL) && p->nrow_out < MAX_OUTS &&
+                   (fu_shape_numel(v->rank, v->shape) > 1 || p->rows == 1)) {
+            p->row_out[p->nrow_out++] = t;
+        } else if (fu_shape_numel(v->rank, v->shape) == 1 && p->nscalar_out < MAX_OUTS) {
+            if (d & row_bits) {
+                snprintf(why, nwhy, "reduction: scalar output '%s' reads a row value", v->name);
+                return false;
+            }
+            p->scalar_out[p->nscalar_out++] = t;
+        } else {
+            snprintf(why, nwhy, "reduction: output '%s' fits neither the rows nor a scalar", v->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Groups of COL_GROUP_BLOCKS blocks whose partials the group's last block combines. */
+static int64_t col_groups(int64_t grid) { return (grid + COL_GROUP_BLOCKS - 1) / COL_GROUP_BLOCKS; }
+
+/* The grid, the blocks an SM holds, the row queue and the workspace. */
+static void choose_grid(red_params *p, const fu_group *g)
+{
+    const fu_plan_options *o = g->opts;
+    for (int i = 0; i < p->nred; i++) {
+        p->ngrid += grid_kind(p->reds[i].kind);
+        p->nonline += p->reds[i].online_max >= 0;
+    }
+    int blocks_per_sm = o->max_threads_per_sm / p->block_threads;
+    /* at least 1024 threads per SM (registers capped at 64); with rows in
+     * shared memory, no more blocks than that and than the slots that fit on
+     * an SM (with the driver's reserve and the static shared memory of each):
+     * one wave, all resident (a cap of 40 registers for 3 blocks of 512
+     * spilled the bf16 fused kernel) */
+    int min_blocks = p->block_threads < 1024 ? 1024 / p->block_threads : 1;
+    if (p->nsmem) {
+        int64_t fit = o->max_shared_per_sm / (p->smem_bytes + o->reserved_shared_per_block + STATIC_SHARED_BYTES);
+        blocks_per_sm = min_blocks;
+        if (blocks_per_sm > fit) blocks_per_sm = (int)fit;
+        min_blocks = blocks_per_sm;
+    }
+    if (blocks_per_sm < 1) blocks_per_sm = 1;
+    if (min_blocks < 1) min_blocks = 1;
+    if (p->ncol > 0 && blocks_per_sm > COL_BLOCKS_PER_SM) blocks_per_sm = COL_BLOCKS_PER_SM;
+    p->blocks_per_sm = blocks_per_sm;
+    p->min_blocks = min_blocks;
+    int64_t grid = (int64_t)o->sm_count * blocks_per_sm;
+    if (grid > (p->rows + p->warp_rows - 1) / p->warp_rows) grid = (p->rows + p->warp_rows - 1) / p->warp_rows;
+    if (grid < 1) grid = 1;
+    if (p->cluster > 1) { /* whole clusters, one a row at a time */
+        int64_t clusters = (int64_t)o->sm_count * blocks_per_sm / p->cluster;
+        if (clusters > p->rows) clusters = p->rows;
+        if (clusters < 1) clusters = 1;
+        grid = clusters * p->cluster;
+    }
+    p->grid = grid;
+    /* (partials are indexed in 32 bits by the last block); column partials
+     * need each block's rows fixed (strided), not taken from the queue */
+    p->queue = ROW_QUEUE && p->full_out && p->ncol == 0 && p->warp_rows == 1 && p->cluster == 1 && grid < p->rows &&
+               p->rows * (p->ngrid > 0 ? p->ngrid : 1) + grid < INT32_MAX;
+    p->partials = p->queue ? p->rows : grid; /* grid reductions: one partial per row or per block */
+    for (int i = 0, gi = 0; i < p->nred; i++)
+        if (grid_kind(p->reds[i].kind)) p->reds[i].grid_slot = gi++;
+    p->workspace = p->ngrid > 0 || p->queue || p->ncol > 0;
+    /* (with grid or column reductions the last block is the one left to write them) */
+    p->scalars_block0 = p->nscalar_out > 0 && p->ngrid == 0 && p->ncol == 0;
+    p->workspace_bytes = p->ngrid || p->queue ? (size_t)p->ngrid * (size_t)p->partials * sizeof(double) + 64 : 0;
+    if (p->ncol) {
+        /* per column reduction the blocks' partials [grid][K], then the groups'
+         * [groups][K] (8-byte slots); then a counter per group */
+        p->col_groups = col_groups(grid);
+        for (int i = 0, k = 0; i < p->nred; i++)
+            if (p->reds[i].kind == RK_COL) {
+                p->reds[i].col_ws = k++ * (grid + p->col_groups) * p->K;
+                p->reds[i].col_ws_groups = p->reds[i].col_ws + grid * p->K;
+            }
+        p->col_ws_counters = p->ncol * (grid + p->col_groups) * p->K;
+        p->workspace_bytes = (size_t)p->ncol * (size_t)(grid + p->col_groups) * (size_t)p->K * 8 + (size_t)p->col_groups * 4 + 64;
+    }
+}
+
+/* ------------------------------------------------------------ emission */
 
 const char *fu_red_identity(fu_op op, fu_dtype dt)
 {
@@ -571,104 +1047,128 @@ static const char *smem_of(const char *ct)
     return !strcmp(ct, "float") ? "(float *)fu_smem" : !strcmp(ct, "double") ? "(double *)fu_smem" : "(long long *)fu_smem";
 }
 
-/* ------------------------------------------------------------ emission */
+/* fu_reduction_emit's state while it writes the kernel: what is final so far,
+ * the registers' names, and the canonical offsets lookup_cache matches. */
+typedef struct red_emit {
+    const red_params *p;
+    const fu_fusion *f;
+    fu_kernel_writer *w;
+    bool avail[MAX_REDS];   /* the reduction's value is final in its register */
+    char var[MAX_REDS][16]; /* its register */
+    char cache_base[MAX_CACHE][CG_EXPR];
+    char stage_base[MAX_CACHE][CG_EXPR];
+    char cache_var[64]; /* what lookup_cache hands back (the memo copies it) */
+    int pass;           /* the pass being emitted, and its plan */
+    const red_pass *ps;
+    bool in_pass;
+} red_emit;
 
-static void emit_outer_vars(red_ctx *r, const char *row)
+static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, void *user)
 {
+    red_emit *r = user;
+    const red_params *p = r->p;
+    int i = red_of(p, t);
+    if (i < 0) return NULL;
+    const red_info *ri = &p->reds[i];
+    const fu_value *v = fu_val(r->f, t);
+    if (!r->avail[i]) {
+        cg_fail(c, "reduction: '%s' is needed before it can be computed", v->name);
+        return NULL;
+    }
+    if (ri->kind == RK_COL) {
+        cg_index want[FU_MAX_RANK];
+        bool ok = col_index(p, c, v, want);
+        for (int a = 0; ok && a < v->rank; a++) ok = strcmp(want[a].expr, idx[a].expr) == 0;
+        if (!ok) {
+            cg_fail(c, "reduction: column value '%s' is read at another column", v->name);
+            return NULL;
+        }
+    }
+    if (ri->kind == RK_ROW) {
+        cg_index want[FU_MAX_RANK];
+        if (!row_index(p, c, v, want)) {
+            cg_fail(c, "reduction: '%s' is not a per-row value", v->name);
+            return NULL;
+        }
+        for (int a = 0; a < v->rank; a++)
+            if (strcmp(want[a].expr, idx[a].expr) != 0) {
+                cg_fail(c, "reduction: row value '%s' is read at another row", v->name);
+                return NULL;
+            }
+    }
+    return r->var[i];
+}
+
+/* Element `lane` of slot `slot` of register array <array><k> as f32. Pairs of
+ * bf16 are read as words, each half converted by one instruction (a 16-bit
+ * read of the upper half took a PRMT and a shift): how an element is read,
+ * not a choice of the schedule. */
+static const char *register_element(red_emit *r, const cg_ctx *c, fu_tensor t, int k, const char *array, const char *slot)
+{
+    if (fu_val(r->f, t)->dtype == FU_BF16 && c->vec % 2 == 0)
+        snprintf(r->cache_var, sizeof r->cache_var, "fu_pair_%s(%s%d, %s * %d + %d)", c->lane % 2 ? "hi" : "lo", array, k,
+                 slot, c->vec / 2, c->lane / 2);
+    else
+        snprintf(r->cache_var, sizeof r->cache_var, "fu_load(%s%d[%s * %d + %d])", array, k, slot, c->vec, c->lane);
+    return r->cache_var;
+}
+
+/* Inside a pass, a load at the row position of a cached or staged input is a
+ * register read. */
+static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, void *user)
+{
+    red_emit *r = user;
+    if (!r->in_pass || !off->affine || off->lane_coef != (c->vec > 1 ? 1 : 0)) return NULL;
+    char base[CG_EXPR];
+    cg_offset_base_expr(c, off, base, sizeof base);
+    for (int i = 0; i < r->p->ncache; i++)
+        if (r->p->cache_t[i] == t && strcmp(r->cache_base[i], base) == 0) return register_element(r, c, t, i, "fu_c", "it");
+    for (int i = 0; i < r->ps->nstage; i++)
+        if (r->ps->stage_t[i] == t && strcmp(r->stage_base[i], base) == 0) return register_element(r, c, t, i, "fu_s", "b");
+    return NULL;
+}
+
+static void emit_outer_vars(red_emit *r, const char *row)
+{
+    const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const char *it = c->index64 ? "long long" : "int";
     int64_t stride = 1;
     int64_t strides[FU_MAX_RANK];
-    for (int a = r->rank - 1; a >= 0; a--) {
+    for (int a = p->rank - 1; a >= 0; a--) {
         strides[a] = stride;
-        if (!r->inner[a]) stride *= r->D[a];
+        if (!p->inner[a]) stride *= p->D[a];
     }
     int nouter = 0;
-    for (int a = 0; a < r->rank; a++) nouter += !r->inner[a] && r->D[a] != 1;
-    for (int a = 0; a < r->rank; a++) {
-        if (r->inner[a]) continue;
-        if (r->D[a] == 1) cg_line(c, "const %s %s = 0;", it, c->var_names[a]);
+    for (int a = 0; a < p->rank; a++) nouter += !p->inner[a] && p->D[a] != 1;
+    for (int a = 0; a < p->rank; a++) {
+        if (p->inner[a]) continue;
+        if (p->D[a] == 1) cg_line(c, "const %s %s = 0;", it, c->var_names[a]);
         else if (nouter == 1) cg_line(c, "const %s %s = %s;", it, c->var_names[a], row);
-        else cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, c->var_names[a], row, (long long)strides[a], (long long)r->D[a]);
+        else cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, c->var_names[a], row, (long long)strides[a], (long long)p->D[a]);
     }
 }
 
-static void full_index(red_ctx *r, cg_index *idx)
+static void full_index(red_emit *r, cg_index *idx)
 {
     cg_ctx *c = &r->w->cg;
-    for (int a = 0; a < r->rank; a++) cg_index_var(&idx[a], a, c->var_names[a]);
-    if (r->vec > 1) {
-        idx[r->rank - 1].lane_coef = 1;
-        cg_index_refresh(c, &idx[r->rank - 1]);
+    for (int a = 0; a < r->p->rank; a++) cg_index_var(&idx[a], a, c->var_names[a]);
+    if (r->p->vec > 1) {
+        idx[r->p->rank - 1].lane_coef = 1;
+        cg_index_refresh(c, &idx[r->p->rank - 1]);
     }
-}
-
-/* Starts a walk of the graph from one root: no tensor reached yet. The walks
- * below follow a DAG whose tensors can be reached along many paths (x1 =
- * add(x0, x0), x2 = add(x1, x1), ...: 2^depth paths), so each visits a tensor
- * again only when it reaches it at a smaller depth than before. A visit at a
- * smaller depth goes at least as deep under the depth caps, so skipping the
- * others changes nothing: reads_at_row answers the same, hoist_row_values
- * makes the same cg_value calls first (repeated calls hit the memo). */
-static void walk_begin(const red_ctx *r) { memset(r->seen, 0, (size_t)r->f->nvalues * sizeof *r->seen); }
-
-/* Whether the walk should visit t at `depth` (first time, or shallower than
- * before); records the depth. */
-static bool walk_visit(const red_ctx *r, fu_tensor t, int depth)
-{
-    if (r->seen[t] && r->seen[t] - 1 <= depth) return false;
-    r->seen[t] = depth + 1;
-    return true;
-}
-
-static bool reads_at_row_walk(const red_ctx *r, fu_tensor from, fu_tensor t, int depth)
-{
-    if (from == t) return true;
-    if (depth > 256 || red_of(r, from) >= 0) return false;
-    if (!walk_visit(r, from, depth)) return false; /* that visit went as deep and found no t */
-    const fu_node *n = fu_producer(r->f, from);
-    if (!n || !r->g->in_group[n - r->f->nodes]) return false;
-    fu_op_kind k = fu_op_kind_of(n->op);
-    bool keeps_index = k == FU_KIND_UNARY || k == FU_KIND_BINARY || k == FU_KIND_WHERE || k == FU_KIND_CAST ||
-                       k == FU_KIND_HINT || k == FU_KIND_BROADCAST ||
-                       (k == FU_KIND_RESHAPE && fu_val(r->f, n->inputs[0])->rank == fu_val(r->f, from)->rank &&
-                        !memcmp(fu_val(r->f, n->inputs[0])->shape, fu_val(r->f, from)->shape,
-                                sizeof(int64_t) * (size_t)fu_val(r->f, from)->rank));
-    if (!keeps_index) return false;
-    for (int i = 0; i < n->ninputs; i++)
-        if (reads_at_row_walk(r, n->inputs[i], t, depth + 1)) return true;
-    return false;
-}
-
-/* Does the pass read full-size input t at the row position (through ops that
- * keep the index: pointwise, cast, where, broadcast, same-shape reshape)? */
-static bool reads_at_row(const red_ctx *r, fu_tensor from, fu_tensor t)
-{
-    walk_begin(r);
-    return reads_at_row_walk(r, from, t, 0);
-}
-
-
-/* Full-size outputs written in this pass. */
-static int pass_outputs(const red_ctx *r, int pass, fu_tensor *out, int cap)
-{
-    int n = 0;
-    for (int o = 0; o < r->g->noutputs && n < cap; o++)
-        if (is_full_shape(r, fu_val(r->f, r->g->outputs[o])) && output_pass(r, r->g->outputs[o]) == pass)
-            out[n++] = r->g->outputs[o];
-    return n;
 }
 
 /* The offset of input t at the row position with the lane term removed: what
  * lookup_cache matches to find a cached or staged element. */
-static void canonical_base(red_ctx *r, fu_tensor t, char *buf)
+static void canonical_base(red_emit *r, fu_tensor t, char *buf)
 {
     cg_ctx *c = &r->w->cg;
     const fu_value *v = fu_val(r->f, t);
     cg_index idx[FU_MAX_RANK], off;
     int saved_vec = c->vec, saved_lane_var = c->lane_var;
-    c->vec = r->vec;
-    c->lane_var = r->vec > 1 ? r->rank - 1 : -1;
+    c->vec = r->p->vec;
+    c->lane_var = r->p->vec > 1 ? r->p->rank - 1 : -1;
     c->lane = 0;
     full_index(r, idx);
     cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
@@ -677,55 +1177,22 @@ static void canonical_base(red_ctx *r, fu_tensor t, char *buf)
     c->lane_var = saved_lane_var;
 }
 
-/* Does the pass read full-size input t at the row position (its row
- * reductions or the full-size outputs it writes)? */
-static bool pass_reads(const red_ctx *r, int pass, fu_tensor t)
+/* Makes `pass` the pass being emitted (its staged inputs' canonical offsets). */
+static void begin_pass(red_emit *r, int pass)
 {
-    for (int q = 0; q < r->nred; q++) {
-        const red_info *ri = &r->reds[q];
-        if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID && ri->kind != RK_COL)) continue;
-        if (reads_at_row(r, ri->online_max >= 0 ? online_source(r, ri) : ri->in, t)) return true;
-    }
-    fu_tensor outs[16];
-    int nout = pass_outputs(r, pass, outs, 16);
-    for (int o = 0; o < nout; o++)
-        if (reads_at_row(r, outs[o], t)) return true;
-    return false;
+    r->pass = pass;
+    r->ps = &r->p->pass[pass];
+    for (int k = 0; k < r->ps->nstage; k++) canonical_base(r, r->ps->stage_t[k], r->stage_base[k]);
 }
 
-static void add_staged(red_ctx *r, fu_tensor t)
+static void emit_inner_vars(red_emit *r)
 {
-    canonical_base(r, t, r->stage_base[r->nstage]);
-    r->stage_t[r->nstage++] = t;
-}
-
-/* The inputs a pass reads at the row position and that are not in the
- * register cache: loaded a batch ahead of the arithmetic (staged). Pass 1
- * stages the inputs kept in shared memory first, read or not, since it fills
- * their slots (at most MAX_CACHE of them, so they always fit). */
-static void choose_staged(red_ctx *r, int pass)
-{
-    const fu_fusion *f = r->f;
-    r->nstage = 0;
-    if (pass == 1)
-        for (int k = 0; k < r->nsmem; k++) add_staged(r, r->smem_t[k]);
-    for (int i = 0; i < r->w->nparams && r->nstage < MAX_CACHE; i++) {
-        const cg_param *p = &r->w->params[i];
-        if (p->is_output || !is_full_shape(r, fu_val(f, p->tensor))) continue;
-        bool cached = false;
-        for (int k = 0; k < r->ncache; k++) cached |= r->cache_t[k] == p->tensor;
-        if (cached || (pass == 1 && smem_index(r, p->tensor) >= 0)) continue;
-        if (pass_reads(r, pass, p->tensor)) add_staged(r, p->tensor);
-    }
-}
-
-static void emit_inner_vars(red_ctx *r)
-{
+    const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const char *it = c->index64 ? "long long" : "int";
     int ninner = 0, last_inner = -1;
-    for (int a = 0; a < r->rank; a++)
-        if (r->inner[a]) {
+    for (int a = 0; a < p->rank; a++)
+        if (p->inner[a]) {
             ninner++;
             last_inner = a;
         }
@@ -734,95 +1201,93 @@ static void emit_inner_vars(red_ctx *r)
         return;
     }
     int64_t stride = 1;
-    for (int a = r->rank - 1; a >= 0; a--) {
-        if (!r->inner[a]) continue;
-        cg_line(c, "const %s %s = (kb / %lld) %% %lld;", it, c->var_names[a], (long long)stride, (long long)r->D[a]);
-        stride *= r->D[a];
+    for (int a = p->rank - 1; a >= 0; a--) {
+        if (!p->inner[a]) continue;
+        cg_line(c, "const %s %s = (kb / %lld) %% %lld;", it, c->var_names[a], (long long)stride, (long long)p->D[a]);
+        stride *= p->D[a];
     }
 }
 
 /* This thread's shared-memory slot `it` of the input kept there (index k). */
-static void smem_slot(const red_ctx *r, int k, char *buf, size_t n)
+static void smem_slot(const red_params *p, int k, char *buf, size_t n)
 {
-    snprintf(buf, n, "fu_rows + %lld + ((int)it * %d + threadIdx.x) * %d", (long long)r->smem_offset[k], r->block_threads,
-             r->smem_slot_bytes[k]);
+    snprintf(buf, n, "fu_rows + %lld + ((int)it * %d + threadIdx.x) * %d", (long long)p->smem_offset[k], p->block_threads,
+             p->smem_slot_bytes[k]);
 }
 
 /* Loads input t at the row position of batch slot b into `dst` (raw storage:
  * "fu_s0 + b * 4"; after pass 1 from this thread's shared-memory slot where t
- * is kept there), or into register cache k. */
-static void emit_row_load(red_ctx *r, fu_tensor t, const cg_index *idx, const char *raw_dst, int cache_k)
+ * is kept there), or into register cache k. One vector load where the offset
+ * allows it (cg_offset_vectorizable: a property of the offset's text, known
+ * only as it is written), else one load a lane. */
+static void emit_row_load(red_emit *r, fu_tensor t, const cg_index *idx, const char *raw_dst, int cache_k)
 {
+    const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const fu_value *v = fu_val(r->f, t);
-    const cg_param *p = cg_find_param(c, t);
+    const cg_param *par = cg_find_param(c, t);
     cg_index off;
     c->lane = 0;
     cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
     char base[CG_EXPR];
     cg_offset_base_expr(c, &off, base, sizeof base);
-    int bytes = (int)fu_dtype_size(v->dtype) * r->vec;
+    int bytes = (int)fu_dtype_size(v->dtype) * p->vec;
     const char *wide = cg_vector_type(bytes);
-    bool vector = r->vec > 1 && cg_offset_vectorizable(c, &off, r->vec);
-    int sk = smem_index(r, t);
+    bool vector = p->vec > 1 && cg_offset_vectorizable(c, &off, p->vec);
+    int sk = smem_index(p, t);
     if (raw_dst && sk >= 0 && r->pass > 1) { /* kept by pass 1 in this thread's slots */
         char slot[96];
-        smem_slot(r, sk, slot, sizeof slot);
+        smem_slot(p, sk, slot, sizeof slot);
         cg_line(c, "*(%s *)(%s) = *(const %s *)(%s);", wide, raw_dst, wide, slot);
         c->lane = 0;
         return;
     }
     if (raw_dst) {
-        if (vector) cg_line(c, "*(%s *)(%s) = __ldg((const %s *)(%s + %s));", wide, raw_dst, wide, p->name, base);
+        if (vector) cg_line(c, "*(%s *)(%s) = __ldg((const %s *)(%s + %s));", wide, raw_dst, wide, par->name, base);
         else
-            for (int lane = 0; lane < r->vec; lane++) {
+            for (int lane = 0; lane < p->vec; lane++) {
                 c->lane = lane;
                 cg_index_refresh(c, &off);
-                cg_line(c, "(%s)[%d] = %s[%s];", raw_dst, lane, p->name, off.expr);
+                cg_line(c, "(%s)[%d] = %s[%s];", raw_dst, lane, par->name, off.expr);
             }
     } else { /* the cross-pass cache keeps the row in its storage type */
         char dst[48];
-        snprintf(dst, sizeof dst, "fu_c%d + it * %d", cache_k, r->vec);
+        snprintf(dst, sizeof dst, "fu_c%d + it * %d", cache_k, p->vec);
         emit_row_load(r, t, idx, dst, -1);
     }
     c->lane = 0;
 }
 
-/* Opens the block of one batch slot's work: guarded by the row length unless
- * the batches cover the row exactly (no branches in the unrolled passes:
- * less code for NVRTC, fewer instructions: bf16 forward 147 -> 144 us). Kept
- * where the row stays in registers between passes: without the branches
- * ptxas spilled the bf16 fused cross entropy (152 bytes; 312 -> 404 us). */
-static void open_position_guard(red_ctx *r)
+/* Opens the block of one batch slot's work, guarded as plan_pass decided. */
+static void open_position_guard(red_emit *r)
 {
-    int64_t covered = (int64_t)((r->iters + r->batch - 1) / r->batch) * r->batch * r->threads * r->vec;
-    bool exact = covered == r->K_part && r->K_part * r->cluster == r->K;
-    if (r->cluster > 1 && (!exact || r->ncache > 0)) cg_line(&r->w->cg, "if (kb < fu_kend) {");
-    else if (!exact || r->ncache > 0) cg_line(&r->w->cg, "if (kb < %lld) {", (long long)r->K);
+    if (r->ps->guard == GUARD_PART) cg_line(&r->w->cg, "if (kb < fu_kend) {");
+    else if (r->ps->guard == GUARD_ROW) cg_line(&r->w->cg, "if (kb < %lld) {", (long long)r->p->K);
     else cg_line(&r->w->cg, "{ // the batches cover the row exactly");
 }
 
 /* Opens one batch slot of an unrolled pass (b, its iteration it and row
  * position kb, guarded as open_position_guard says, and the inner-axis
  * variables); close_batch_slot ends it. */
-static void open_batch_slot(red_ctx *r)
+static void open_batch_slot(red_emit *r)
 {
+    const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const char *it = c->index64 ? "long long" : "int";
     cg_line(c, "#pragma unroll");
-    cg_line(c, "for (int b = 0; b < %d; b++) {", r->batch);
+    cg_line(c, "for (int b = 0; b < %d; b++) {", r->ps->batch);
     c->indent++;
     c->scope++;
     cg_line(c, "const int it = it0 + b;");
-    cg_line(c, "const %s kb = %s((%s)it * %d + %s) * %d;", it, r->cluster > 1 ? "fu_kbase + " : "", it, r->threads, r->tid,
-            r->vec);
+    cg_line(c, "const %s kb = %s((%s)it * %d + %s) * %d;", it, p->cluster > 1 ? "fu_kbase + " : "", it, p->threads, p->tid,
+            p->vec);
     open_position_guard(r);
     c->indent++;
     c->scope++;
     emit_inner_vars(r);
 }
 
-static void close_batch_slot(red_ctx *r)
+static void close_batch_slot(red_emit *r)
 {
     cg_ctx *c = &r->w->cg;
     c->scope--;
@@ -832,182 +1297,136 @@ static void close_batch_slot(red_ctx *r)
     cg_close(c); /* b */
 }
 
-/* How phase M reads an online source: not at all (the source is computed
- * from the row, so phase M would compute it twice and keep both copies live:
- * the bf16 primitives kernel spilled), as the staged or cached f32 element
- * itself (a register), or as the packed pairs of a staged or cached bf16
- * input converted to f32 (raw = "fu_s0 + b * 8": two elements per max). */
-static batch_max_kind batch_max_source(const red_ctx *r, const red_info *ri, char *raw, size_t n)
-{
-    fu_tensor e = online_source(r, ri), t = e;
-    const fu_node *cast = fu_producer(r->f, e);
-    if (cast && cast->op == FU_OP_CAST) t = cast->inputs[0];
-    const fu_value *tv = fu_val(r->f, t);
-    if (fu_val(r->f, e)->dtype != FU_F32 || !is_full_shape(r, tv)) return BM_NONE;
-    int k = 0;
-    while (k < r->nstage && r->stage_t[k] != t) k++;
-    bool staged = k < r->nstage;
-    if (!staged) {
-        k = 0;
-        while (k < r->ncache && r->cache_t[k] != t) k++;
-        if (k == r->ncache) return BM_NONE;
-    }
-    if (tv->dtype == FU_F32) return BM_REGISTER;
-    if (tv->dtype != FU_BF16 || r->vec < 2 || r->vec % 2) return BM_NONE;
-    if (staged) snprintf(raw, n, "fu_s%d + b * %d", k, r->vec);
-    else snprintf(raw, n, "fu_c%d + it * %d", k, r->vec);
-    return BM_PACKED_BF16;
-}
-
 /* Phase M of an online log-sum-exp: the max of the batch first, then one
  * rescale of the running sum per batch (not one per vector), so phase B adds
  * exp(x - m) with m fixed. */
-static void emit_batch_max(red_ctx *r, int pass, const cg_index *idx)
+static void emit_batch_max(red_emit *r, int pass, const cg_index *idx)
 {
+    const red_params *p = r->p;
+    const red_pass *ps = r->ps;
     cg_ctx *c = &r->w->cg;
     bool any = false;
     char raw[MAX_REDS][48];
-    for (int i = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
-        ri->batch_max = BM_NONE;
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
         if (ri->pass != pass || ri->online_max < 0) continue;
-        ri->batch_max = batch_max_source(r, ri, raw[i], sizeof raw[i]);
-        if (ri->batch_max == BM_PACKED_BF16) cg_line(c, "unsigned mb%d = 0xff80ff80u; // the batch's max, two bf16 lanes", i);
-        else if (ri->batch_max == BM_REGISTER) cg_line(c, "float mb%d = -FU_INF; // the batch's max", i);
-        any |= ri->batch_max != BM_NONE;
+        if (ps->batch_max[i] == BM_PACKED_BF16) { /* "fu_s0 + b * 8": two elements per max */
+            if (ps->batch_max_staged[i]) snprintf(raw[i], sizeof raw[i], "fu_s%d + b * %d", ps->batch_max_k[i], p->vec);
+            else snprintf(raw[i], sizeof raw[i], "fu_c%d + it * %d", ps->batch_max_k[i], p->vec);
+            cg_line(c, "unsigned mb%d = 0xff80ff80u; // the batch's max, two bf16 lanes", i);
+        } else if (ps->batch_max[i] == BM_REGISTER) {
+            cg_line(c, "float mb%d = -FU_INF; // the batch's max", i);
+        }
+        any |= ps->batch_max[i] != BM_NONE;
     }
     if (!any) return;
     open_batch_slot(r);
     r->in_pass = true;
-    for (int i = 0; i < r->nred; i++) {
-        const red_info *ri = &r->reds[i];
-        if (ri->pass != pass || ri->batch_max == BM_NONE) continue;
-        if (ri->batch_max == BM_PACKED_BF16) {
-            for (int w = 0; w < r->vec / 2; w++)
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        if (ri->pass != pass || ps->batch_max[i] == BM_NONE) continue;
+        if (ps->batch_max[i] == BM_PACKED_BF16) {
+            for (int w = 0; w < p->vec / 2; w++)
                 cg_line(c, "mb%d = fu_max_bf16x2(mb%d, ((const unsigned *)(%s))[%d]);", i, i, raw[i], w);
             continue;
         }
-        for (int lane = 0; lane < r->vec; lane++) {
+        for (int lane = 0; lane < p->vec; lane++) {
             c->lane = lane;
             cg_index li[FU_MAX_RANK];
             memcpy(li, idx, sizeof li);
-            cg_index_refresh(c, &li[r->rank - 1]);
-            cg_line(c, "mb%d = fu_max(mb%d, %s);", i, i, cg_value(c, online_source(r, ri), li));
+            cg_index_refresh(c, &li[p->rank - 1]);
+            cg_line(c, "mb%d = fu_max(mb%d, %s);", i, i, cg_value(c, online_source(r->f, ri), li));
         }
         c->lane = 0;
     }
     r->in_pass = false;
     close_batch_slot(r);
-    for (int i = 0; i < r->nred; i++) {
-        const red_info *ri = &r->reds[i];
-        if (ri->pass != pass || ri->batch_max == BM_NONE) continue;
-        const char *m = r->reds[ri->online_max].var;
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        if (ri->pass != pass || ps->batch_max[i] == BM_NONE) continue;
+        const char *m = r->var[ri->online_max];
         char mb[80];
-        if (ri->batch_max == BM_PACKED_BF16) snprintf(mb, sizeof mb, "fu_max(fu_bf16x2_lo(mb%d), fu_bf16x2_hi(mb%d))", i, i);
+        if (ps->batch_max[i] == BM_PACKED_BF16) snprintf(mb, sizeof mb, "fu_max(fu_bf16x2_lo(mb%d), fu_bf16x2_hi(mb%d))", i, i);
         else snprintf(mb, sizeof mb, "mb%d", i);
-        cg_line(c, "{ const float mx = %s; if (mx > %s) { %s *= fu_exp_sub(%s, mx); %s = mx; } }", mb, m, ri->var, m, m);
+        cg_line(c, "{ const float mx = %s; if (mx > %s) { %s *= fu_exp_sub(%s, mx); %s = mx; } }", mb, m, r->var[i], m, m);
     }
 }
 
-/* What pass `pass` loads and in batches of how many vectors (r->pass,
- * r->nstage and r->stage_t, r->batch). */
-static void plan_pass(red_ctx *r, int pass)
+static void declare_staged(red_emit *r)
 {
-    r->pass = pass;
-    choose_staged(r, pass);
-    /* With a register cache the whole pass is one batch (its arrays must be
-     * indexed by constants after unrolling); else batches of stage_iters:
-     * STAGE_BYTES from memory in flight where the row is read once, or by the
-     * pass that fills the shared-memory slots; ROW_SMEM_BATCH vectors where
-     * every staged input comes from those slots; else STAGE_ELEMS_MULTIPASS
-     * elements. */
-    bool from_slots = pass > 1 && r->nstage > 0;
-    for (int k = 0; k < r->nstage; k++) from_slots &= smem_index(r, r->stage_t[k]) >= 0;
-    int stage_iters = r->passes == 1 || (r->nsmem && pass == 1) ? STAGE_BYTES / (r->vec * r->elem_bytes)
-                      : from_slots                              ? ROW_SMEM_BATCH
-                                                                : STAGE_ELEMS_MULTIPASS / r->vec;
-    if (stage_iters < 1) stage_iters = 1;
-    int batch = r->ncache ? r->iters : (r->iters < stage_iters ? r->iters : stage_iters);
-    if (batch < 1) batch = 1;
-    r->batch = batch;
-}
-
-static void declare_staged(red_ctx *r)
-{
-    for (int k = 0; k < r->nstage; k++) {
-        const fu_value *v = fu_val(r->f, r->stage_t[k]);
+    for (int k = 0; k < r->ps->nstage; k++) {
+        const fu_value *v = fu_val(r->f, r->ps->stage_t[k]);
         cg_line(&r->w->cg, "alignas(16) %s fu_s%d[%d]; // '%s', loaded a batch ahead", cg_storage_type(v->dtype), k,
-                r->batch * r->vec, v->name);
+                r->ps->batch * r->p->vec, v->name);
     }
 }
 
 /* Phase A of a pass: every load of the batch at it0, issued together. */
-static void emit_batch_loads(red_ctx *r, const cg_index *idx)
+static void emit_batch_loads(red_emit *r, const cg_index *idx)
 {
-    if (r->nstage == 0 && !(r->pass == 1 && r->ncache > 0)) return;
+    const red_params *p = r->p;
+    if (r->ps->nstage == 0 && !(r->pass == 1 && p->ncache > 0)) return;
     r->in_pass = false;
     open_batch_slot(r);
-    for (int k = 0; k < r->nstage; k++) {
+    for (int k = 0; k < r->ps->nstage; k++) {
         char dst[32];
-        snprintf(dst, sizeof dst, "fu_s%d + b * %d", k, r->vec);
-        emit_row_load(r, r->stage_t[k], idx, dst, -1);
+        snprintf(dst, sizeof dst, "fu_s%d + b * %d", k, p->vec);
+        emit_row_load(r, r->ps->stage_t[k], idx, dst, -1);
     }
     if (r->pass == 1)
-        for (int k = 0; k < r->ncache; k++) emit_row_load(r, r->cache_t[k], idx, NULL, k);
+        for (int k = 0; k < p->ncache; k++) emit_row_load(r, p->cache_t[k], idx, NULL, k);
     close_batch_slot(r);
 }
 
 /* ROW_LOADS_FIRST: pass 1's staged arrays at row scope and its first batch
  * loaded (it0 = 0), before the per-row values are computed. */
-static void emit_first_batch_loads(red_ctx *r)
+static void emit_first_batch_loads(red_emit *r)
 {
+    const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
-    plan_pass(r, 1);
-    if (r->nstage == 0 && r->ncache == 0) return; /* pass 1 loads nothing at the row position */
+    begin_pass(r, 1);
     cg_line(c, "// pass 1's first batch, in flight before the per-row values wait on theirs");
     declare_staged(r);
     cg_index idx[FU_MAX_RANK];
     full_index(r, idx);
-    c->vec = r->vec;
-    c->lane_var = r->vec > 1 ? r->rank - 1 : -1;
+    c->vec = p->vec;
+    c->lane_var = p->vec > 1 ? p->rank - 1 : -1;
     cg_open(c);
     cg_line(c, "const int it0 = 0;");
     emit_batch_loads(r, idx);
     cg_close(c);
     c->vec = 1;
     c->lane_var = -1;
-    r->first_batch_issued = true;
 }
 
-static void emit_pass(red_ctx *r, int pass)
+static void emit_pass(red_emit *r, int pass)
 {
+    const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const fu_fusion *f = r->f;
     cg_line(c, "// pass %d over the row", pass);
-    for (int i = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
-        if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID)) continue;
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        if (ri->pass != pass || !row_kind(ri->kind)) continue;
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
-        if (ri->online_max >= 0) cg_line(c, "%s %s = 0.0f; // online: sum of exp(x - %s)", ct, ri->var, r->reds[ri->online_max].var);
-        else cg_line(c, "%s %s = %s;", ct, ri->var, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
+        if (ri->online_max >= 0) cg_line(c, "%s %s = 0.0f; // online: sum of exp(x - %s)", ct, r->var[i], r->var[ri->online_max]);
+        else cg_line(c, "%s %s = %s;", ct, r->var[i], fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
     }
-    const bool issued = pass == 1 && r->first_batch_issued;
-    if (!issued) plan_pass(r, pass);
+    const bool issued = pass == 1 && p->first_batch_early;
+    if (!issued) begin_pass(r, pass);
+    const red_pass *ps = r->ps;
     cg_index idx[FU_MAX_RANK];
     full_index(r, idx);
-    c->vec = r->vec;
-    c->lane_var = r->vec > 1 ? r->rank - 1 : -1;
-    /* unrolled where registers are indexed by the position: the row cache, the column accumulators */
-    bool col_pass = false;
-    for (int i = 0; i < r->nred; i++) col_pass |= r->reds[i].kind == RK_COL && r->reds[i].pass == pass;
-    cg_line(c, "#pragma unroll%s", r->ncache || col_pass ? "" : " 1");
-    cg_line(c, "for (int it0 = 0; it0 < %d; it0 += %d) {", r->iters, r->batch);
+    c->vec = p->vec;
+    c->lane_var = p->vec > 1 ? p->rank - 1 : -1;
+    cg_line(c, "#pragma unroll%s", ps->unrolled ? "" : " 1");
+    cg_line(c, "for (int it0 = 0; it0 < %d; it0 += %d) {", p->iters, ps->batch);
     c->indent++;
     c->scope++;
     if (!issued) {
         declare_staged(r);
         emit_batch_loads(r, idx);
-    } else if (r->iters > r->batch) { /* the first batch is in flight already */
+    } else if (p->iters > ps->batch) { /* the first batch is in flight already */
         cg_line(c, "if (it0 != 0) {");
         c->indent++;
         c->scope++;
@@ -1022,60 +1441,58 @@ static void emit_pass(red_ctx *r, int pass)
     open_batch_slot(r);
     r->in_pass = true;
     /* per lane: the pass's row reductions and full-size outputs */
-    char outs[16][16][32];
-    fu_tensor out_t[16];
-    int nout = pass_outputs(r, pass, out_t, 16);
+    char outs[MAX_OUTS][16][32];
     char online_e[MAX_REDS][16][32];
-    for (int lane = 0; lane < r->vec; lane++) {
+    for (int lane = 0; lane < p->vec; lane++) {
         c->lane = lane;
         cg_index li[FU_MAX_RANK];
         memcpy(li, idx, sizeof idx);
-        cg_index_refresh(c, &li[r->rank - 1]);
-        for (int i = 0; i < r->nred; i++) {
-            red_info *ri = &r->reds[i];
+        cg_index_refresh(c, &li[p->rank - 1]);
+        for (int i = 0; i < p->nred; i++) {
+            const red_info *ri = &p->reds[i];
             if (ri->pass == pass && ri->kind == RK_COL) { /* this thread's accumulator of the position */
                 char acc[48];
-                snprintf(acc, sizeof acc, "fu_col%d[it * %d + %d]", i, r->vec, lane);
+                snprintf(acc, sizeof acc, "fu_col%d[it * %d + %d]", i, p->vec, lane);
                 fu_red_combine(c, ri->op, acc, cg_value(c, ri->in, li));
                 continue;
             }
-            if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID) || ri->online_sum >= 0) continue;
+            if (ri->pass != pass || !row_kind(ri->kind) || ri->online_sum >= 0) continue;
             if (ri->online_max >= 0) {
-                snprintf(online_e[i][lane], sizeof online_e[i][lane], "%s", cg_value(c, online_source(r, ri), li));
+                snprintf(online_e[i][lane], sizeof online_e[i][lane], "%s", cg_value(c, online_source(f, ri), li));
                 continue;
             }
-            fu_red_combine(c, ri->op, ri->var, cg_value(c, ri->in, li));
+            fu_red_combine(c, ri->op, r->var[i], cg_value(c, ri->in, li));
         }
-        for (int o = 0; o < nout; o++) snprintf(outs[o][lane], sizeof outs[o][lane], "%s", cg_value(c, out_t[o], li));
+        for (int o = 0; o < ps->nout; o++) snprintf(outs[o][lane], sizeof outs[o][lane], "%s", cg_value(c, ps->out_t[o], li));
     }
     c->lane = 0;
-    for (int i = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
         if (ri->pass != pass || ri->online_max < 0) continue;
-        const char *m = r->reds[ri->online_max].var;
-        if (ri->batch_max == BM_NONE) { /* the vector's max, then its terms */
+        const char *m = r->var[ri->online_max];
+        if (ps->batch_max[i] == BM_NONE) { /* the vector's max, then its terms */
             cg_line(c, "float mx%d = %s;", i, online_e[i][0]);
-            for (int lane = 1; lane < r->vec; lane++) cg_line(c, "mx%d = fu_max(mx%d, %s);", i, i, online_e[i][lane]);
-            cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, ri->var, m, i, m, i);
+            for (int lane = 1; lane < p->vec; lane++) cg_line(c, "mx%d = fu_max(mx%d, %s);", i, i, online_e[i][lane]);
+            cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, r->var[i], m, i, m, i);
         } /* else phase M took the batch's max */
-        for (int lane = 0; lane < r->vec; lane++) cg_line(c, "%s += fu_exp_sub(%s, %s);", ri->var, online_e[i][lane], m);
+        for (int lane = 0; lane < p->vec; lane++) cg_line(c, "%s += fu_exp_sub(%s, %s);", r->var[i], online_e[i][lane], m);
     }
-    for (int o = 0; o < nout; o++) {
-        const cg_param *p = fu_kw_output(r->w, out_t[o]);
-        const fu_value *v = fu_val(f, out_t[o]);
+    for (int o = 0; o < ps->nout; o++) {
+        const cg_param *par = fu_kw_output(r->w, ps->out_t[o]);
+        const fu_value *v = fu_val(f, ps->out_t[o]);
         cg_index li[FU_MAX_RANK], off;
         memcpy(li, idx, sizeof idx);
         cg_offset(c, v->rank, v->shape, v->strides, li, &off);
-        if (r->vec > 1 && cg_offset_vectorizable(c, &off, r->vec)) {
+        if (p->vec > 1 && cg_offset_vectorizable(c, &off, p->vec)) { /* (the offset's text decides, as in emit_row_load) */
             char base[CG_EXPR], tmp[16];
             cg_offset_base_expr(c, &off, base, sizeof base);
             snprintf(tmp, sizeof tmp, "fu_o%d", o);
-            fu_kw_vector_store(r->w, p, base, tmp, (const char (*)[32])outs[o], r->vec);
+            fu_kw_vector_store(r->w, par, base, tmp, (const char (*)[32])outs[o], p->vec);
         } else {
-            for (int lane = 0; lane < r->vec; lane++) {
+            for (int lane = 0; lane < p->vec; lane++) {
                 c->lane = lane;
                 cg_index_refresh(c, &off);
-                fu_kw_store(r->w, p, off.expr, outs[o][lane]);
+                fu_kw_store(r->w, par, off.expr, outs[o][lane]);
             }
             c->lane = 0;
         }
@@ -1083,15 +1500,15 @@ static void emit_pass(red_ctx *r, int pass)
     r->in_pass = false;
     close_batch_slot(r);
     /* pass 1 keeps the row in this thread's slots for the later passes */
-    if (pass == 1 && r->nsmem) {
+    if (pass == 1 && p->nsmem) {
         open_batch_slot(r);
-        for (int k = 0; k < r->nstage; k++) {
-            int sk = smem_index(r, r->stage_t[k]);
+        for (int k = 0; k < ps->nstage; k++) {
+            int sk = smem_index(p, ps->stage_t[k]);
             if (sk < 0) continue;
             char slot[96];
-            smem_slot(r, sk, slot, sizeof slot);
-            const char *wide = cg_vector_type(r->smem_slot_bytes[sk]);
-            cg_line(c, "*(%s *)(%s) = *(const %s *)(fu_s%d + b * %d);", wide, slot, wide, k, r->vec);
+            smem_slot(p, sk, slot, sizeof slot);
+            const char *wide = cg_vector_type(p->smem_slot_bytes[sk]);
+            cg_line(c, "*(%s *)(%s) = *(const %s *)(fu_s%d + b * %d);", wide, slot, wide, k, p->vec);
         }
         close_batch_slot(r);
     }
@@ -1099,251 +1516,79 @@ static void emit_pass(red_ctx *r, int pass)
     c->lane_var = -1;
     cg_close(c); /* it0 */
     /* the pass's reductions across the block */
-    for (int i = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
-        if (ri->pass != pass || (ri->kind != RK_ROW && ri->kind != RK_ROWGRID) || ri->online_sum >= 0) continue;
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        if (ri->pass != pass || !row_kind(ri->kind) || ri->online_sum >= 0) continue;
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
         if (ri->online_max >= 0) {
-            const char *m = r->reds[ri->online_max].var;
-            if (r->warp_rows > 1) cg_line(c, "fu_lse_warp(%s, %s);", m, ri->var);
-            else cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, ri->var);
-            if (r->cluster > 1)
+            const char *m = r->var[ri->online_max];
+            if (p->warp_rows > 1) cg_line(c, "fu_lse_warp(%s, %s);", m, r->var[i]);
+            else cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, r->var[i]);
+            if (p->cluster > 1)
                 cg_line(c, "fu_lse_cluster<%d>(%s, %s, (float *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
-                        r->cluster, m, ri->var, r->nslots, i);
-            r->reds[ri->online_max].avail = true;
+                        p->cluster, m, r->var[i], p->nslots, i);
+            r->avail[ri->online_max] = true;
         } else {
-            if (r->warp_rows > 1) cg_line(c, "%s = fu_warp_reduce(%s, %s);", ri->var, ri->var, op_functor(ri->op));
-            else cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", ri->var, ri->var, op_functor(ri->op), smem_of(ct));
-            if (r->cluster > 1)
+            if (p->warp_rows > 1) cg_line(c, "%s = fu_warp_reduce(%s, %s);", r->var[i], r->var[i], op_functor(ri->op));
+            else cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", r->var[i], r->var[i], op_functor(ri->op), smem_of(ct));
+            if (p->cluster > 1)
                 cg_line(c, "%s = fu_cluster_reduce<%d>(%s, %s, (%s *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
-                        ri->var, r->cluster, ri->var, op_functor(ri->op), ct, r->nslots, i);
+                        r->var[i], p->cluster, r->var[i], op_functor(ri->op), ct, p->nslots, i);
         }
-        ri->avail = ri->kind == RK_ROW;
+        r->avail[i] = ri->kind == RK_ROW;
     }
 }
 
-static void emit_grid_prologue(red_ctx *r, red_info *ri)
+static void emit_grid_prologue(red_emit *r, int i)
 {
+    const red_params *p = r->p;
+    const red_info *ri = &p->reds[i];
     cg_ctx *c = &r->w->cg;
     const fu_fusion *f = r->f;
     const char *it = c->index64 ? "long long" : "int";
     const fu_value *x = fu_val(f, ri->in);
     const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
-    cg_line(c, "%s %s; // %s, computed by every block: rows need it", ct, ri->var, fu_val(f, ri->out)->name);
+    cg_line(c, "%s %s; // %s, computed by every block: rows need it", ct, r->var[i], fu_val(f, ri->out)->name);
     cg_open(c);
     cg_line(c, "%s acc = %s;", ct, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
-    cg_line(c, "for (%s row = threadIdx.x; row < %lld; row += %d) {", it, (long long)r->rows, r->block_threads);
+    cg_line(c, "for (%s row = threadIdx.x; row < %lld; row += %d) {", it, (long long)p->rows, p->block_threads);
     c->indent++;
     c->scope++;
     emit_outer_vars(r, "row");
     cg_index idx[FU_MAX_RANK];
-    row_index(r, x, idx);
+    row_index(p, c, x, idx);
     fu_red_combine(c, ri->op, "acc", cg_value(c, ri->in, idx));
     cg_close(c);
-    cg_line(c, "%s = fu_block_reduce(acc, %s, %s);", ri->var, op_functor(ri->op), smem_of(ct));
+    cg_line(c, "%s = fu_block_reduce(acc, %s, %s);", r->var[i], op_functor(ri->op), smem_of(ct));
     cg_close(c);
-    ri->avail = true;
+    r->avail[i] = true;
 }
 
-/* Per-row values that need no row reduction (the target id, the logit it
- * picks, the row mask) are computed when the row starts, so their loads are in
- * flight during the pass instead of after the block reduction. */
-static void hoist_walk(red_ctx *r, fu_tensor t, uint32_t ready, int depth)
+/* The per-row values plan_hoists listed for this point of the row. */
+static void emit_hoisted(red_emit *r, int pass)
 {
-    if (depth > 64 || red_of(r, t) >= 0) return;
-    if (!walk_visit(r, t, depth)) return; /* that visit hoisted all this one would */
-    const fu_value *v = fu_val(r->f, t);
-    if ((r->deps[t] & ~ready) == 0) {
+    const tensor_list *l = &r->p->pass[pass].hoist;
+    for (int k = 0; k < l->n; k++) {
         cg_index idx[FU_MAX_RANK];
-        if (!is_full_shape(r, v) && row_index(r, v, idx))
-            cg_value(&r->w->cg, t, idx);
-        if (!is_full_shape(r, v)) return;
+        row_index(r->p, &r->w->cg, fu_val(r->f, l->t[k]), idx);
+        cg_value(&r->w->cg, l->t[k], idx);
     }
-    const fu_node *n = fu_producer(r->f, t);
-    if (!n || !r->g->in_group[n - r->f->nodes]) return;
-    for (int k = 0; k < n->ninputs; k++) hoist_walk(r, n->inputs[k], ready, depth + 1);
-}
-
-static void hoist_row_values(red_ctx *r, fu_tensor t, uint32_t ready)
-{
-    walk_begin(r);
-    hoist_walk(r, t, ready, 0);
-}
-
-static void hoist_all_row_values(red_ctx *r)
-{
-    uint32_t ready = 0; /* the prologue's reductions are known before any row */
-    for (int i = 0; i < r->nred; i++)
-        if (r->reds[i].kind == RK_GRID_PRO) ready |= 1u << i;
-    cg_line(&r->w->cg, "// per-row values that need no reduction: loaded before the passes");
-    for (int o = 0; o < r->g->noutputs; o++) hoist_row_values(r, r->g->outputs[o], ready);
-    for (int i = 0; i < r->nred; i++)
-        if (r->reds[i].kind != RK_GRID_PRO) hoist_row_values(r, r->reds[i].in, ready);
-}
-
-/* After pass p's block reductions: the per-row values that now have every
- * reduction they need (a row's log-sum-exp from its max and sum) are
- * computed once, not in every element of the next pass. */
-static void hoist_pass_row_values(red_ctx *r, int pass)
-{
-    uint32_t ready = 0;
-    for (int i = 0; i < r->nred; i++)
-        if (r->reds[i].avail) ready |= 1u << i;
-    cg_line(&r->w->cg, "// per-row values of the reductions so far, before pass %d", pass + 1);
-    for (int o = 0; o < r->g->noutputs; o++) hoist_row_values(r, r->g->outputs[o], ready);
-    for (int i = 0; i < r->nred; i++)
-        if (r->reds[i].pass > pass) hoist_row_values(r, r->reds[i].in, ready);
-}
-
-/* With ROW_CACHE_SMEM the inputs chosen for the register cache are kept in
- * shared memory instead, if their slots fit in what the device gives a block
- * (else they stay in registers). */
-static void choose_smem_cache(red_ctx *r)
-{
-    /* a row of a few vectors a thread stays in registers: its passes unroll to
-     * a few lines, with no shared-memory store and reload (not beside column
-     * accumulators: layer norm bwd at 4096 went from 131 to 162 us, f32) */
-    if (!ROW_CACHE_SMEM || r->ncache == 0 || (r->iters <= REGISTER_ROW_ITERS && r->ncol == 0)) return;
-    int64_t total = 0;
-    for (int k = 0; k < r->ncache; k++) {
-        r->smem_slot_bytes[k] = (int)fu_dtype_size(fu_val(r->f, r->cache_t[k])->dtype) * r->vec;
-        r->smem_offset[k] = total;
-        total += (int64_t)r->iters * r->block_threads * r->smem_slot_bytes[k];
-        total = (total + 15) / 16 * 16;
-    }
-    if (total + STATIC_SHARED_BYTES > r->g->opts->max_shared_per_block) return;
-    for (int k = 0; k < r->ncache; k++) r->smem_t[k] = r->cache_t[k];
-    r->nsmem = r->ncache;
-    r->ncache = 0;
-    r->smem_bytes = total;
-}
-
-/* Threads and vectors a thread for a row part of `vecs` vectors (see choose_config). */
-static int row_threads(const red_ctx *r, int64_t vecs)
-{
-    int per_thread = r->passes >= 2 ? CACHED_ROW_ITERS : STREAMED_ROW_ITERS, max_threads = r->passes >= 2 ? 1024 : 512;
-    int threads = 32;
-    while (threads < max_threads && (int64_t)threads * per_thread < vecs) threads *= 2;
-    return threads;
-}
-
-/* CLUSTER_ROWS: the fewest blocks (2, 4, 8) a row is split over so that each
- * block's part of the inputs a later pass reads again fits its shared memory,
- * where the whole row does not; else 1. */
-static void choose_cluster(red_ctx *r)
-{
-    r->cluster = 1;
-    r->K_part = r->K;
-    /* (not for rows read one element at a time, an odd vocabulary: a cluster's part
-     * of 7 scalars a thread keeps too few bytes in flight: bf16 4093 x 50257 fwd+bwd
-     * took 2114 us in clusters of 8, 588 us re-reading the row) */
-    if (!CLUSTER_ROWS || r->passes < 2 || r->ncol > 0 || r->g->opts->max_cluster < 2 || r->vec == 1) return;
-    int64_t elem_bytes = 0; /* of the full-size inputs a later pass reads, per row position */
-    for (int i = 0; i < r->w->nparams; i++) {
-        const cg_param *p = &r->w->params[i];
-        const fu_value *v = fu_val(r->f, p->tensor);
-        if (p->is_output || !is_full_shape(r, v)) continue;
-        bool read_later = false;
-        for (int q = 2; q <= r->passes && !read_later; q++) read_later = pass_reads(r, q, p->tensor);
-        if (read_later) elem_bytes += (int64_t)fu_dtype_size(v->dtype);
-    }
-    if (elem_bytes == 0) return;
-    const int64_t room = r->g->opts->max_shared_per_block - STATIC_SHARED_BYTES - 2 * MAX_REDS * 16;
-    for (int C = 1; C <= r->g->opts->max_cluster && C <= 8; C *= 2) {
-        int64_t part = (r->K + C - 1) / C;
-        part = (part + r->vec - 1) / r->vec * r->vec;
-        int64_t vecs = part / r->vec;
-        int threads = row_threads(r, vecs);
-        int64_t iters = (vecs + threads - 1) / threads;
-        if (iters > CACHED_ROW_ITERS) continue; /* (a thread's slots: the register budget's rows) */
-        if (C == 1 && iters * r->vec * elem_bytes <= CACHE_BYTES) return; /* one block's registers hold the row */
-        if (iters * threads * r->vec * elem_bytes + 16 * MAX_CACHE > room) continue;
-        if (C == 1) return; /* the whole row fits one block */
-        if (r->rows < 2 || r->K < 2 * C * r->vec) return;
-        r->cluster = C;
-        r->K_part = part;
-        return;
-    }
-}
-
-static void choose_config(red_ctx *r)
-{
-    const fu_fusion *f = r->f;
-    /* vector width from the widest full-size tensor in memory */
-    size_t widest = 0;
-    for (int i = 0; i < r->w->nparams; i++) {
-        const fu_value *v = fu_val(f, r->w->params[i].tensor);
-        if (is_full_shape(r, v) && fu_dtype_size(v->dtype) > widest) widest = fu_dtype_size(v->dtype);
-    }
-    int ninner = 0;
-    for (int a = 0; a < r->rank; a++) ninner += r->inner[a];
-    r->vec = widest ? (int)(16 / widest) : 4;
-    r->elem_bytes = widest ? (int)widest : 4;
-    if (ninner != 1 || !r->inner[r->rank - 1]) r->vec = 1;
-    while (r->vec > 1 && r->D[r->rank - 1] % r->vec) r->vec /= 2;
-    /* A row's vectors over the threads: 8 iterations each where the row is
-     * kept between passes (1024 threads hold 32 KiB-float rows),
-     * else 16, at most 512 threads, so more rows are in flight per SM. */
-    choose_cluster(r);
-    int64_t vecs = (r->K_part + r->vec - 1) / r->vec;
-    int threads = row_threads(r, vecs);
-    /* with column reductions, blocks of 256 threads at least (fewer blocks,
-     * fewer partials) and no more accumulators than COL_MAX_ACC a thread */
-    if (r->ncol > 0)
-        while (threads < 1024 && (threads < 256 || (int64_t)r->ncol * ((vecs + threads - 1) / threads) * r->vec > COL_MAX_ACC))
-            threads *= 2;
-    r->threads = threads;
-    r->iters = (int)((vecs + threads - 1) / threads);
-    /* a warp a row where one warp holds it, with enough rows for two blocks an SM */
-    r->warp_rows = 1;
-    if (threads == 32 && r->ncol == 0 && r->cluster == 1)
-        for (int wr = WARP_ROWS; wr > 1 && r->warp_rows == 1; wr /= 2)
-            if (r->rows >= (int64_t)wr * 2 * r->g->opts->sm_count) r->warp_rows = wr;
-    r->block_threads = threads * r->warp_rows;
-    r->tid = r->warp_rows > 1 ? "fu_lane" : "threadIdx.x";
-    /* cache the full-size inputs a later pass reads, if they fit */
-    if (r->passes >= 2) {
-        int64_t budget = CACHE_BYTES;
-        for (int i = 0; i < r->w->nparams && r->ncache < MAX_CACHE; i++) {
-            const cg_param *p = &r->w->params[i];
-            const fu_value *v = fu_val(f, p->tensor);
-            int64_t bytes = (int64_t)r->iters * r->vec * (int64_t)fu_dtype_size(v->dtype);
-            /* (a cluster's parts are sized to fit shared memory, whatever the budget) */
-            if (p->is_output || !is_full_shape(r, v) || (bytes > budget && r->cluster == 1)) continue;
-            bool read_later = false;
-            for (int q = 2; q <= r->passes && !read_later; q++) read_later = pass_reads(r, q, p->tensor);
-            if (!read_later) continue;
-            budget -= bytes;
-            r->cache_t[r->ncache++] = p->tensor;
-        }
-    }
-    choose_smem_cache(r);
-}
-
-/* Groups of COL_GROUP_BLOCKS blocks whose partials the group's last block combines. */
-static int64_t col_groups(int64_t grid) { return (grid + COL_GROUP_BLOCKS - 1) / COL_GROUP_BLOCKS; }
-
-/* Workspace of the column reductions (8-byte slots): per reduction the blocks'
- * partials [grid][K], then the groups' [groups][K]; then a counter per group. */
-static size_t col_workspace_bytes(const red_ctx *r, int64_t grid)
-{
-    return (size_t)r->ncol * (size_t)(grid + col_groups(grid)) * (size_t)r->K * 8 + (size_t)col_groups(grid) * 4;
 }
 
 /* Before the rows: this thread's accumulators of each column reduction, one
  * per row position it owns (iters x vec, indexed by constants). */
-static void emit_column_accumulators(red_ctx *r)
+static void emit_column_accumulators(red_emit *r)
 {
+    const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
-    for (int i = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
         if (ri->kind != RK_COL) continue;
         const fu_dtype dt = fu_val(r->f, ri->out)->dtype;
         cg_line(c, "%s fu_col%d[%d]; // %s: this thread's row positions, summed over the block's rows",
-                cg_compute_type(dt), i, r->iters * r->vec, fu_val(r->f, ri->out)->name);
+                cg_compute_type(dt), i, p->iters * p->vec, fu_val(r->f, ri->out)->name);
         cg_line(c, "#pragma unroll");
-        cg_line(c, "for (int q = 0; q < %d; q++) fu_col%d[q] = %s;", r->iters * r->vec, i, fu_red_identity(ri->op, dt));
-        snprintf(ri->var, sizeof ri->var, "fu_cv%d", i);
+        cg_line(c, "for (int q = 0; q < %d; q++) fu_col%d[q] = %s;", p->iters * p->vec, i, fu_red_identity(ri->op, dt));
     }
 }
 
@@ -1351,33 +1596,33 @@ static void emit_column_accumulators(red_ctx *r)
  * combines its blocks' in block order, the last group's combines the groups'
  * in group order and writes the per-column outputs. Deterministic; the
  * counters are left at zero. */
-static void emit_column_combine(red_ctx *r, int64_t grid, const fu_tensor *col_out, int ncol_out)
+static void emit_column_combine(red_emit *r)
 {
+    const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const fu_fusion *f = r->f;
-    const int64_t groups = col_groups(grid), K = r->K;
+    const int64_t K = p->K;
     const char *it = c->index64 ? "long long" : "int";
     cg_line(c, "// column reductions: partials per block, per group of %d blocks, then one last block", COL_GROUP_BLOCKS);
     cg_line(c, "#pragma unroll");
-    cg_line(c, "for (int it = 0; it < %d; it++) {", r->iters);
+    cg_line(c, "for (int it = 0; it < %d; it++) {", p->iters);
     c->indent++;
-    cg_line(c, "const %s kb = ((%s)it * %d + threadIdx.x) * %d;", it, it, r->threads, r->vec);
+    cg_line(c, "const %s kb = ((%s)it * %d + threadIdx.x) * %d;", it, it, p->threads, p->vec);
     cg_line(c, "if (kb < %lld) {", (long long)K);
     c->indent++;
-    int k = 0;
-    for (int i = 0; i < r->nred; i++) {
-        if (r->reds[i].kind != RK_COL) continue;
-        const char *ct = cg_compute_type(fu_val(f, r->reds[i].out)->dtype);
-        for (int lane = 0; lane < r->vec; lane++)
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        if (ri->kind != RK_COL) continue;
+        const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
+        for (int lane = 0; lane < p->vec; lane++)
             cg_line(c, "((%s *)(fu_ws + %lld))[(long long)blockIdx.x * %lld + kb + %d] = fu_col%d[it * %d + %d];", ct,
-                    (long long)(k * (grid + groups) * K), (long long)K, lane, i, r->vec, lane);
-        k++;
+                    (long long)ri->col_ws, (long long)K, lane, i, p->vec, lane);
     }
     c->indent--;
     cg_line(c, "}");
     c->indent--;
     cg_line(c, "}");
-    cg_line(c, "unsigned *fu_group_done = (unsigned *)(fu_ws + %lld);", (long long)(r->ncol * (grid + groups) * K));
+    cg_line(c, "unsigned *fu_group_done = (unsigned *)(fu_ws + %lld);", (long long)p->col_ws_counters);
     cg_line(c, "__shared__ int fu_last;");
     cg_line(c, "const unsigned fu_group = blockIdx.x / %du, fu_first = fu_group * %du;", COL_GROUP_BLOCKS, COL_GROUP_BLOCKS);
     cg_line(c, "const unsigned fu_members = gridDim.x - fu_first < %du ? gridDim.x - fu_first : %du;", COL_GROUP_BLOCKS,
@@ -1389,372 +1634,449 @@ static void emit_column_combine(red_ctx *r, int64_t grid, const fu_tensor *col_o
     cg_line(c, "if (!fu_last) return;");
     cg_line(c, "__threadfence();");
     cg_line(c, "if (threadIdx.x == 0) fu_group_done[fu_group] = 0u;");
-    for (int pass = 0; pass < 2; pass++) {
-        /* pass 0: the group's blocks into its partial; pass 1: the groups into the columns */
-        if (pass == 1) {
+    for (int level = 0; level < 2; level++) {
+        /* level 0: the group's blocks into its partial; level 1: the groups into the columns */
+        if (level == 1) {
             cg_line(c, "__threadfence();");
             cg_line(c, "__syncthreads();");
-            cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(fu_count, 1u) == %lldu;", (long long)(groups - 1));
+            cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(fu_count, 1u) == %lldu;", (long long)(p->col_groups - 1));
             cg_line(c, "__syncthreads();");
             cg_line(c, "if (!fu_last) return;");
             cg_line(c, "__threadfence();");
             cg_line(c, "if (threadIdx.x == 0) *fu_count = 0u; // ready for the next launch");
         }
-        cg_line(c, "for (%s kb = threadIdx.x; kb < %lld; kb += %d) {", it, (long long)K, r->threads);
+        cg_line(c, "for (%s kb = threadIdx.x; kb < %lld; kb += %d) {", it, (long long)K, p->threads);
         c->indent++;
         c->scope++;
-        k = 0;
-        for (int i = 0; i < r->nred; i++) {
-            red_info *ri = &r->reds[i];
+        for (int i = 0; i < p->nred; i++) {
+            const red_info *ri = &p->reds[i];
             if (ri->kind != RK_COL) continue;
             const fu_dtype dt = fu_val(f, ri->out)->dtype;
             const char *ct = cg_compute_type(dt);
-            const long long base = (long long)(k * (grid + groups) * K);
-            cg_line(c, "%s %s = %s;", ct, ri->var, fu_red_identity(ri->op, dt));
+            cg_line(c, "%s %s = %s;", ct, r->var[i], fu_red_identity(ri->op, dt));
             char v[160];
-            if (pass == 0) {
+            if (level == 0) {
                 cg_line(c, "for (unsigned b = fu_first; b < fu_first + fu_members; b++) // in block order");
-                snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)b * %lld + kb)", ct, base, (long long)K);
+                snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)b * %lld + kb)", ct,
+                         (long long)ri->col_ws, (long long)K);
             } else {
-                cg_line(c, "for (unsigned q = 0; q < %lldu; q++) // in group order", (long long)groups);
+                cg_line(c, "for (unsigned q = 0; q < %lldu; q++) // in group order", (long long)p->col_groups);
                 snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)q * %lld + kb)", ct,
-                         base + (long long)(grid * K), (long long)K);
+                         (long long)ri->col_ws_groups, (long long)K);
             }
             c->indent++;
-            fu_red_combine(c, ri->op, ri->var, v);
+            fu_red_combine(c, ri->op, r->var[i], v);
             c->indent--;
-            if (pass == 0)
-                cg_line(c, "((%s *)(fu_ws + %lld))[(long long)fu_group * %lld + kb] = %s;", ct, base + (long long)(grid * K),
-                        (long long)K, ri->var);
-            k++;
+            if (level == 0)
+                cg_line(c, "((%s *)(fu_ws + %lld))[(long long)fu_group * %lld + kb] = %s;", ct, (long long)ri->col_ws_groups,
+                        (long long)K, r->var[i]);
         }
-        if (pass == 1) {
-            for (int i = 0; i < r->nred; i++)
-                if (r->reds[i].kind == RK_COL) r->reds[i].avail = true;
+        if (level == 1) {
+            for (int i = 0; i < p->nred; i++)
+                if (p->reds[i].kind == RK_COL) r->avail[i] = true;
             emit_inner_vars(r);
-            for (int o = 0; o < ncol_out; o++) {
-                const fu_value *v = fu_val(f, col_out[o]);
+            for (int o = 0; o < p->ncol_out; o++) {
+                const fu_value *v = fu_val(f, p->col_out[o]);
                 cg_index idx[FU_MAX_RANK], off;
-                col_index(r, v, idx);
-                const char *val = cg_value(c, col_out[o], idx);
+                col_index(p, c, v, idx);
+                const char *val = cg_value(c, p->col_out[o], idx);
                 cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
-                fu_kw_store(r->w, fu_kw_output(r->w, col_out[o]), off.expr, val);
+                fu_kw_store(r->w, fu_kw_output(r->w, p->col_out[o]), off.expr, val);
             }
         }
         cg_close(c);
     }
 }
 
-bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy)
+/* The row loop's head: rows from the queue, whole clusters a row, a warp a
+ * row, or the block's threads a row, strided. */
+static void emit_row_loop_head(red_emit *r)
 {
-    const fu_fusion *f = g->f;
-    if (fu_group_has_op_kind(g, FU_KIND_SCATTER)) {
-        snprintf(why, nwhy, "reduction: the group has a scatter");
-        return false;
-    }
-    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
-    red_ctx *r = fu_calloc(1, sizeof *r);
-    uint32_t *deps = fu_calloc((size_t)f->nvalues, sizeof *deps);
-    int *seen = fu_calloc((size_t)f->nvalues, sizeof *seen);
-    bool ok = w && r && deps && seen;
-    if (!ok) snprintf(why, nwhy, "out of memory");
-    if (ok) ok = fu_kw_begin(w, g, kp, "reduction (rows, online softmax, grid reduction)", why, nwhy);
-    if (ok) {
-        r->g = g;
-        r->f = f;
-        r->w = w;
-        r->deps = deps;
-        r->seen = seen;
-        ok = analyse(r, why, nwhy);
-    }
-    cg_ctx *c = ok ? &w->cg : NULL;
-    if (ok) {
-        for (int a = 0; a < r->rank; a++) {
-            char name[16];
-            snprintf(name, sizeof name, "%c%d", r->inner[a] ? 'k' : 'o', a);
-            cg_add_var(c, name);
-        }
-        c->user = r;
-        c->lookup_register = lookup_register;
-        c->lookup_cache = lookup_cache;
-        choose_config(r);
-    }
-    /* classify the outputs */
-    int nrow_out = 0, nscalar_out = 0, ncol_out = 0;
-    bool full_out = false;
-    fu_tensor row_out[16], scalar_out[16], col_out[16];
-    uint32_t epi_bits = 0, col_bits = 0;
-    for (int i = 0; ok && i < r->nred; i++) {
-        if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID) epi_bits |= 1u << i;
-        if (r->reds[i].kind == RK_COL) col_bits |= 1u << i;
-    }
-    if (ok && col_bits && (epi_bits || r->K <= 1)) {
-        snprintf(why, nwhy, "reduction: column reductions with grid-wide reductions or rows of one element");
-        ok = false;
-    }
-    for (int o = 0; ok && o < g->noutputs; o++) {
-        fu_tensor t = g->outputs[o];
-        const fu_value *v = fu_val(f, t);
-        cg_index idx[FU_MAX_RANK];
-        uint32_t d = r->deps[t];
-        if (d & col_bits) { /* per column, after the columns are combined */
-            uint32_t row_bits = 0;
-            for (int i = 0; i < r->nred; i++)
-                if (r->reds[i].kind == RK_ROW) row_bits |= 1u << i;
-            if (is_full_shape(r, v) || !col_index(r, v, idx) || (d & row_bits) || ncol_out == 16 ||
-                fu_shape_numel(v->rank, v->shape) != r->K) {
-                int ci = 0;
-                while (ci < r->nred && !((d & col_bits) & (1u << ci))) ci++;
-                snprintf(why, nwhy, "reduction: '%s' reduces other axes than the row reductions, and output '%s' "
-                         "reads it but is not one value per column", fu_val(f, r->reds[ci].out)->name, v->name);
-                ok = false;
-            } else {
-                col_out[ncol_out++] = t;
-            }
-        } else if (is_full_shape(r, v)) {
-            full_out = true;
-            if (d & epi_bits) {
-                snprintf(why, nwhy, "reduction: full-size output '%s' needs a grid-wide value", v->name);
-                ok = false;
-            }
-        } else if (!(d & epi_bits) && row_index(r, v, idx) && nrow_out < 16 && (fu_shape_numel(v->rank, v->shape) > 1 || r->rows == 1)) {
-            row_out[nrow_out++] = t;
-        } else if (fu_shape_numel(v->rank, v->shape) == 1 && nscalar_out < 16) {
-            uint32_t row_bits = 0;
-            for (int i = 0; i < r->nred; i++)
-                if (r->reds[i].kind == RK_ROW) row_bits |= 1u << i;
-            if (d & row_bits) {
-                snprintf(why, nwhy, "reduction: scalar output '%s' reads a row value", v->name);
-                ok = false;
-            }
-            scalar_out[nscalar_out++] = t;
-        } else {
-            snprintf(why, nwhy, "reduction: output '%s' fits neither the rows nor a scalar", v->name);
-            ok = false;
-        }
-    }
-    if (!ok) {
-        if (w) fu_kw_abort(w);
-        fu_free(w);
-        fu_free(r);
-        fu_free(deps);
-        fu_free(seen);
-        return false;
-    }
-    int ngrid = 0;
-    for (int i = 0; i < r->nred; i++) ngrid += r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID;
-    int blocks_per_sm = g->opts->max_threads_per_sm / r->block_threads;
-    /* at least 1024 threads per SM (registers capped at 64); with rows in
-     * shared memory, no more blocks than that and than the slots that fit on
-     * an SM (with the driver's reserve and the static shared memory of each):
-     * one wave, all resident (a cap of 40 registers for 3 blocks of 512
-     * spilled the bf16 fused kernel) */
-    int min_blocks = r->block_threads < 1024 ? 1024 / r->block_threads : 1;
-    if (r->nsmem) {
-        int64_t fit = g->opts->max_shared_per_sm /
-                      (r->smem_bytes + g->opts->reserved_shared_per_block + STATIC_SHARED_BYTES);
-        blocks_per_sm = min_blocks;
-        if (blocks_per_sm > fit) blocks_per_sm = (int)fit;
-        min_blocks = blocks_per_sm;
-    }
-    if (blocks_per_sm < 1) blocks_per_sm = 1;
-    if (min_blocks < 1) min_blocks = 1;
-    if (r->ncol > 0 && blocks_per_sm > COL_BLOCKS_PER_SM) blocks_per_sm = COL_BLOCKS_PER_SM;
-    int64_t grid = (int64_t)g->opts->sm_count * blocks_per_sm;
-    if (grid > (r->rows + r->warp_rows - 1) / r->warp_rows) grid = (r->rows + r->warp_rows - 1) / r->warp_rows;
-    if (grid < 1) grid = 1;
-    if (r->cluster > 1) { /* whole clusters, one a row at a time */
-        int64_t clusters = (int64_t)g->opts->sm_count * blocks_per_sm / r->cluster;
-        if (clusters > r->rows) clusters = r->rows;
-        if (clusters < 1) clusters = 1;
-        grid = clusters * r->cluster;
-    }
-    /* (partials are indexed in 32 bits by the last block); column partials
-     * need each block's rows fixed (strided), not taken from the queue */
-    const bool queue = ROW_QUEUE && full_out && r->ncol == 0 && r->warp_rows == 1 && r->cluster == 1 && grid < r->rows &&
-                       r->rows * (ngrid > 0 ? ngrid : 1) + grid < INT32_MAX;
-    const int64_t partials = queue ? r->rows : grid; /* grid reductions: one partial per row or per block */
-    kp->sched = FU_SCHED_REDUCTION;
-    kp->grid = (unsigned)grid;
-    kp->block = (unsigned)r->block_threads;
-    kp->cluster = (unsigned)r->cluster;
-    kp->shared_bytes = (size_t)r->smem_bytes;
-    kp->workspace_bytes = ngrid || queue ? (size_t)ngrid * (size_t)partials * sizeof(double) + 64 : 0;
-    if (r->ncol) kp->workspace_bytes = col_workspace_bytes(r, grid) + 64;
-    int nonline = 0;
-    for (int i = 0; i < r->nred; i++) nonline += r->reds[i].online_max >= 0;
-    snprintf(kp->config, sizeof kp->config,
-             "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d%s grid_reductions=%d%s",
-             (long long)r->rows, (long long)r->K, r->vec, r->threads, r->iters, r->passes, nonline, r->ncache + r->nsmem,
-             r->nsmem ? " (shared memory)" : r->ncache ? " (registers)" : "", ngrid, queue ? " row_queue=1" : "");
-    if (r->warp_rows > 1) {
-        size_t n = strlen(kp->config);
-        snprintf(kp->config + n, sizeof kp->config - n, " warp_rows=%d", r->warp_rows);
-    }
-    if (r->cluster > 1) {
-        size_t n = strlen(kp->config);
-        snprintf(kp->config + n, sizeof kp->config - n, " cluster=%d part=%lld", r->cluster, (long long)r->K_part);
-    }
-    if (r->ncol) {
-        size_t n = strlen(kp->config);
-        snprintf(kp->config + n, sizeof kp->config - n, " column_reductions=%d groups=%lld", r->ncol, (long long)col_groups(grid));
-    }
-
-    fu_kw_signature(w, kp, (unsigned)r->block_threads, (unsigned)min_blocks, ngrid > 0 || queue || r->ncol > 0);
-    cg_open(c);
-    cg_line(c, "__shared__ double fu_smem[64];");
-    if (r->nsmem)
-        cg_line(c, "extern __shared__ __align__(16) unsigned char fu_rows[]; // %lld bytes: the row, each thread's own slots",
-                (long long)r->smem_bytes);
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
     const char *it = c->index64 ? "long long" : "int";
-    for (int i = 0; i < r->nred; i++)
-        if (r->reds[i].kind == RK_GRID_PRO) emit_grid_prologue(r, &r->reds[i]);
-    emit_column_accumulators(r);
-    for (int i = 0; i < r->nred && !queue; i++)
-        if (r->reds[i].kind == RK_GRID_EPI || r->reds[i].kind == RK_ROWGRID)
-            cg_line(c, "%s fu_g%d = %s; // this block's part of %s", cg_compute_type(fu_val(f, r->reds[i].out)->dtype), i,
-                    fu_red_identity(r->reds[i].op, fu_val(f, r->reds[i].out)->dtype), fu_val(f, r->reds[i].out)->name);
-    if (queue) {
+    if (p->queue) {
         /* rows + gridDim.x tickets in all: one per row, and each block's last one, past the rows */
         cg_line(c, "// rows in order from the queue fu_count[1], each taken a row ahead (see ROW_QUEUE)");
         cg_line(c, "__shared__ unsigned fu_next[2];");
-        cg_line(c, "if (threadIdx.x == 0) fu_next[0] = fu_take_row(fu_count + 1, %lldu + gridDim.x);", (long long)r->rows);
+        cg_line(c, "if (threadIdx.x == 0) fu_next[0] = fu_take_row(fu_count + 1, %lldu + gridDim.x);", (long long)p->rows);
         cg_line(c, "__syncthreads();");
         cg_line(c, "for (unsigned fu_q = 0;; fu_q ^= 1u) {");
         c->indent++;
         c->scope++;
         cg_line(c, "const %s row = (%s)fu_next[fu_q];", it, it);
-        cg_line(c, "if (row >= %lld) break;", (long long)r->rows);
+        cg_line(c, "if (row >= %lld) break;", (long long)p->rows);
         cg_line(c, "unsigned fu_ticket = 0; // the block's next row, read at the end of this one");
-        cg_line(c, "if (threadIdx.x == 0) fu_ticket = fu_take_row(fu_count + 1, %lldu + gridDim.x);", (long long)r->rows);
-    } else if (r->cluster > 1) {
-        r->nslots = r->nred;
+        cg_line(c, "if (threadIdx.x == 0) fu_ticket = fu_take_row(fu_count + 1, %lldu + gridDim.x);", (long long)p->rows);
+    } else if (p->cluster > 1) {
         cg_line(c, "__shared__ double fu_cl[%d]; // the row reductions' slots, two rows' worth (distributed shared memory)",
-                4 * r->nslots);
+                4 * p->nslots);
         cg_line(c, "const unsigned fu_rank = fu_cluster_rank(); // this block's part of the row");
         cg_line(c, "const %s fu_kbase = (%s)fu_rank * %lld, fu_kend = fu_kbase + %lld < %lld ? fu_kbase + %lld : %lld;", it, it,
-                (long long)r->K_part, (long long)r->K_part, (long long)r->K, (long long)r->K_part, (long long)r->K);
+                (long long)p->K_part, (long long)p->K_part, (long long)p->K, (long long)p->K_part, (long long)p->K);
         cg_line(c, "unsigned fu_par = 0; // which row's slots");
-        cg_line(c, "for (%s row = blockIdx.x / %d; row < %lld; row += gridDim.x / %d, fu_par ^= 1u) {", it, r->cluster,
-                (long long)r->rows, r->cluster);
+        cg_line(c, "for (%s row = blockIdx.x / %d; row < %lld; row += gridDim.x / %d, fu_par ^= 1u) {", it, p->cluster,
+                (long long)p->rows, p->cluster);
         c->indent++;
         c->scope++;
-    } else if (r->warp_rows > 1) {
+    } else if (p->warp_rows > 1) {
         cg_line(c, "const unsigned fu_lane = threadIdx.x & 31u, fu_warp = threadIdx.x >> 5; // a warp a row");
         cg_line(c, "for (%s row = (%s)blockIdx.x * %d + fu_warp; row < %lld; row += (%s)gridDim.x * %d) {", it, it,
-                r->warp_rows, (long long)r->rows, it, r->warp_rows);
+                p->warp_rows, (long long)p->rows, it, p->warp_rows);
         c->indent++;
         c->scope++;
     } else {
-        cg_line(c, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x) {", it, (long long)r->rows);
+        cg_line(c, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x) {", it, (long long)p->rows);
         c->indent++;
         c->scope++;
     }
+}
+
+/* Grid reductions: each block's partials (each row's, with the queue), then
+ * the last block to finish combines them in block (or row) order. */
+static void emit_grid_combine(red_emit *r)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    const fu_fusion *f = r->f;
+    for (int i = 0; i < p->nred && !p->queue; i++) {
+        const red_info *ri = &p->reds[i];
+        if (!grid_kind(ri->kind)) continue;
+        if (p->cluster > 1) /* a row's values are the same in every block of its cluster: counted once */
+            cg_line(c, "if (fu_rank != 0u) fu_g%d = %s;", i, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
+        if (p->warp_rows > 1) { /* the warps' parts (each lane holds its warp's), in warp order */
+            const fu_dtype dt = fu_val(f, ri->out)->dtype;
+            cg_line(c, "fu_g%d = fu_block_reduce(fu_lane == 0 ? fu_g%d : %s, %s, %s);", i, i, fu_red_identity(ri->op, dt),
+                    op_functor(ri->op), smem_of(cg_compute_type(dt)));
+        }
+        cg_line(c, "if (threadIdx.x == 0) fu_ws[blockIdx.x * %d + %d] = (double)fu_g%d;", p->ngrid, ri->grid_slot, i);
+    }
+    cg_line(c, "__shared__ int fu_last;");
+    cg_line(c, "__threadfence();");
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(fu_count, 1u) == gridDim.x - 1;");
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (!fu_last) return;");
+    cg_line(c, "__threadfence();");
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        if (!grid_kind(ri->kind)) continue;
+        const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
+        cg_line(c, "%s %s = %s;", ct, r->var[i], fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
+        if (p->queue) cg_line(c, "for (unsigned b = threadIdx.x; b < %lldu; b += %d) { // the rows' partials", (long long)p->rows, p->block_threads);
+        else cg_line(c, "for (unsigned b = threadIdx.x; b < gridDim.x; b += %d) {", p->block_threads);
+        c->indent++;
+        char v[64];
+        snprintf(v, sizeof v, "(%s)__ldcg(&fu_ws[b * %d + %d])", ct, p->ngrid, ri->grid_slot);
+        fu_red_combine(c, ri->op, r->var[i], v);
+        c->indent--;
+        cg_line(c, "}");
+        cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", r->var[i], r->var[i], op_functor(ri->op), smem_of(ct));
+        r->avail[i] = true;
+    }
+}
+
+static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    const fu_fusion *f = r->f;
+    fu_kernel_writer *w = r->w;
+    fu_kw_signature(w, kp, (unsigned)p->block_threads, (unsigned)p->min_blocks, p->workspace);
+    cg_open(c);
+    cg_line(c, "__shared__ double fu_smem[64];");
+    if (p->nsmem)
+        cg_line(c, "extern __shared__ __align__(16) unsigned char fu_rows[]; // %lld bytes: the row, each thread's own slots",
+                (long long)p->smem_bytes);
+    for (int i = 0; i < p->nred; i++)
+        if (p->reds[i].kind == RK_GRID_PRO) emit_grid_prologue(r, i);
+    emit_column_accumulators(r);
+    for (int i = 0; i < p->nred && !p->queue; i++)
+        if (grid_kind(p->reds[i].kind))
+            cg_line(c, "%s fu_g%d = %s; // this block's part of %s", cg_compute_type(fu_val(f, p->reds[i].out)->dtype), i,
+                    fu_red_identity(p->reds[i].op, fu_val(f, p->reds[i].out)->dtype), fu_val(f, p->reds[i].out)->name);
+    emit_row_loop_head(r);
     emit_outer_vars(r, "row");
-    for (int k = 0; k < r->ncache; k++)
+    for (int k = 0; k < p->ncache; k++)
         cg_line(c, "alignas(16) %s fu_c%d[%d]; // '%s' kept in registers between passes",
-                cg_storage_type(fu_val(f, r->cache_t[k])->dtype), k, r->iters * r->vec, fu_val(f, r->cache_t[k])->name);
+                cg_storage_type(fu_val(f, p->cache_t[k])->dtype), k, p->iters * p->vec, fu_val(f, p->cache_t[k])->name);
     /* the canonical offset of each cached input (what lookup_cache matches) */
-    for (int k = 0; k < r->ncache; k++) canonical_base(r, r->cache_t[k], r->cache_base[k]);
-    if (ROW_LOADS_FIRST) emit_first_batch_loads(r);
-    hoist_all_row_values(r);
-    for (int p = 1; p <= r->passes; p++) {
-        emit_pass(r, p);
-        if (p < r->passes) hoist_pass_row_values(r, p);
+    for (int k = 0; k < p->ncache; k++) canonical_base(r, p->cache_t[k], r->cache_base[k]);
+    if (p->first_batch_early) emit_first_batch_loads(r);
+    cg_line(c, "// per-row values that need no reduction: loaded before the passes");
+    emit_hoisted(r, 0);
+    for (int pass = 1; pass <= p->passes; pass++) {
+        emit_pass(r, pass);
+        if (pass < p->passes) {
+            cg_line(c, "// per-row values of the reductions so far, before pass %d", pass + 1);
+            emit_hoisted(r, pass);
+        }
     }
     /* per-row outputs, then this row's share of the grid reductions */
-    for (int o = 0; o < nrow_out; o++) {
-        const fu_value *v = fu_val(f, row_out[o]);
+    for (int o = 0; o < p->nrow_out; o++) {
+        const fu_value *v = fu_val(f, p->row_out[o]);
         cg_index idx[FU_MAX_RANK], off;
-        row_index(r, v, idx);
-        const char *val = cg_value(c, row_out[o], idx);
+        row_index(p, c, v, idx);
+        const char *val = cg_value(c, p->row_out[o], idx);
         cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
         char e[512];
         cg_store_expr(c, e, sizeof e, v->dtype, val);
-        cg_line(c, "if (%s == 0%s) %s[%s] = %s;", r->tid, r->cluster > 1 ? " && fu_rank == 0u" : "", fu_kw_output(w, row_out[o])->name,
-                off.expr, e);
+        cg_line(c, "if (%s == 0%s) %s[%s] = %s;", p->tid, p->cluster > 1 ? " && fu_rank == 0u" : "",
+                fu_kw_output(w, p->row_out[o])->name, off.expr, e);
     }
-    for (int i = 0, gi = 0; i < r->nred; i++) {
-        red_info *ri = &r->reds[i];
-        if (ri->kind != RK_ROWGRID && ri->kind != RK_GRID_EPI) continue;
-        const char *val = ri->var;
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        if (!grid_kind(ri->kind)) continue;
+        const char *val = r->var[i];
         if (ri->kind == RK_GRID_EPI) {
             cg_index idx[FU_MAX_RANK];
-            row_index(r, fu_val(f, ri->in), idx);
+            row_index(p, c, fu_val(f, ri->in), idx);
             val = cg_value(c, ri->in, idx);
         }
-        if (queue) {
-            cg_line(c, "if (threadIdx.x == 0) fu_ws[(long long)row * %d + %d] = (double)%s;", ngrid, gi++, val);
+        if (p->queue) {
+            cg_line(c, "if (threadIdx.x == 0) fu_ws[(long long)row * %d + %d] = (double)%s;", p->ngrid, ri->grid_slot, val);
         } else {
-            char g[16];
-            snprintf(g, sizeof g, "fu_g%d", i);
-            fu_red_combine(c, ri->op, g, val);
+            char gv[16];
+            snprintf(gv, sizeof gv, "fu_g%d", i);
+            fu_red_combine(c, ri->op, gv, val);
         }
     }
-    if (queue) {
+    if (p->queue) {
         cg_line(c, "if (threadIdx.x == 0) fu_next[fu_q ^ 1u] = fu_ticket;");
         cg_line(c, "__syncthreads();");
     }
     cg_close(c);
-    if (r->cluster > 1) cg_line(c, "fu_cluster_sync(); // no block leaves while another may read its slots");
-    if (r->ncol) emit_column_combine(r, grid, col_out, ncol_out);
-    /* grid reductions: partials, then the last block combines them in block (or row) order */
-    if (ngrid > 0) {
-        int gi = 0;
-        for (int i = 0; i < r->nred && !queue; i++) {
-            red_info *ri = &r->reds[i];
-            if (ri->kind != RK_GRID_EPI && ri->kind != RK_ROWGRID) continue;
-            if (r->cluster > 1) /* a row's values are the same in every block of its cluster: counted once */
-                cg_line(c, "if (fu_rank != 0u) fu_g%d = %s;", i, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
-            if (r->warp_rows > 1) { /* the warps' parts (each lane holds its warp's), in warp order */
-                const fu_dtype dt = fu_val(f, ri->out)->dtype;
-                cg_line(c, "fu_g%d = fu_block_reduce(fu_lane == 0 ? fu_g%d : %s, %s, %s);", i, i, fu_red_identity(ri->op, dt),
-                        op_functor(ri->op), smem_of(cg_compute_type(dt)));
-            }
-            cg_line(c, "if (threadIdx.x == 0) fu_ws[blockIdx.x * %d + %d] = (double)fu_g%d;", ngrid, gi++, i);
-        }
-        cg_line(c, "__shared__ int fu_last;");
-        cg_line(c, "__threadfence();");
-        cg_line(c, "__syncthreads();");
-        cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(fu_count, 1u) == gridDim.x - 1;");
-        cg_line(c, "__syncthreads();");
-        cg_line(c, "if (!fu_last) return;");
-        cg_line(c, "__threadfence();");
-        gi = 0;
-        for (int i = 0; i < r->nred; i++) {
-            red_info *ri = &r->reds[i];
-            if (ri->kind != RK_GRID_EPI && ri->kind != RK_ROWGRID) continue;
-            const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
-            cg_line(c, "%s %s = %s;", ct, ri->var, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
-            if (queue) cg_line(c, "for (unsigned b = threadIdx.x; b < %lldu; b += %d) { // the rows' partials", (long long)r->rows, r->block_threads);
-            else cg_line(c, "for (unsigned b = threadIdx.x; b < gridDim.x; b += %d) {", r->block_threads);
-            c->indent++;
-            char v[64];
-            snprintf(v, sizeof v, "(%s)__ldcg(&fu_ws[b * %d + %d])", ct, ngrid, gi++);
-            fu_red_combine(c, ri->op, ri->var, v);
-            c->indent--;
-            cg_line(c, "}");
-            cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", ri->var, ri->var, op_functor(ri->op), smem_of(ct));
-            ri->avail = true;
-        }
-    } else if (nscalar_out > 0 && !r->ncol) { /* (with column reductions only the last block is left) */
-        cg_line(c, "if (blockIdx.x != 0) return;");
-    }
-    for (int o = 0; o < nscalar_out; o++) {
-        const fu_value *v = fu_val(f, scalar_out[o]);
+    if (p->cluster > 1) cg_line(c, "fu_cluster_sync(); // no block leaves while another may read its slots");
+    if (p->ncol) emit_column_combine(r);
+    if (p->ngrid > 0) emit_grid_combine(r);
+    if (p->scalars_block0) cg_line(c, "if (blockIdx.x != 0) return;");
+    for (int o = 0; o < p->nscalar_out; o++) {
+        const fu_value *v = fu_val(f, p->scalar_out[o]);
         cg_index idx[FU_MAX_RANK];
         for (int a = 0; a < v->rank; a++) cg_index_const(&idx[a], 0);
-        const char *val = cg_value(c, scalar_out[o], idx);
+        const char *val = cg_value(c, p->scalar_out[o], idx);
         char e[512];
         cg_store_expr(c, e, sizeof e, v->dtype, val);
-        cg_line(c, "if (threadIdx.x == 0) %s[0] = %s;", fu_kw_output(w, scalar_out[o])->name, e);
+        cg_line(c, "if (threadIdx.x == 0) %s[0] = %s;", fu_kw_output(w, p->scalar_out[o])->name, e);
     }
-    if (ngrid > 0) cg_line(c, "if (threadIdx.x == 0) *fu_count = 0u; // ready for the next launch");
+    if (p->ngrid > 0) cg_line(c, "if (threadIdx.x == 0) *fu_count = 0u; // ready for the next launch");
     cg_close(c);
-    ok = fu_kw_finish(w, kp, why, nwhy);
-    fu_free(w);
+}
+
+bool fu_reduction_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    const red_params *p = params;
+    red_emit *r = fu_calloc(1, sizeof *r);
+    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
+    if (!r || !w) {
+        fu_free(r);
+        fu_free(w);
+        snprintf(why, nwhy, "out of memory");
+        return false;
+    }
+    r->p = p;
+    r->f = g->f;
+    r->w = w;
+    for (int i = 0; i < p->nred; i++)
+        snprintf(r->var[i], sizeof r->var[i], p->reds[i].kind == RK_COL ? "fu_cv%d" : "r%d", i);
+    bool ok = fu_kw_begin(w, g, kp, "reduction (rows, online softmax, grid reduction)", why, nwhy);
+    if (ok) {
+        cg_ctx *c = &w->cg;
+        for (int a = 0; a < p->rank; a++) {
+            char name[16];
+            snprintf(name, sizeof name, "%c%d", p->inner[a] ? 'k' : 'o', a);
+            cg_add_var(c, name);
+        }
+        c->user = r;
+        c->lookup_register = lookup_register;
+        c->lookup_cache = lookup_cache;
+        emit_kernel(r, kp);
+        ok = fu_kw_finish(w, kp, why, nwhy);
+    } else {
+        fu_kw_abort(w);
+    }
     fu_free(r);
-    fu_free(deps);
-    fu_free(seen);
+    fu_free(w);
     return ok;
+}
+
+static const char *rkind_name(rkind k)
+{
+    return k == RK_ROW ? "row" : k == RK_ROWGRID ? "row_grid" : k == RK_GRID_PRO ? "grid_prologue" : k == RK_GRID_EPI ? "grid" : "column";
+}
+
+/* The names of t[0 .. n), each once (a hoist list repeats what the walk reached twice). */
+static void json_names(fu_strbuf *js, const fu_fusion *f, const fu_tensor *t, int n)
+{
+    fu_sb_puts(js, "[");
+    for (int k = 0, m = 0; k < n; k++) {
+        bool again = false;
+        for (int j = 0; j < k && !again; j++) again = t[j] == t[k];
+        if (!again) fu_sb_printf(js, "%s\"%s\"", m++ ? ", " : "", fu_val(f, t[k])->name);
+    }
+    fu_sb_puts(js, "]");
+}
+
+/* kp->config: the same text as before the parameters were a struct. */
+static void config_text(const red_params *p, fu_kernel_plan *kp)
+{
+    snprintf(kp->config, sizeof kp->config,
+             "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d%s grid_reductions=%d%s",
+             (long long)p->rows, (long long)p->K, p->vec, p->threads, p->iters, p->passes, p->nonline, p->ncache + p->nsmem,
+             p->nsmem ? " (shared memory)" : p->ncache ? " (registers)" : "", p->ngrid, p->queue ? " row_queue=1" : "");
+    if (p->warp_rows > 1) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " warp_rows=%d", p->warp_rows);
+    }
+    if (p->cluster > 1) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " cluster=%d part=%lld", p->cluster, (long long)p->K_part);
+    }
+    if (p->ncol) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " column_reductions=%d groups=%lld", p->ncol, (long long)p->col_groups);
+    }
+}
+
+/* kp->params_json: every number, flag and name of the struct. */
+static char *params_json(const red_params *p, const fu_fusion *f)
+{
+    fu_strbuf js;
+    fu_sb_init(&js);
+    fu_sb_puts(&js, "{\"domain\": [");
+    for (int a = 0; a < p->rank; a++) fu_sb_printf(&js, "%s%lld", a ? ", " : "", (long long)p->D[a]);
+    fu_sb_puts(&js, "], \"inner_axes\": [");
+    for (int a = 0, n = 0; a < p->rank; a++)
+        if (p->inner[a]) fu_sb_printf(&js, "%s%d", n++ ? ", " : "", a);
+    fu_sb_printf(&js, "], \"rows\": %lld, \"inner\": %lld, \"reductions\": [", (long long)p->rows, (long long)p->K);
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        fu_sb_printf(&js, "%s{\"name\": \"%s\", \"op\": \"%s\", \"kind\": \"%s\", \"pass\": %d", i ? ", " : "",
+                     fu_val(f, ri->out)->name, fu_op_name(ri->op), rkind_name(ri->kind), ri->pass);
+        if (ri->online_max >= 0) fu_sb_printf(&js, ", \"online_max\": \"%s\"", fu_val(f, p->reds[ri->online_max].out)->name);
+        if (ri->grid_slot >= 0) fu_sb_printf(&js, ", \"grid_slot\": %d", ri->grid_slot);
+        if (ri->col_ws >= 0)
+            fu_sb_printf(&js, ", \"workspace_partials\": %lld, \"workspace_groups\": %lld", (long long)ri->col_ws,
+                         (long long)ri->col_ws_groups);
+        fu_sb_puts(&js, "}");
+    }
+    fu_sb_printf(&js,
+                 "], \"vec\": %d, \"threads\": %d, \"iters\": %d, \"passes\": %d, \"online_lse\": %d, \"warp_rows\": %d, "
+                 "\"cluster\": %d, \"part\": %lld, \"cluster_slots\": %d, \"block\": %d, \"grid\": %lld, "
+                 "\"blocks_per_sm\": %d, \"min_blocks\": %d, \"shared_bytes\": %lld, \"queue\": %s, \"partials\": %lld, "
+                 "\"grid_reductions\": %d, \"column_reductions\": %d, \"column_groups\": %lld, \"workspace_bytes\": %zu, ",
+                 p->vec, p->threads, p->iters, p->passes, p->nonline, p->warp_rows, p->cluster, (long long)p->K_part,
+                 p->nslots, p->block_threads, (long long)p->grid, p->blocks_per_sm, p->min_blocks, (long long)p->smem_bytes,
+                 p->queue ? "true" : "false", (long long)p->partials, p->ngrid, p->ncol, (long long)p->col_groups,
+                 p->workspace_bytes);
+    fu_sb_puts(&js, "\"cached_inputs\": [");
+    for (int k = 0; k < p->ncache; k++)
+        fu_sb_printf(&js, "%s{\"name\": \"%s\", \"where\": \"registers\"}", k ? ", " : "", fu_val(f, p->cache_t[k])->name);
+    for (int k = 0; k < p->nsmem; k++)
+        fu_sb_printf(&js, "%s{\"name\": \"%s\", \"where\": \"shared\", \"offset\": %lld, \"slot_bytes\": %d}",
+                     k || p->ncache ? ", " : "", fu_val(f, p->smem_t[k])->name, (long long)p->smem_offset[k],
+                     p->smem_slot_bytes[k]);
+    fu_sb_printf(&js, "], \"first_batch_early\": %s, \"passes_plan\": [", p->first_batch_early ? "true" : "false");
+    for (int q = 1; q <= p->passes; q++) {
+        const red_pass *ps = &p->pass[q];
+        fu_sb_printf(&js, "%s{\"pass\": %d, \"batch\": %d, \"staged\": ", q > 1 ? ", " : "", q, ps->batch);
+        json_names(&js, f, ps->stage_t, ps->nstage);
+        fu_sb_printf(&js, ", \"from_slots\": %s, \"guard\": \"%s\", \"unrolled\": %s, \"outputs\": ",
+                     ps->from_slots ? "true" : "false",
+                     ps->guard == GUARD_PART ? "part" : ps->guard == GUARD_ROW ? "row" : "none",
+                     ps->unrolled ? "true" : "false");
+        json_names(&js, f, ps->out_t, ps->nout);
+        fu_sb_puts(&js, ", \"hoisted_before\": ");
+        json_names(&js, f, p->pass[q - 1].hoist.t, p->pass[q - 1].hoist.n);
+        fu_sb_puts(&js, ", \"batch_max\": [");
+        for (int i = 0, n = 0; i < p->nred; i++)
+            if (ps->batch_max[i] != BM_NONE)
+                fu_sb_printf(&js, "%s{\"reduction\": \"%s\", \"read\": \"%s\"}", n++ ? ", " : "", fu_val(f, p->reds[i].out)->name,
+                             ps->batch_max[i] == BM_REGISTER ? "register" : ps->batch_max_staged[i] ? "staged_bf16x2" : "cached_bf16x2");
+        fu_sb_puts(&js, "]}");
+    }
+    fu_sb_puts(&js, "], \"row_outputs\": ");
+    json_names(&js, f, p->row_out, p->nrow_out);
+    fu_sb_puts(&js, ", \"scalar_outputs\": ");
+    json_names(&js, f, p->scalar_out, p->nscalar_out);
+    fu_sb_puts(&js, ", \"column_outputs\": ");
+    json_names(&js, f, p->col_out, p->ncol_out);
+    fu_sb_printf(&js, ", \"scalars_by_block0\": %s}", p->scalars_block0 ? "true" : "false");
+    return fu_sb_take(&js);
+}
+
+void fu_reduction_free(void *params)
+{
+    red_params *p = params;
+    if (!p) return;
+    for (int q = 0; q < MAX_PASSES; q++) fu_free(p->pass[q].hoist.t);
+    fu_free(p->deps);
+    fu_free(p->seen);
+    fu_free(p);
+}
+
+/* The kernel's parameters as fu_kw_begin lists them (what choose_config
+ * sizes the vectors from and picks the cached inputs among). */
+static bool list_params(const fu_group *g, red_params *p, char *why, size_t nwhy)
+{
+    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
+    fu_kernel_plan *scratch = fu_calloc(1, sizeof *scratch);
+    bool ok = w && scratch;
+    if (!ok) snprintf(why, nwhy, "out of memory");
+    ok = ok && fu_kw_begin(w, g, scratch, "reduction", why, nwhy);
+    for (int i = 0; ok && i < w->nparams; i++) {
+        p->param_t[i] = w->params[i].tensor;
+        p->param_out[i] = w->params[i].is_output;
+    }
+    if (ok) p->nparams = w->nparams;
+    if (w) fu_kw_abort(w);
+    if (scratch) fu_kernel_plan_clear(scratch);
+    fu_free(w);
+    fu_free(scratch);
+    return ok;
+}
+
+bool fu_reduction_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    const fu_fusion *f = g->f;
+    *params = NULL;
+    if (fu_group_has_op_kind(g, FU_KIND_SCATTER)) {
+        snprintf(why, nwhy, "reduction: the group has a scatter");
+        return false;
+    }
+    red_params *p = fu_calloc(1, sizeof *p);
+    if (p) {
+        p->deps = fu_calloc((size_t)f->nvalues, sizeof *p->deps);
+        p->seen = fu_calloc((size_t)f->nvalues, sizeof *p->seen);
+    }
+    bool ok = p && p->deps && p->seen;
+    if (!ok) snprintf(why, nwhy, "out of memory");
+    ok = ok && list_params(g, p, why, nwhy) && analyse(p, g, why, nwhy);
+    if (ok) choose_config(p, g);
+    ok = ok && classify_outputs(p, g, why, nwhy);
+    if (ok) {
+        choose_grid(p, g);
+        for (int q = 1; q <= p->passes; q++) plan_pass(p, g, q);
+        p->first_batch_early = ROW_LOADS_FIRST && (p->pass[1].nstage > 0 || p->ncache > 0);
+        if (!plan_hoists(p, g)) {
+            snprintf(why, nwhy, "out of memory");
+            ok = false;
+        }
+    }
+    if (!ok) {
+        fu_reduction_free(p);
+        return false;
+    }
+    fu_free(p->seen); /* (the walks are done) */
+    p->seen = NULL;
+    kp->sched = FU_SCHED_REDUCTION;
+    kp->grid = (unsigned)p->grid;
+    kp->block = (unsigned)p->block_threads;
+    kp->cluster = (unsigned)p->cluster;
+    kp->shared_bytes = (size_t)p->smem_bytes;
+    kp->workspace_bytes = p->workspace_bytes;
+    config_text(p, kp);
+    kp->params_json = params_json(p, f);
+    *params = p;
+    return true;
 }

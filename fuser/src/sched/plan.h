@@ -88,11 +88,11 @@ typedef struct fu_scheduler {
     const char *name;
     /* A cheap structural test of the group (the op kinds it holds); false and why when not. */
     bool (*can_schedule)(const fu_group *g, char *why, size_t nwhy);
-    /* Decides the kernel: *params (the scheduler's own struct, or NULL where the
-     * scheduler still does both steps here), kp's launch numbers, kp->config and
-     * kp->params_json; false and why when the group does not fit. */
+    /* Decides the kernel: *params (the scheduler's own struct), kp's launch
+     * numbers, kp->config and kp->params_json; false and why when the group
+     * does not fit. */
     bool (*heuristics)(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
-    /* Writes kp->source from params (NULL: heuristics wrote it). */
+    /* Writes kp->source (and kp's parameter list) from params; false and why where it cannot. */
     bool (*emit)(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
     void (*free_params)(void *params);
 } fu_scheduler;
@@ -103,14 +103,16 @@ const fu_scheduler *fu_scheduler_at(int i); /* in priority order */
  * that wanted it). */
 bool fu_schedule_group(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
 
-/* The schedulers' entry points. Each either takes the whole group (fills kp,
- * returns true) or says why not in `why`. */
+/* The schedulers' steps (registry.c). Each either takes the whole group (fills
+ * kp, returns true) or says why not in `why`. */
 bool fu_pw_can_schedule(const fu_group *g, char *why, size_t nwhy);
 bool fu_pw_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_pw_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_outer_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_outer_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
-bool fu_sched_reduction(const fu_group *g, fu_kernel_plan *kp, char *why, size_t nwhy);
+bool fu_reduction_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
+bool fu_reduction_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
+void fu_reduction_free(void *params);
 bool fu_scatter_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_scatter_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
 /* Whether scatter node s of f is planned with atomic adds (else each block owns its rows). */

@@ -9,13 +9,16 @@
  *                 own (params, freed with free_params), its text in kp->config
  *                 and its JSON object in kp->params_json (both printed by
  *                 `fuser plan`, text and --json); says why not;
- *   emit          writes the CUDA C from that struct alone (kp->source).
- * A scheduler whose decisions are not yet a struct of their own (reduction)
- * does both steps in heuristics (params NULL) and has no emit.
+ *   emit          writes the CUDA C from that struct alone (kp->source); a
+ *                 failure there (a value the walk cannot reach in time) also
+ *                 passes the group on to the next entry;
+ *   free_params   frees the struct.
+ * Every scheduler has both steps: the decisions are fields of its struct, set
+ * in heuristics and only read in emit.
  *
  * Adding a scheduler: write k_NAME.c with these functions (see k_pointwise.c),
  * add FU_SCHED_NAME to fu_sched in plan.h and a row below, at the place of
- * its priority: the first entry whose can_schedule and heuristics accept a
+ * its priority: the first entry whose can_schedule, heuristics and emit accept a
  * group plans it. The segmenter needs nothing else: it merges groups while
  * some entry accepts the merge, and a single op is always accepted by one.
  */
@@ -42,17 +45,11 @@ static bool can_reduction(const fu_group *g, char *why, size_t nwhy)
     return false;
 }
 
-static bool reduction_step(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
-{
-    *params = NULL;
-    return fu_sched_reduction(g, kp, why, nwhy);
-}
-
 /* ORDER priority: the first entry that takes a group plans it. */
 static const fu_scheduler registry[] = {
     {FU_SCHED_SCATTER, "scatter", can_scatter, fu_scatter_heuristics, fu_scatter_emit, fu_free},
     {FU_SCHED_OUTER, "outer_reduction", can_reduction, fu_outer_heuristics, fu_outer_emit, fu_free},
-    {FU_SCHED_REDUCTION, "reduction", can_reduction, reduction_step, NULL, NULL},
+    {FU_SCHED_REDUCTION, "reduction", can_reduction, fu_reduction_heuristics, fu_reduction_emit, fu_reduction_free},
     {FU_SCHED_POINTWISE, "pointwise", fu_pw_can_schedule, fu_pw_heuristics, fu_pw_emit, fu_free},
 };
 _Static_assert(sizeof registry / sizeof registry[0] == FU_SCHED_COUNT, "one registry row per fu_sched");
@@ -81,7 +78,7 @@ bool fu_schedule_group(const fu_group *g, fu_kernel_plan *kp, char *why, size_t 
         }
         void *params = NULL;
         bool ok = s->heuristics(g, &params, kp, one, sizeof one);
-        if (ok && s->emit) ok = s->emit(g, params, kp, one, sizeof one);
+        if (ok) ok = s->emit(g, params, kp, one, sizeof one);
         if (params && s->free_params) s->free_params(params);
         if (ok) return true;
         fu_kernel_plan_clear(kp);
