@@ -45,7 +45,13 @@
 #define MAX_REDS 32
 #define MAX_CACHE 4
 #ifndef CACHE_BYTES
-#define CACHE_BYTES 128 /* bytes of a row each thread may keep between passes */
+#define CACHE_BYTES 128 /* bytes of a row each thread may keep between passes, in registers */
+#endif
+/* ... and in shared memory (ROW_CACHE_SMEM), where the slots fit: softmax
+ * backward re-reads both dy and y in its second pass, and 128 bytes kept
+ * only one of them at 4096 columns */
+#ifndef SMEM_CACHE_BYTES
+#define SMEM_CACHE_BYTES 256
 #endif
 /* Loads a thread issues together (bytes in flight). One pass: 128 bytes of
  * the widest row input, whatever the dtype (32 elements left a bf16 row with
@@ -790,12 +796,29 @@ static bool plan_hoists(red_params *p, const fu_group *g)
 /* With ROW_CACHE_SMEM the inputs chosen for the register cache are kept in
  * shared memory instead, if their slots fit in what the device gives a block
  * (else they stay in registers). */
+/* Whether the inputs chosen for the cache go to shared memory: a row of a few
+ * vectors a thread stays in registers, its passes unrolled to a few lines,
+ * with no shared-memory store and reload (not beside column accumulators:
+ * layer norm bwd at 4096 went from 131 to 162 us, f32). */
+static bool cache_in_smem(const red_params *p)
+{
+    return ROW_CACHE_SMEM && p->ncache > 0 && !(p->iters <= REGISTER_ROW_ITERS && p->ncol == 0);
+}
+
+/* Bytes of shared memory the chosen inputs' slots take. */
+static int64_t smem_cache_bytes(const red_params *p, const fu_group *g)
+{
+    int64_t total = 0;
+    for (int k = 0; k < p->ncache; k++) {
+        total += (int64_t)p->iters * p->block_threads * (int)fu_dtype_size(fu_val(g->f, p->cache_t[k])->dtype) * p->vec;
+        total = (total + 15) / 16 * 16;
+    }
+    return total;
+}
+
 static void choose_smem_cache(red_params *p, const fu_group *g)
 {
-    /* a row of a few vectors a thread stays in registers: its passes unroll to
-     * a few lines, with no shared-memory store and reload (not beside column
-     * accumulators: layer norm bwd at 4096 went from 131 to 162 us, f32) */
-    if (!ROW_CACHE_SMEM || p->ncache == 0 || (p->iters <= REGISTER_ROW_ITERS && p->ncol == 0)) return;
+    if (!cache_in_smem(p)) return;
     int64_t total = 0;
     for (int k = 0; k < p->ncache; k++) {
         p->smem_slot_bytes[k] = (int)fu_dtype_size(fu_val(g->f, p->cache_t[k])->dtype) * p->vec;
@@ -855,6 +878,22 @@ static void choose_cluster(red_params *p, const fu_group *g)
     }
 }
 
+/* The full-size inputs a later pass reads, in parameter order, while their
+ * vectors of a thread fit `budget` bytes (all of a cluster's: its parts are
+ * sized to fit shared memory). */
+static void choose_cached_inputs(red_params *p, const fu_group *g, int64_t budget)
+{
+    p->ncache = 0;
+    for (int i = 0; i < p->nparams && p->ncache < MAX_CACHE; i++) {
+        const fu_value *v = fu_val(g->f, p->param_t[i]);
+        int64_t bytes = (int64_t)p->iters * p->vec * (int64_t)fu_dtype_size(v->dtype);
+        if (p->param_out[i] || !is_full_shape(p, v) || (bytes > budget && p->cluster == 1)) continue;
+        if (!read_later(p, g, p->param_t[i])) continue;
+        budget -= bytes;
+        p->cache_t[p->ncache++] = p->param_t[i];
+    }
+}
+
 static void choose_config(red_params *p, const fu_group *g)
 {
     const fu_fusion *f = g->f;
@@ -891,18 +930,12 @@ static void choose_config(red_params *p, const fu_group *g)
             if (p->rows >= (int64_t)wr * 2 * g->opts->sm_count) p->warp_rows = wr;
     p->block_threads = threads * p->warp_rows;
     p->tid = p->warp_rows > 1 ? "fu_lane" : "threadIdx.x";
-    /* cache the full-size inputs a later pass reads, if they fit */
+    /* cache the full-size inputs a later pass reads, if they fit: SMEM_CACHE_BYTES
+     * a thread where they go to shared memory and its slots fit, else CACHE_BYTES */
     if (p->passes >= 2) {
-        int64_t budget = CACHE_BYTES;
-        for (int i = 0; i < p->nparams && p->ncache < MAX_CACHE; i++) {
-            const fu_value *v = fu_val(f, p->param_t[i]);
-            int64_t bytes = (int64_t)p->iters * p->vec * (int64_t)fu_dtype_size(v->dtype);
-            /* (a cluster's parts are sized to fit shared memory, whatever the budget) */
-            if (p->param_out[i] || !is_full_shape(p, v) || (bytes > budget && p->cluster == 1)) continue;
-            if (!read_later(p, g, p->param_t[i])) continue;
-            budget -= bytes;
-            p->cache_t[p->ncache++] = p->param_t[i];
-        }
+        choose_cached_inputs(p, g, SMEM_CACHE_BYTES);
+        if (!cache_in_smem(p) || smem_cache_bytes(p, g) + STATIC_SHARED_BYTES > g->opts->max_shared_per_block)
+            choose_cached_inputs(p, g, CACHE_BYTES);
     }
     choose_smem_cache(p, g);
 }
