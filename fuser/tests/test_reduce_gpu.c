@@ -215,6 +215,23 @@ int main(int argc, char **argv)
             run_case(rt, data, "layer_norm_backward.fusion", nb_sets[k], 2, dts[d], false);
             run_case(rt, data, "rms_norm_backward.fusion", nb_sets[k], 2, dts[d], false);
         }
+    /* The row scheduler's layouts (docs/perf.md v17), on the suites' fusions: rows split over
+     * a thread-block cluster (cross entropy fwd+bwd, f32 at V = 65536: 2 blocks a row, at
+     * 256000: 8; bf16 at 256000: 4), a warp a row (layer norm at 768 columns; the cross entropy
+     * forward at V = 4096, whose mean is a grid reduction over the warps' rows), and both of
+     * softmax backward's inputs kept in shared memory (4096 columns). */
+    const char *suites = getenv("FUSER_SUITES_DIR");
+    CHECK(suites != NULL);
+    const char *cl2[] = {"N=24", "V=65536"}, *cl8[] = {"N=9", "V=256000"}, *ln[] = {"N=4096", "D=768"};
+    const char *ce_warp[] = {"N=4096", "V=4096"}, *sm[] = {"N=600", "D=4096"};
+    for (int d = 0; suites && d < 2; d++) {
+        run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", cl2, 2, dts[d], false);
+        run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", cl8, 2, dts[d], false);
+        run_case(rt, suites, "cross_entropy/cross_entropy_bwd.fusion", cl8, 2, dts[d], false);
+        run_case(rt, suites, "layer_norm/layer_norm_fwd.fusion", ln, 2, dts[d], false);
+        run_case(rt, suites, "cross_entropy/cross_entropy_fwd.fusion", ce_warp, 2, dts[d], false);
+        run_case(rt, suites, "softmax/softmax_bwd.fusion", sm, 2, dts[d], false);
+    }
     for (int d = 0; timing && d < 2; d++) time_case(rt, data, dts[d]);
     fu_runtime_close(rt);
     return check_finish("test_reduce_gpu");
