@@ -224,6 +224,7 @@ int main(int argc, char **argv)
     CHECK(suites != NULL);
     const char *cl2[] = {"N=24", "V=65536"}, *cl8[] = {"N=9", "V=256000"}, *ln[] = {"N=4096", "D=768"};
     const char *ce_warp[] = {"N=4096", "V=4096"}, *sm[] = {"N=600", "D=4096"};
+    const char *ragged[] = {"N=5", "V=100004"}; /* f32: 4 parts of 25004, the last one 24992 */
     for (int d = 0; suites && d < 2; d++) {
         run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", cl2, 2, dts[d], false);
         run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", cl8, 2, dts[d], false);
@@ -231,6 +232,7 @@ int main(int argc, char **argv)
         run_case(rt, suites, "layer_norm/layer_norm_fwd.fusion", ln, 2, dts[d], false);
         run_case(rt, suites, "cross_entropy/cross_entropy_fwd.fusion", ce_warp, 2, dts[d], false);
         run_case(rt, suites, "softmax/softmax_bwd.fusion", sm, 2, dts[d], false);
+        run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", ragged, 2, dts[d], false);
     }
     for (int d = 0; timing && d < 2; d++) time_case(rt, data, dts[d]);
     fu_runtime_close(rt);
