@@ -6,12 +6,8 @@
 #   2. run_suite cross_entropy, fuser rows, every sweep size plus 4093x50257 and 8192x256000,
 #      f32 and bf16, each case checked against the interpreter (CLUSTER_SIZES, CLUSTER_ARGS).
 # Logs under ${OUT:-/tmp/out}/cluster/.
-set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
-build=${BUILD:-/tmp/b}
-out=${OUT:-/tmp/out}/cluster
-mkdir -p "$out"
-export FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
+# shellcheck source=part.sh
+. "$(dirname "$0")/part.sh" cluster
 t0=$SECONDS
 timeout 150 ctest --test-dir "$build" -R 'test_gpu_fuser|test_reduce_gpu|test_fuzz_gpu' --output-on-failure >"$out/ctest.log" 2>&1
 echo "ctest (reductions on the GPU): exit $? in $((SECONDS - t0)) s: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1)"

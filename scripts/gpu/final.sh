@@ -11,13 +11,9 @@
 #   5. if time is left (FINAL_BUDGET_S, default 520 s from the start), the cross entropy rows
 #      split over clusters (fwd+bwd and bwd at V = 50304, 128256, 256000, fuser only).
 # Logs under ${OUT:-/tmp/out}/final/.
-set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$here"
-build=${BUILD:-/tmp/b}
-out=${OUT:-/tmp/out}/final
-mkdir -p "$out"
-export FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
+# shellcheck source=part.sh
+. "$(dirname "$0")/part.sh" final
+cd "$here" || exit 2
 export PYTHONUNBUFFERED=1
 start=$SECONDS
 budget=${FINAL_BUDGET_S:-520}

@@ -7,12 +7,8 @@
 # ncu's default clock control), and the lines that say where the time goes are printed:
 # duration, SM frequency, DRAM and issue throughput, pipe utilization, occupancy, registers,
 # the top stall reasons. The full reports go to ${OUT:-/tmp/out}/profile/*.txt.
-set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
-build=${BUILD:-/tmp/b}
-out=${OUT:-/tmp/out}/profile
-mkdir -p "$out"
-export FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
+# shellcheck source=part.sh
+. "$(dirname "$0")/part.sh" profile
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 [ -x "$ncu" ] || { echo "profile.sh: ncu is not installed"; exit 2; }
 IFS=';' read -r -a cases <<<"${PROFILE_CASES:?PROFILE_CASES is empty}"

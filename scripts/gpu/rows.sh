@@ -8,12 +8,8 @@
 #      over the norm and softmax suites and the cross entropy forward at their sweep sizes,
 #      fuser rows only (ROWS_FILTER, ROWS_ARGS change what runs).
 # Logs under ${OUT:-/tmp/out}/rows/.
-set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
-build=${BUILD:-/tmp/b}
-out=${OUT:-/tmp/out}/rows
-mkdir -p "$out"
-export FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
+# shellcheck source=part.sh
+. "$(dirname "$0")/part.sh" rows
 t0=$SECONDS
 timeout 200 ctest --test-dir "$build" -R 'test_gpu_fuser|test_reduce_gpu|test_fuzz_gpu|test_segment_gpu|test_segment_examples_gpu' \
   --output-on-failure >"$out/ctest.log" 2>&1

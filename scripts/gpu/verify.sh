@@ -8,12 +8,8 @@
 #      sizes, both dtypes, every case checked (VERIFY_ARGS, default --repetitions 3
 #      --time-limit 0.1).
 # Logs under ${OUT:-/tmp/out}/verify/.
-set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
-build=${BUILD:-/tmp/b}
-out=${OUT:-/tmp/out}/verify
-mkdir -p "$out"
-export FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
+# shellcheck source=part.sh
+. "$(dirname "$0")/part.sh" verify
 t0=$SECONDS
 timeout 90 ctest --test-dir "$build" -R 'test_fuzz_gpu|test_reduce_gpu' --output-on-failure >"$out/ctest.log" 2>&1
 echo "ctest: exit $? in $((SECONDS - t0)) s: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -n 1)"
