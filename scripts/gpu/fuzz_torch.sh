@@ -16,13 +16,9 @@
 # Without a GPU or PyTorch it goes as far as it can (kernels against the bound) and says why.
 # Logs under ${OUT:-/tmp/out}/fuzz_torch/: fusions/, items.json, plans.jsonl (and plans/), warm_K.log,
 # run.json, run_suite.txt, run_suite.err (torch_bench.py's progress too), summary.txt.
-set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=part.sh
+. "$(dirname "$0")/part.sh" fuzz_torch
 cd "$here" || exit 2
-build=${BUILD:-/tmp/b}
-out=${OUT:-/tmp/out}/fuzz_torch
-mkdir -p "$out"
-export FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
 export PYTHONUNBUFFERED=1
 # One Inductor setting for the warmers and the timed run: compile in the process (no worker
 # pool per warmer), and the same configuration, so the timed run hits the same cache entries.

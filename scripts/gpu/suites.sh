@@ -7,15 +7,11 @@
 #   3. the per-op PyTorch translation test (reference/tests/test_torch_ops.py; torch is there),
 #   4. a table of each new case: kernels, time, % of copy, speed-up over torch.compile.
 # Logs under ${OUT:-/tmp/out}/suites/: run.log (both runs and the op test), run.json (step 1).
-set -u
-here=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$here"
-build=${BUILD:-/tmp/b}
-out=${OUT:-/tmp/out}/suites
-mkdir -p "$out"
+# shellcheck source=part.sh
+. "$(dirname "$0")/part.sh" suites
+cd "$here" || exit 2
 log=$out/run.log
 : >"$log"
-export FUSER_CACHE_DIR=${FUSER_CACHE_DIR:-/tmp/fuser-cache}
 export PYTHONUNBUFFERED=1
 rs=$build/suites/run_suite
 [ -x "$rs" ] || { echo "suites.sh: $rs is not built (cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release && cmake --build $build -j)"; exit 2; }

@@ -282,21 +282,14 @@ static void choose_config(const fu_group *g, outer_params *p, size_t widest)
  * from the list fu_kw_begin makes; false and why where it cannot make one. */
 static bool widest_domain_param(const fu_group *g, const outer_params *p, size_t *widest, char *why, size_t nwhy)
 {
-    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
-    fu_kernel_plan *scratch = fu_calloc(1, sizeof *scratch);
-    bool ok = w && scratch;
-    if (!ok) snprintf(why, nwhy, "out of memory");
-    ok = ok && fu_kw_begin(w, g, scratch, "outer reduction", why, nwhy);
+    cg_param params[64];
+    int n = fu_kw_params(g, params, why, nwhy);
     *widest = 1;
-    for (int i = 0; ok && i < w->nparams; i++) {
-        const fu_value *v = fu_val(g->f, w->params[i].tensor);
+    for (int i = 0; i < n; i++) {
+        const fu_value *v = fu_val(g->f, params[i].tensor);
         if (is_domain(p, v) && fu_dtype_size(v->dtype) > *widest) *widest = fu_dtype_size(v->dtype);
     }
-    if (w) fu_kw_abort(w);
-    if (scratch) fu_kernel_plan_clear(scratch);
-    fu_free(w);
-    fu_free(scratch);
-    return ok;
+    return n >= 0;
 }
 
 bool fu_outer_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)

@@ -736,13 +736,7 @@ static void plan_pass(red_params *p, const fu_group *g, int pass)
 
 static bool list_push(tensor_list *l, fu_tensor t)
 {
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 16;
-        fu_tensor *n = fu_realloc(l->t, (size_t)cap * sizeof *n);
-        if (!n) return false;
-        l->t = n;
-        l->cap = cap;
-    }
+    if (fu_grow((void **)&l->t, &l->cap, l->n + 1, sizeof *l->t)) return false;
     l->t[l->n++] = t;
     return true;
 }
@@ -2052,21 +2046,14 @@ void fu_reduction_free(void *params)
  * sizes the vectors from and picks the cached inputs among). */
 static bool list_params(const fu_group *g, red_params *p, char *why, size_t nwhy)
 {
-    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
-    fu_kernel_plan *scratch = fu_calloc(1, sizeof *scratch);
-    bool ok = w && scratch;
-    if (!ok) snprintf(why, nwhy, "out of memory");
-    ok = ok && fu_kw_begin(w, g, scratch, "reduction", why, nwhy);
-    for (int i = 0; ok && i < w->nparams; i++) {
-        p->param_t[i] = w->params[i].tensor;
-        p->param_out[i] = w->params[i].is_output;
+    cg_param params[64];
+    int n = fu_kw_params(g, params, why, nwhy);
+    for (int i = 0; i < n; i++) {
+        p->param_t[i] = params[i].tensor;
+        p->param_out[i] = params[i].is_output;
     }
-    if (ok) p->nparams = w->nparams;
-    if (w) fu_kw_abort(w);
-    if (scratch) fu_kernel_plan_clear(scratch);
-    fu_free(w);
-    fu_free(scratch);
-    return ok;
+    if (n >= 0) p->nparams = n;
+    return n >= 0;
 }
 
 bool fu_reduction_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)

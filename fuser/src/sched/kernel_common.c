@@ -44,6 +44,23 @@ static bool add_param(fu_kernel_writer *w, fu_tensor t, bool is_output, char *wh
     return true;
 }
 
+int fu_kw_params(const fu_group *g, cg_param params[64], char *why, size_t nwhy)
+{
+    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
+    fu_kernel_plan *scratch = fu_calloc(1, sizeof *scratch);
+    int n = -1;
+    if (!w || !scratch) snprintf(why, nwhy, "out of memory");
+    else if (fu_kw_begin(w, g, scratch, "parameters", why, nwhy)) {
+        n = w->nparams;
+        memcpy(params, w->params, (size_t)n * sizeof *params);
+    }
+    if (w) fu_kw_abort(w);
+    if (scratch) fu_kernel_plan_clear(scratch);
+    fu_free(w);
+    fu_free(scratch);
+    return n;
+}
+
 bool fu_kw_begin(fu_kernel_writer *w, const fu_group *g, fu_kernel_plan *kp, const char *sched_comment,
                  char *why, size_t nwhy)
 {

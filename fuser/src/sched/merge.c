@@ -73,13 +73,7 @@ static const refusal *find_refusal(const merger *m, int a, int b)
 
 static bool add_refusal(merger *m, int a, int b, const char *why)
 {
-    if (m->nrefused == m->cap_refused) {
-        int cap = m->cap_refused ? 2 * m->cap_refused : 64;
-        refusal *r = fu_realloc(m->refused, (size_t)cap * sizeof *r);
-        if (!r) return false;
-        m->refused = r;
-        m->cap_refused = cap;
-    }
+    if (fu_grow((void **)&m->refused, &m->cap_refused, m->nrefused + 1, sizeof *m->refused)) return false;
     refusal *r = &m->refused[m->nrefused++];
     r->a = a;
     r->b = b;
@@ -100,13 +94,7 @@ static bool add_cand(merger *m, int a, int b, double score)
             m->cands[i].score += score;
             return true;
         }
-    if (m->ncands == m->cap_cands) {
-        int cap = m->cap_cands ? 2 * m->cap_cands : 64;
-        cand *c = fu_realloc(m->cands, (size_t)cap * sizeof *c);
-        if (!c) return false;
-        m->cands = c;
-        m->cap_cands = cap;
-    }
+    if (fu_grow((void **)&m->cands, &m->cap_cands, m->ncands + 1, sizeof *m->cands)) return false;
     m->cands[m->ncands++] = (cand){a, b, score};
     return true;
 }

@@ -143,6 +143,10 @@ typedef struct fu_kernel_writer {
 /* Collects parameters: every materialized tensor the group reads, then its outputs. */
 bool fu_kw_begin(fu_kernel_writer *w, const fu_group *g, fu_kernel_plan *kp, const char *sched_comment,
                  char *why, size_t nwhy);
+/* The parameters fu_kw_begin would collect for the group (inputs it reads, then
+ * its outputs), for a heuristics step that sizes the kernel from them before
+ * emit writes it: their count (at most 64), or -1 and why. */
+int fu_kw_params(const fu_group *g, cg_param params[64], char *why, size_t nwhy);
 /* Emits the extern "C" signature with __launch_bounds__(threads, min_blocks):
  * min_blocks > 1 caps registers so that many blocks fit on an SM. */
 void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned threads, unsigned min_blocks, bool workspace);
