@@ -24,6 +24,8 @@
  *     per column) plan to one kernel of the row scheduler with column
  *     reductions (strided rows, a two-level last-block combine) at four sizes
  *     (few rows, odd columns) in f32 and bf16, and compile;
+ *   - a bf16 sum read by an f32 op is rounded to bf16 first (bf16_sums and
+ *     bf16_column_sum: the row, column and grid layouts, the outer scheduler);
  *   - the row scheduler's parameters (kp->params_json) hold its decisions:
  *     the f32 cross entropy fwd+bwd at V = 128256 splits each row over a
  *     cluster of 4 blocks (parts of 32064), the bf16 layer norm forward at
@@ -321,6 +323,23 @@ int main(void)
                 CHECK(src && !strstr(body_of(src), "fu_take_row")); /* rows strided, not from the queue */
                 free(src);
             }
+    /* a bf16 sum read by an f32 op is rounded to bf16 first, in the row, column and grid
+     * layouts of the row scheduler and in the outer scheduler (bf16_sums: 2 kernels) */
+    {
+        tc_list l = {0};
+        tc_case *c = tc_add_suite(&l, data, "bf16_sums.fusion", "codegen", NULL, 0, FU_F32, NULL);
+        fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
+        CHECK(p != NULL && p->nkernels == 2);
+        for (int k = 0; p && k < p->nkernels; k++) CHECK_CONTAINS(body_of(p->kernels[k].source), "= fu_round_bf16(r0);");
+        if (p && p->nkernels == 2) CHECK_CONTAINS(body_of(p->kernels[0].source), "fu_cv1 = fu_round_bf16(fu_cv1);");
+        fu_plan_free(p);
+        tc_list_free(&l);
+        char *col = one_kernel(rt, data, "bf16_column_sum.fusion", NULL, 0, FU_F32);
+        CHECK_CONTAINS(body_of(col), "r0_7 = fu_round_bf16(r0_7);");
+        free(col);
+        /* f32 sums are not rounded again */
+        CHECK(!strstr(body_of(f32), "fu_round_"));
+    }
     free(bf);
     free(f32);
     free(pm);

@@ -209,6 +209,9 @@ int main(int argc, char **argv)
         run_case(rt, data, "bias_grad.fusion", bg, 3, dts[d], false);
         run_case(rt, data, "bias_grad.fusion", bg_odd, 3, dts[d], false);
     }
+    /* bf16 sums read by f32 ops, held to the f32 tolerance: each sum rounded to bf16 first */
+    run_case(rt, data, "bf16_sums.fusion", NULL, 0, FU_F32, false);
+    run_case(rt, data, "bf16_column_sum.fusion", NULL, 0, FU_F32, false);
     const char *nb_sets[][2] = {{"N=2048", "C=1024"}, {"N=1000", "C=100"}, {"N=8", "C=4096"}, {"N=300", "C=2048"}};
     for (int d = 0; d < 2; d++)
         for (int k = 0; k < 4; k++) {

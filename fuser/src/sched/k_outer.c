@@ -473,6 +473,8 @@ static void emit_outputs(outer_emit *e, const fu_group *g)
     cg_ctx *c = &e->w->cg;
     e->complete = true;
     cg_line(c, "if (ty != 0 || !live) return;");
+    for (int i = 0; i < p->nred; i++)
+        for (int lane = 0; lane < p->vec; lane++) fu_red_round(c, p->reds[i].op, p->reds[i].acc_dt, e->var[i][lane]);
     c->vec = p->vec;
     c->lane_var = p->vec > 1 ? p->rank - 1 : -1;
     for (int k = 0; k < g->noutputs; k++) {

@@ -1061,6 +1061,15 @@ const char *fu_red_identity(fu_op op, fu_dtype dt)
     return integer ? "9223372036854775807ll" : dt == FU_F64 ? "FU_DINF" : "FU_INF";
 }
 
+/* A sum of bf16 or f16 values is a value of that dtype once rounded: the kernels
+ * accumulate in f32 and round the final value, as the interpreter rounds its double
+ * sum (docs/format.md, Numerics). A max or min of such values is one already. */
+void fu_red_round(cg_ctx *c, fu_op op, fu_dtype dt, const char *var)
+{
+    if (op != FU_OP_SUM || (dt != FU_BF16 && dt != FU_F16)) return;
+    cg_line(c, "%s = fu_round_%s(%s); // a value of %s", var, dt == FU_BF16 ? "bf16" : "f16", var, fu_dtype_name(dt));
+}
+
 static const char *op_functor(fu_op op) { return op == FU_OP_SUM ? "fu_op_sum()" : op == FU_OP_RMAX ? "fu_op_max()" : "fu_op_min()"; }
 
 void fu_red_combine(cg_ctx *c, fu_op op, const char *acc, const char *v)
@@ -1563,6 +1572,7 @@ static void emit_pass(red_emit *r, int pass)
                         r->var[i], p->cluster, r->var[i], op_functor(ri->op), ct, p->nslots, i);
         }
         r->avail[i] = ri->kind == RK_ROW;
+        if (r->avail[i]) fu_red_round(c, ri->op, fu_val(f, ri->out)->dtype, r->var[i]);
     }
 }
 
@@ -1587,6 +1597,7 @@ static void emit_grid_prologue(red_emit *r, int i)
     fu_red_combine(c, ri->op, "acc", cg_value(c, ri->in, idx));
     cg_close(c);
     cg_line(c, "%s = fu_block_reduce(acc, %s, %s);", r->var[i], op_functor(ri->op), smem_of(ct));
+    fu_red_round(c, ri->op, fu_val(f, ri->out)->dtype, r->var[i]);
     cg_close(c);
     r->avail[i] = true;
 }
@@ -1700,7 +1711,10 @@ static void emit_column_combine(red_emit *r)
         }
         if (level == 1) {
             for (int i = 0; i < p->nred; i++)
-                if (p->reds[i].kind == RK_COL) r->avail[i] = true;
+                if (p->reds[i].kind == RK_COL) {
+                    r->avail[i] = true;
+                    fu_red_round(c, p->reds[i].op, fu_val(f, p->reds[i].out)->dtype, r->var[i]);
+                }
             emit_inner_vars(r);
             for (int o = 0; o < p->ncol_out; o++) {
                 const fu_value *v = fu_val(f, p->col_out[o]);
@@ -1799,6 +1813,7 @@ static void emit_grid_combine(red_emit *r)
         c->indent--;
         cg_line(c, "}");
         cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", r->var[i], r->var[i], op_functor(ri->op), smem_of(ct));
+        fu_red_round(c, ri->op, fu_val(f, ri->out)->dtype, r->var[i]);
         r->avail[i] = true;
     }
 }

@@ -11,5 +11,8 @@
 const char *fu_red_identity(fu_op op, fu_dtype dt);
 /* Emits acc = acc (op) v. */
 void fu_red_combine(cg_ctx *c, fu_op op, const char *acc, const char *v);
+/* Emits var = its rounding to dt where a final value of op over dt needs one
+ * (a bf16 or f16 sum, accumulated in f32). */
+void fu_red_round(cg_ctx *c, fu_op op, fu_dtype dt, const char *var);
 
 #endif
