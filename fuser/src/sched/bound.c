@@ -18,7 +18,7 @@
  * Grid-wide values combine with each other and reduce further without one
  * (the last block can finish them). It ignores what no fuser can avoid only
  * sometimes (a row value read at another row, say), so it may be lower than
- * the real minimum, never higher.
+ * the real minimum, never higher. Outputs of no elements need no kernel.
  */
 #include <string.h>
 
@@ -88,7 +88,7 @@ int fu_kernels_lower_bound(const fu_fusion *f)
         fu_free(kinds);
         return 1;
     }
-    int nkinds = 0, top = 0;
+    int nkinds = 0;
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
         fu_op_kind kind = fu_op_kind_of(n->op);
@@ -124,9 +124,16 @@ int fu_kernels_lower_bound(const fu_fusion *f)
             d = combine(f, n, deps);
         }
         deps[n->output] = d;
-        if (d.level > top) top = d.level;
+    }
+    /* Only what the outputs need counts (the planner drops the rest), and an output of
+     * no elements needs no kernel: nothing is launched for it. */
+    int kernels = 0;
+    for (int k = 0; k < f->noutputs; k++) {
+        const fu_value *v = fu_val(f, f->outputs[k]);
+        if (fu_shape_numel(v->rank, v->shape) > 0 && deps[f->outputs[k]].level + 1 > kernels)
+            kernels = deps[f->outputs[k]].level + 1;
     }
     fu_free(deps);
     fu_free(kinds);
-    return top + 1;
+    return kernels;
 }
