@@ -162,9 +162,10 @@ class Bench:
         # The GPU must still be busy when the call's first kernel is enqueued,
         # or the start event times Python's dispatch (50-300 us for a compiled
         # graph, more than many of these calls take on the GPU) instead of the
-        # call: run_suite's C harness enqueues in a few microseconds, inside its
-        # flush. So the flush (cold) is followed by a spin of about 500 us; hot
-        # is the spin alone. Launch gaps between the call's kernels still count.
+        # call. So the flush (cold) is followed by a spin of about 500 us; hot
+        # is the spin alone. run_suite's C harness does the same with a 50 us
+        # spin (it enqueues in a few microseconds), so that a call starts after
+        # the same work in both. Launch gaps between the call's kernels count.
         if self.flush is not None:
             self.flush.zero_()
         self.torch.cuda._sleep(1000000)

@@ -185,7 +185,8 @@ static char *text_kernel_source(const char *text)
 
 /* Rows kept in shared memory: every kept input is loaded and stored to its
  * slots in pass 1, even when more inputs than staging slots come first, and
- * a bool row has 1-byte slots (a 2-byte access at an odd address faulted). */
+ * a bool row has 1-byte slots (a 2-byte access at an odd address faulted);
+ * enough rows that each keeps 128 threads (fewer rows get more threads). */
 static void check_shared_memory_rows(void)
 {
     char *five = text_kernel_source("fusion five\nparam N = 16\nparam K = 36864\n"
@@ -198,7 +199,7 @@ static void check_shared_memory_rows(void)
         CHECK_CONTAINS(five, "*(uint2 *)(fu_rows + 0 + ((int)it * 1024 + threadIdx.x) * 8) = *(const uint2 *)(fu_s0 + b * 4);");
     }
     free(five);
-    char *masked = text_kernel_source("fusion masked\nparam N = 64\nparam K = 1001\n"
+    char *masked = text_kernel_source("fusion masked\nparam N = 4096\nparam K = 1001\n"
                                       "input x: f32[N, K]\ninput m: bool[N, K]\n"
                                       "xm = where(m, x, -inf)\ny = softmax(xm, axis=-1)\noutput y\n");
     if (masked) {

@@ -37,6 +37,7 @@ static const expect cases[] = {
     {"segment/ln_softmax_colsoftmax.fusion", {NULL}, 2, false},
     {"segment/softmax_colnorm_collogsoftmax.fusion", {NULL}, 2, false},
     {"segment/scalar_ops.fusion", {NULL}, 1, false},
+    {"segment/rowmax_permuted.fusion", {NULL}, 1, false},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */

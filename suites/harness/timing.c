@@ -6,7 +6,11 @@
  * A sample is: a prelude, then a start event, the call, an end event; the
  * sample is the events' elapsed time. The prelude is, cold, a memset of twice
  * the L2 into a scratch buffer (the L2 then holds none of the call's data)
- * and, hot, a kernel that spins for 50 us touching no memory. Either keeps the
+ * followed by the spin, and, hot, a kernel that spins for 50 us touching no
+ * memory, alone. reference/torch_bench.py does the same (its spin is longer:
+ * Python's dispatch), so that the start event follows the same work in both
+ * and a small call starts on the same state (HB_COLD_SPIN 0: no spin after
+ * the flush, as before 2026-12-02; docs/perf.md v18). Either keeps the
  * GPU busy while the host enqueues the start event and the call, so the start
  * event is not recorded on an idle GPU ahead of the first launch (which would
  * time the host's launch latency of a small call rather than the call), and
@@ -31,11 +35,14 @@ struct hb_timer {
     fu_devptr flush;
     size_t flush_bytes;
     uint32_t flush_value;        /* changes every flush */
-    fu_module *spin_module;      /* hot mode */
+    fu_module *spin_module;      /* hot mode, and cold after the flush */
     fu_kernel *spin;
 };
 
 #define SPIN_NS 50000ull
+#ifndef HB_COLD_SPIN
+#define HB_COLD_SPIN 1
+#endif
 
 /* One thread waits on the global timer: busy, with no memory traffic. */
 static const char *SPIN_SOURCE =
@@ -125,7 +132,7 @@ fu_status hb_timer_open(fu_runtime *rt, hb_clocks *clocks, const hb_timing_optio
                              why);
         }
     }
-    if (!s && o->mode == HB_MODE_HOT) {
+    if (!s && (o->mode == HB_MODE_HOT || HB_COLD_SPIN)) {
         s = fu_runtime_compile(rt, SPIN_SOURCE, "hb_spin.cu", NULL, 0, &t->spin_module, NULL, err);
         if (!s) s = fu_module_get_kernel(t->spin_module, "hb_spin", &t->spin, err);
     }
@@ -150,7 +157,10 @@ fu_status hb_timer_flush_l2(hb_timer *t, fu_error *err)
 /* What precedes the start event (see the header comment). */
 static fu_status prelude(hb_timer *t, fu_error *err)
 {
-    if (t->o.mode == HB_MODE_COLD) return hb_timer_flush_l2(t, err);
+    if (t->o.mode == HB_MODE_COLD) {
+        fu_status s = hb_timer_flush_l2(t, err);
+        if (s || !HB_COLD_SPIN) return s;
+    }
     unsigned long long ns = SPIN_NS;
     void *args[1] = {&ns};
     unsigned one[3] = {1, 1, 1};

@@ -110,6 +110,22 @@
 #ifndef WARP_ROWS
 #define WARP_ROWS 8
 #endif
+/* Where the rows' threads fill less than half the GPU (sm_count x
+ * FEW_ROWS_THREADS_PER_SM threads, an SM's 2048 on sm_90), a row gets more
+ * threads, up to 1024, until each thread has one vector: with few rows the
+ * time is a thread's chain of loads and adds, not the number of rows in flight
+ * (the random fusions' single rows of 255-1000 elements ran 8-12 iterations on
+ * 32-64 threads: 2-2.3x torch.compile's time). 0 turns it off. */
+#ifndef FEW_ROWS_THREADS_PER_SM
+#define FEW_ROWS_THREADS_PER_SM 2048
+#endif
+/* The last block's loops over the other blocks' partials are unrolled by
+ * this much, so that their loads are in flight together: rolled, each
+ * iteration waited on one L2 round trip (the random fusions' 512 partials of
+ * 32-thread blocks: 16 of them in a row). The adds keep their order. */
+#ifndef COMBINE_UNROLL
+#define COMBINE_UNROLL 8
+#endif
 /* Rows whose later passes re-read more than a block's shared memory holds are
  * split over the blocks of a thread-block cluster (2, 4 or 8, the fewest
  * whose parts fit), each keeping its part in shared memory; the row's
@@ -221,6 +237,8 @@ typedef struct red_params {
     bool full_out; /* a full-size output */
     int nrow_out, nscalar_out, ncol_out;
     fu_tensor row_out[MAX_OUTS], scalar_out[MAX_OUTS], col_out[MAX_OUTS];
+    int nsingle_out;             /* rows == 1: outputs of any other shape, element by element */
+    fu_tensor single_out[MAX_OUTS]; /* by the row's block after its passes */
     bool scalars_block0; /* block 0 writes the scalar outputs (else the last block to finish, or none) */
     /* the grid */
     int ngrid;          /* grid reductions (RK_GRID_EPI, RK_ROWGRID) */
@@ -288,6 +306,34 @@ static bool row_index(const red_params *p, const cg_ctx *c, const fu_value *t, c
         k++;
     }
     return k == no;
+}
+
+/* A per-row output: as row_index, or with the outer axes in another order
+ * ([2, 100] for rows of [100, 2], a permute after the reduction): each non-1
+ * axis takes the first unused outer axis of its extent. Where that is not how
+ * the output's values were computed, the kernel's register lookups fail and
+ * the group is split, as it was before; where they succeed, the value at each
+ * index is the output's (cg_value follows the ops' index maps). */
+static bool row_out_index(const red_params *p, const cg_ctx *c, const fu_value *t, cg_index *idx)
+{
+    if (row_index(p, c, t, idx)) return true;
+    bool used[FU_MAX_RANK] = {false};
+    int matched = 0, nouter = 0;
+    for (int d = 0; d < p->rank; d++) nouter += !p->inner[d] && p->D[d] != 1;
+    for (int a = 0; a < t->rank; a++) {
+        if (t->shape[a] == 1) {
+            if (c) cg_index_const(&idx[a], 0);
+            continue;
+        }
+        int m = -1;
+        for (int d = 0; d < p->rank && m < 0; d++)
+            if (!p->inner[d] && !used[d] && p->D[d] == t->shape[a]) m = d;
+        if (m < 0) return false;
+        used[m] = true;
+        matched++;
+        if (c) cg_index_var(&idx[a], m, c->var_names[m]);
+    }
+    return matched == nouter;
 }
 
 /* Whether t is per-column (the inner axes' extents, the outer ones 1 or left
@@ -486,8 +532,8 @@ static bool analyse(red_params *p, const fu_group *g, char *why, size_t nwhy)
         if (p->reds[i].kind != RK_GRID_EPI) needed_in_rows |= deps_of(p, p->reds[i].in);
     for (int o = 0; o < g->noutputs; o++) {
         const fu_value *v = fu_val(f, g->outputs[o]);
-        bool per_row = row_index(p, NULL, v, NULL) && (fu_shape_numel(v->rank, v->shape) > 1 || p->rows == 1);
-        if (is_full_shape(p, v) || per_row) needed_in_rows |= deps_of(p, g->outputs[o]);
+        bool per_row = row_out_index(p, NULL, v, NULL) && (fu_shape_numel(v->rank, v->shape) > 1 || p->rows == 1);
+        if (is_full_shape(p, v) || per_row || p->rows == 1) needed_in_rows |= deps_of(p, g->outputs[o]);
     }
     for (int i = 0; i < p->nred; i++) {
         red_info *ri = &p->reds[i];
@@ -915,6 +961,10 @@ static void choose_config(red_params *p, const fu_group *g)
     if (p->ncol > 0)
         while (threads < 1024 && (threads < 256 || (int64_t)p->ncol * ((vecs + threads - 1) / threads) * p->vec > COL_MAX_ACC))
             threads *= 2;
+    if (p->cluster == 1)
+        while (threads < 1024 && vecs > threads &&
+               p->rows * threads * 2 <= (int64_t)g->opts->sm_count * FEW_ROWS_THREADS_PER_SM)
+            threads *= 2;
     p->threads = threads;
     p->iters = (int)((vecs + threads - 1) / threads);
     /* a warp a row where one warp holds it, with enough rows for two blocks an SM */
@@ -970,7 +1020,7 @@ static bool classify_outputs(red_params *p, const fu_group *g, char *why, size_t
                 snprintf(why, nwhy, "reduction: full-size output '%s' needs a grid-wide value", v->name);
                 return false;
             }
-        } else if (!(d & epi_bits) && row_index(p, NULL, v, NULL) && p->nrow_out < MAX_OUTS &&
+        } else if (!(d & epi_bits) && row_out_index(p, NULL, v, NULL) && p->nrow_out < MAX_OUTS &&
                    (fu_shape_numel(v->rank, v->shape) > 1 || p->rows == 1)) {
             p->row_out[p->nrow_out++] = t;
         } else if (fu_shape_numel(v->rank, v->shape) == 1 && p->nscalar_out < MAX_OUTS) {
@@ -979,6 +1029,10 @@ static bool classify_outputs(red_params *p, const fu_group *g, char *why, size_t
                 return false;
             }
             p->scalar_out[p->nscalar_out++] = t;
+        } else if (p->rows == 1 && !(d & epi_bits) && p->nsingle_out < MAX_OUTS) {
+            /* one row: its values are the same at every index, so any output reading them can
+             * be written after the passes by the row's block */
+            p->single_out[p->nsingle_out++] = t;
         } else {
             snprintf(why, nwhy, "reduction: output '%s' fits neither the rows nor a scalar", v->name);
             return false;
@@ -1120,6 +1174,9 @@ static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, 
             return NULL;
         }
     }
+    /* one row and one value of it: every index is that value's (a gather's index is checked
+     * against the extent before the read) */
+    if (ri->kind == RK_ROW && p->rows == 1 && fu_shape_numel(v->rank, v->shape) == 1) return r->var[i];
     if (ri->kind == RK_ROW) {
         cg_index want[FU_MAX_RANK];
         if (!row_index(p, c, v, want)) {
@@ -1694,10 +1751,12 @@ static void emit_column_combine(red_emit *r)
             cg_line(c, "%s %s = %s;", ct, r->var[i], fu_red_identity(ri->op, dt));
             char v[160];
             if (level == 0) {
+                cg_line(c, "#pragma unroll %d", COMBINE_UNROLL);
                 cg_line(c, "for (unsigned b = fu_first; b < fu_first + fu_members; b++) // in block order");
                 snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)b * %lld + kb)", ct,
                          (long long)ri->col_ws, (long long)K);
             } else {
+                cg_line(c, "#pragma unroll %d", COMBINE_UNROLL);
                 cg_line(c, "for (unsigned q = 0; q < %lldu; q++) // in group order", (long long)p->col_groups);
                 snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)q * %lld + kb)", ct,
                          (long long)ri->col_ws_groups, (long long)K);
@@ -1804,6 +1863,7 @@ static void emit_grid_combine(red_emit *r)
         if (!grid_kind(ri->kind)) continue;
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
         cg_line(c, "%s %s = %s;", ct, r->var[i], fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
+        cg_line(c, "#pragma unroll %d // the partials' loads in flight together (same order of adds)", COMBINE_UNROLL);
         if (p->queue) cg_line(c, "for (unsigned b = threadIdx.x; b < %lldu; b += %d) { // the rows' partials", (long long)p->rows, p->block_threads);
         else cg_line(c, "for (unsigned b = threadIdx.x; b < gridDim.x; b += %d) {", p->block_threads);
         c->indent++;
@@ -1816,6 +1876,47 @@ static void emit_grid_combine(red_emit *r)
         fu_red_round(c, ri->op, fu_val(f, ri->out)->dtype, r->var[i]);
         r->avail[i] = true;
     }
+}
+
+/* One row (rows == 1): output t, of another shape than the row's, element by element by
+ * the row's block after the passes (its inputs read from memory again, the row's
+ * reductions from their registers). */
+static void emit_single_row_output(red_emit *r, fu_tensor t, int o)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    const fu_value *v = fu_val(r->f, t);
+    const char *it = c->index64 ? "long long" : "int";
+    if (c->nvars + v->rank > CG_MAXVARS) {
+        cg_fail(c, "reduction: no index variables left for output '%s'", v->name);
+        return;
+    }
+    cg_line(c, "for (%s fu_e = %s; fu_e < %lld; fu_e += %d) { // '%s' of the single row", it, p->tid,
+            (long long)fu_shape_numel(v->rank, v->shape), p->block_threads, v->name);
+    c->indent++;
+    c->scope++;
+    cg_index idx[FU_MAX_RANK], off;
+    int64_t stride = 1;
+    for (int a = v->rank - 1; a >= 0; a--) {
+        if (v->shape[a] == 1) {
+            cg_index_const(&idx[a], 0);
+            continue;
+        }
+        char name[32];
+        snprintf(name, sizeof name, "fu_e%d_%d", o, a);
+        cg_line(c, "const %s %s = (fu_e / %lld) %% %lld;", it, name, (long long)stride, (long long)v->shape[a]);
+        cg_index_var(&idx[a], cg_add_var(c, name), name);
+        stride *= v->shape[a];
+    }
+    const char *val = cg_value(c, t, idx);
+    cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+    char e[512];
+    cg_store_expr(c, e, sizeof e, v->dtype, val);
+    cg_line(c, "%s[%s] = %s;", fu_kw_output(r->w, t)->name, off.expr, e);
+    c->scope--;
+    c->indent--;
+    cg_drop_scope(c);
+    cg_line(c, "}");
 }
 
 static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
@@ -1858,7 +1959,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
     for (int o = 0; o < p->nrow_out; o++) {
         const fu_value *v = fu_val(f, p->row_out[o]);
         cg_index idx[FU_MAX_RANK], off;
-        row_index(p, c, v, idx);
+        row_out_index(p, c, v, idx);
         const char *val = cg_value(c, p->row_out[o], idx);
         cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
         char e[512];
@@ -1866,6 +1967,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         cg_line(c, "if (%s == 0%s) %s[%s] = %s;", p->tid, p->cluster > 1 ? " && fu_rank == 0u" : "",
                 fu_kw_output(w, p->row_out[o])->name, off.expr, e);
     }
+    for (int o = 0; o < p->nsingle_out; o++) emit_single_row_output(r, p->single_out[o], o);
     for (int i = 0; i < p->nred; i++) {
         const red_info *ri = &p->reds[i];
         if (!grid_kind(ri->kind)) continue;
@@ -1978,6 +2080,10 @@ static void config_text(const red_params *p, fu_kernel_plan *kp)
         size_t n = strlen(kp->config);
         snprintf(kp->config + n, sizeof kp->config - n, " column_reductions=%d groups=%lld", p->ncol, (long long)p->col_groups);
     }
+    if (p->nsingle_out) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " single_row_outputs=%d", p->nsingle_out);
+    }
 }
 
 /* kp->params_json: every number, flag and name of the struct. */
@@ -2043,6 +2149,8 @@ static char *params_json(const red_params *p, const fu_fusion *f)
     json_names(&js, f, p->scalar_out, p->nscalar_out);
     fu_sb_puts(&js, ", \"column_outputs\": ");
     json_names(&js, f, p->col_out, p->ncol_out);
+    fu_sb_puts(&js, ", \"single_row_outputs\": ");
+    json_names(&js, f, p->single_out, p->nsingle_out);
     fu_sb_printf(&js, ", \"scalars_by_block0\": %s}", p->scalars_block0 ? "true" : "false");
     return fu_sb_take(&js);
 }
