@@ -5,8 +5,8 @@
 #           event; what reference/torch_bench.py does, with a longer spin);
 #   nospin: run_suite built again with -DHB_COLD_SPIN=0 at $BUILD-nospin (the flush alone, as
 #           before 2026-12-02).
-# The two run one after the other twice (spin, nospin, spin, nospin: a drift shows as a difference
-# between the two runs of one variant), each `run_suite FOLDER --repetitions 1 --time-limit 0.05`.
+# The two run one after the other PRELUDE_AB_ROUNDS times (default 2: spin, nospin, spin, nospin; a
+# drift shows between the runs of one variant), each `run_suite FOLDER --repetitions 1 --time-limit 0.05`.
 # Prints, per pair, the median over the fusions of nospin / spin and how many are >5% apart.
 # Logs under ${OUT:-/tmp/out}/prelude_ab/.
 # shellcheck source=part.sh
@@ -19,7 +19,7 @@ cmake -S . -B "$nospin" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-DHB_COLD_SPI
 dir=$out/fusions
 rm -rf "$dir"
 "$build/fuser/fuser-fuzz" write --count 200 --seed 7 --out "$dir" >"$out/write.log" 2>&1 || { cat "$out/write.log"; exit 1; }
-for round in 1 2; do
+for round in $(seq 1 "${PRELUDE_AB_ROUNDS:-2}"); do
   for v in spin nospin; do
     rs=$build/suites/run_suite
     [ "$v" = nospin ] && rs=$nospin/suites/run_suite
@@ -31,6 +31,8 @@ python3 - "$out" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
 def times(name):
+    import os
+    if not os.path.exists(f"{out}/{name}.json"): return {}
     try:
         r = json.load(open(f"{out}/{name}.json"))
     except (OSError, ValueError) as e:
@@ -45,5 +47,5 @@ def compare(a, b):
     print(f"{b:8s} / {a:8s}: {len(r)} fusions, median {statistics.median(r):.3f}, "
           f"{sum(x > 1.05 for x in r)} over 1.05, {sum(x < 1 / 1.05 for x in r)} under 1/1.05")
 for a, b in (("spin1", "nospin1"), ("spin2", "nospin2"), ("spin1", "spin2"), ("nospin1", "nospin2")):
-    compare(a, b)
+    if runs[a] and runs[b]: compare(a, b)
 PY
