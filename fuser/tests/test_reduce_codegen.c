@@ -25,7 +25,8 @@
  *     reductions (strided rows, a two-level last-block combine) at four sizes
  *     (few rows, odd columns) in f32 and bf16, and compile;
  *   - a bf16 sum read by an f32 op is rounded to bf16 first (bf16_sums and
- *     bf16_column_sum: the row, column and grid layouts, the outer scheduler);
+ *     bf16_column_sum: the row, column and grid layouts, the outer scheduler),
+ *     and the outer scheduler's 8 f32 lanes are stored as two 16-byte vectors;
  *   - the row scheduler's parameters (kp->params_json) hold its decisions:
  *     the f32 cross entropy fwd+bwd at V = 128256 splits each row over a
  *     cluster of 4 blocks (parts of 32064), the bf16 layer norm forward at
@@ -336,6 +337,9 @@ int main(void)
         tc_list_free(&l);
         char *col = one_kernel(rt, data, "bf16_column_sum.fusion", NULL, 0, FU_F32);
         CHECK_CONTAINS(body_of(col), "r0_7 = fu_round_bf16(r0_7);");
+        /* its 8 f32 lanes (the bf16 input's vector) are stored 16 bytes at a time: a 32-byte
+         * store had no type and wrote one byte */
+        CHECK_CONTAINS(body_of(col), "*(uint4 *)(out0 + o1 + 4) = *(const uint4 *)((const char *)fu_o0 + 16);");
         free(col);
         /* f32 sums are not rounded again */
         CHECK(!strstr(body_of(f32), "fu_round_"));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu/final.sh -- the session's closing run on a GPU machine (at most ~9 minutes), against
 # a Release build at ${BUILD:-/tmp/b}:
-#   1. scripts/compile_times.sh --phases (NVRTC, every suite kernel, two cold compiles);
+#   1. scripts/compile_times.sh --phases (NVRTC, every suite kernel, two cold compiles; not with
+#      FINAL_COMPILE_TIMES=0);
 #   2. torch.compile's caches warmed by FINAL_WARMERS (8) parallel torch_bench.py processes over
 #      the fusions of `run_suite all` (FINAL_WARM: the --write-fusions file), while
 #      test_runtime_gpu runs (cluster launches);
@@ -19,8 +20,10 @@ start=$SECONDS
 budget=${FINAL_BUDGET_S:-520}
 rs=$build/suites/run_suite
 
-timeout 90 scripts/compile_times.sh "$build/fuser/fuser" 2 --phases >"$out/compile_times.txt" 2>&1
-echo "compile_times: exit $? in $((SECONDS - start)) s"; tail -n 4 "$out/compile_times.txt"
+if [ "${FINAL_COMPILE_TIMES:-1}" = 1 ]; then
+  timeout 90 scripts/compile_times.sh "$build/fuser/fuser" 2 --phases >"$out/compile_times.txt" 2>&1
+  echo "compile_times: exit $? in $((SECONDS - start)) s"; tail -n 4 "$out/compile_times.txt"
+fi
 
 warm=${FINAL_WARM:-.devcache/warm.json}
 pids=()

@@ -40,6 +40,7 @@ const char *cg_storage_type(fu_dtype t)
 
 const char *cg_vector_type(int bytes)
 {
+    FU_ASSERT(bytes == 16 || bytes == 8 || bytes == 4 || bytes == 2 || bytes == 1);
     return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : bytes == 2 ? "unsigned short"
                                                                                        : "unsigned char";
 }

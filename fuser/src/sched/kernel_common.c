@@ -177,7 +177,6 @@ void fu_kw_vector_store(fu_kernel_writer *w, const cg_param *p, const char *base
                         const char (*lanes)[32], int vec)
 {
     fu_dtype dt = fu_val(w->cg.f, p->tensor)->dtype;
-    const char *wide = cg_vector_type((int)fu_dtype_size(dt) * vec);
     char e[512];
     bool raw = true; /* every lane a loaded element of this dtype: copied as it is */
     for (int lane = 0; lane < vec; lane++) raw &= cg_store_raw(&w->cg, lanes[lane], dt) != NULL;
@@ -198,7 +197,18 @@ void fu_kw_vector_store(fu_kernel_writer *w, const cg_param *p, const char *base
             cg_line(&w->cg, "%s[%d] = %s;", tmp, lane, e);
         }
     }
-    cg_line(&w->cg, "*(%s *)(%s + %s) = *(const %s *)%s;", wide, p->name, base, wide, tmp);
+    int bytes = (int)fu_dtype_size(dt) * vec;
+    if (bytes <= 16) {
+        const char *wide = cg_vector_type(bytes);
+        cg_line(&w->cg, "*(%s *)(%s + %s) = *(const %s *)%s;", wide, p->name, base, wide, tmp);
+        return;
+    }
+    /* wider than one access (f32 lanes of a vector set by bf16 inputs: 8 x 4 bytes): 16 bytes
+     * at a time (a single 32-byte access would be no type at all and store one byte) */
+    int lanes16 = 16 / (int)fu_dtype_size(dt);
+    for (int lane = 0; lane < vec; lane += lanes16)
+        cg_line(&w->cg, "*(uint4 *)(%s + %s + %d) = *(const uint4 *)((const char *)%s + %d);", p->name, base, lane, tmp,
+                lane * (int)fu_dtype_size(dt));
 }
 
 bool fu_kw_finish(fu_kernel_writer *w, fu_kernel_plan *kp, char *why, size_t nwhy)
