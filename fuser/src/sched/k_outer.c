@@ -453,7 +453,6 @@ static void emit_split_combine(outer_emit *e)
     for (int i = 0; i < p->nred; i++) {
         for (int lane = 0; lane < p->vec; lane++)
             cg_line(c, "%s = %s;", e->var[i][lane], fu_red_identity(p->reds[i].op, p->reds[i].acc_dt));
-        cg_line(c, "#pragma unroll 8 // the partials' loads in flight together (same order of adds)");
         cg_line(c, "for (unsigned s = 0; s < %lldu; s++) // in split order", (long long)p->splits);
         cg_open(c);
         for (int lane = 0; lane < p->vec; lane++) {

@@ -119,13 +119,6 @@
 #ifndef FEW_ROWS_THREADS_PER_SM
 #define FEW_ROWS_THREADS_PER_SM 2048
 #endif
-/* The last block's loops over the other blocks' partials are unrolled by
- * this much, so that their loads are in flight together: rolled, each
- * iteration waited on one L2 round trip (the random fusions' 512 partials of
- * 32-thread blocks: 16 of them in a row). The adds keep their order. */
-#ifndef COMBINE_UNROLL
-#define COMBINE_UNROLL 8
-#endif
 /* Rows whose later passes re-read more than a block's shared memory holds are
  * split over the blocks of a thread-block cluster (2, 4 or 8, the fewest
  * whose parts fit), each keeping its part in shared memory; the row's
@@ -1751,12 +1744,10 @@ static void emit_column_combine(red_emit *r)
             cg_line(c, "%s %s = %s;", ct, r->var[i], fu_red_identity(ri->op, dt));
             char v[160];
             if (level == 0) {
-                cg_line(c, "#pragma unroll %d", COMBINE_UNROLL);
                 cg_line(c, "for (unsigned b = fu_first; b < fu_first + fu_members; b++) // in block order");
                 snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)b * %lld + kb)", ct,
                          (long long)ri->col_ws, (long long)K);
             } else {
-                cg_line(c, "#pragma unroll %d", COMBINE_UNROLL);
                 cg_line(c, "for (unsigned q = 0; q < %lldu; q++) // in group order", (long long)p->col_groups);
                 snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)q * %lld + kb)", ct,
                          (long long)ri->col_ws_groups, (long long)K);
@@ -1863,7 +1854,6 @@ static void emit_grid_combine(red_emit *r)
         if (!grid_kind(ri->kind)) continue;
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
         cg_line(c, "%s %s = %s;", ct, r->var[i], fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
-        cg_line(c, "#pragma unroll %d // the partials' loads in flight together (same order of adds)", COMBINE_UNROLL);
         if (p->queue) cg_line(c, "for (unsigned b = threadIdx.x; b < %lldu; b += %d) { // the rows' partials", (long long)p->rows, p->block_threads);
         else cg_line(c, "for (unsigned b = threadIdx.x; b < gridDim.x; b += %d) {", p->block_threads);
         c->indent++;
