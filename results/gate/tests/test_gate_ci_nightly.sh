@@ -26,7 +26,11 @@ check '[ $? = 0 ]' "the first night passes: $(cat "$tmp/stderr")"
 check "grep -q 'no baseline for NVIDIA H200' '$tmp/stderr'" "it says there was no baseline"
 check "[ -f '$res/baselines/nvidia_h200.json' ]" "the run becomes the baseline"
 check "[ -f '$res/runs/2025-06-01T010000Z_aaa0001_nvidia_h200.json.gz' ]" "the run is kept (compressed)"
-check "[ -s '$tmp/n1/plots/bandwidth_cross_entropy.png' ]" "bandwidth plots are drawn"
+# (the plots need gnuplot: scripts/setup installs it; where it is absent they are not checked)
+have_gnuplot=false
+command -v gnuplot >/dev/null 2>&1 && have_gnuplot=true
+$have_gnuplot || echo "note: gnuplot is not installed: the plots are not checked"
+$have_gnuplot && check "[ -s '$tmp/n1/plots/bandwidth_cross_entropy.png' ]" "bandwidth plots are drawn"
 
 # Night 2: the same speed: passes, reports written.
 FAKE_ARGS_LOG=$tmp/args.log FAKE_SEED=2 FAKE_DATE=2025-06-02T01:00:00Z FAKE_COMMIT=aaa0002 nightly --out "$tmp/n2" \
@@ -43,8 +47,8 @@ check '[ $? = 1 ]' "a slower night exits 1: $(cat "$tmp/stderr")"
 check "grep -q -- '--repetitions 5\$' '$tmp/args3.log'" "the nightly's default is 5 repetitions"
 check "grep -q 'Regression gate: FAILED' '$tmp/n3/gate.md'" "the report says FAILED"
 check "[ -f '$res/runs/2025-06-03T010000Z_aaa0003_nvidia_h200.json.gz' ]" "a failing run is kept too"
-check "[ -s '$tmp/n3/plots/history_qkv_split_fwd_fuser_bf16_12x1024x768.png' ]" "history plots of regressed cases"
-check '[ "$(ls "$tmp/n3/plots" | grep -c "^history_.*png$")" = 2 ]' "only of the gated regressed cases"
+$have_gnuplot && check "[ -s '$tmp/n3/plots/history_qkv_split_fwd_fuser_bf16_12x1024x768.png' ]" "history plots of regressed cases"
+$have_gnuplot && check '[ "$(ls "$tmp/n3/plots" | grep -c "^history_.*png$")" = 2 ]' "only of the gated regressed cases"
 check "grep -q '4 SLOWER' '$tmp/n3/gate.md'" "the 4 qkv_split cases are SLOWER"
 check "grep -q 'informational (not gated)' '$tmp/n3/gate.md'" "the torch_compile ones are informational"
 check "grep -q 'qkv_split/fwd/fuser/bf16/12x1024x768.: \*\*SLOWER' '$tmp/n3/gate.md'" "the gated ones are named"
