@@ -144,8 +144,10 @@ fu_status fu_exec_launch(fu_executable *x, const fu_devptr *inputs, const fu_dev
     for (int i = 0; i < f->ninputs; i++) x->buffers[f->inputs[i]] = inputs[i];
     for (int i = 0; i < f->noutputs; i++) {
         fu_tensor t = f->outputs[i];
-        if (f->values[t].input_index >= 0) { /* an input returned as it is */
-            fu_status s = fu_device_copy_async(x->rt, outputs[i], inputs[f->values[t].input_index], tensor_bytes(f, t), err);
+        /* an input returned as it is, or under another shape (the same bytes) */
+        fu_tensor src = f->values[t].input_index >= 0 ? t : p->copy_of[t];
+        if (src >= 0) {
+            fu_status s = fu_device_copy_async(x->rt, outputs[i], inputs[f->values[src].input_index], tensor_bytes(f, t), err);
             if (s) return s;
             x->ncopies++;
         } else {

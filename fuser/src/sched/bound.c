@@ -18,7 +18,8 @@
  * Grid-wide values combine with each other and reduce further without one
  * (the last block can finish them). It ignores what no fuser can avoid only
  * sometimes (a row value read at another row, say), so it may be lower than
- * the real minimum, never higher. Outputs of no elements need no kernel.
+ * the real minimum, never higher. Outputs of no elements need no kernel, nor
+ * an output that is an input's bytes (fu_output_is_input_view: copied).
  */
 #include <string.h>
 
@@ -53,6 +54,34 @@ static int find_row_kind(row_kind *kinds, int *nkinds, const fu_value *x, const 
         if (kinds[i].nkept == k.nkept && !memcmp(kinds[i].kept, k.kept, (size_t)k.nkept * sizeof k.kept[0])) return i;
     kinds[*nkinds] = k;
     return (*nkinds)++;
+}
+
+/* Whether n keeps its input's bytes in order: a reshape, or a permute that moves
+ * only axes of extent 1 (the others keep their order). */
+static bool same_bytes(const fu_fusion *f, const fu_node *n)
+{
+    if (n->op == FU_OP_RESHAPE) return true;
+    if (n->op != FU_OP_PERMUTE) return false;
+    const fu_value *x = fu_val(f, n->inputs[0]);
+    int last = -1;
+    for (int i = 0; i < x->rank; i++) {
+        int a = n->attrs.perm[i];
+        if (x->shape[a] == 1) continue;
+        if (a < last) return false;
+        last = a;
+    }
+    return true;
+}
+
+bool fu_output_is_input_view(const fu_fusion *f, const fu_node *n)
+{
+    if (!same_bytes(f, n) || f->values[n->inputs[0]].input_index < 0) return false;
+    bool output = false;
+    for (int k = 0; k < f->noutputs; k++) output |= f->outputs[k] == n->output;
+    for (int i = 0; output && i < f->nnodes; i++)
+        for (int k = 0; k < f->nodes[i].ninputs; k++)
+            if (f->nodes[i].inputs[k] == n->output) return false;
+    return output;
 }
 
 /* What an op that is no reduction, scatter or segment_set depends on. */
@@ -130,6 +159,7 @@ int fu_kernels_lower_bound(const fu_fusion *f)
     int kernels = 0;
     for (int k = 0; k < f->noutputs; k++) {
         const fu_value *v = fu_val(f, f->outputs[k]);
+        if (v->producer >= 0 && fu_output_is_input_view(f, &f->nodes[v->producer])) continue; /* copied */
         if (fu_shape_numel(v->rank, v->shape) > 0 && deps[f->outputs[k]].level + 1 > kernels)
             kernels = deps[f->outputs[k]].level + 1;
     }

@@ -64,6 +64,8 @@ typedef struct fu_plan {
     int lower_bound;         /* fu_kernels_lower_bound of the fusion */
     fu_tensor *alias_of;     /* per tensor: the fusion output whose buffer it is written into
                               * (an output that only reshapes it: no kernel of its own), or -1 */
+    fu_tensor *copy_of;      /* per tensor: for an output that is an input's bytes under another
+                              * shape (fu_output_is_input_view), that input, copied; else -1 */
 } fu_plan;
 
 fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan **out, fu_error *err);
@@ -122,6 +124,10 @@ bool fu_scatter_is_atomic(const fu_fusion *f, const fu_node *s, const fu_plan_op
  * boundaries (a change of reduction axis, a grid-wide value read at full
  * size, a scatter's result, segment_set) separate; from the math alone. */
 int fu_kernels_lower_bound(const fu_fusion *f);
+/* Whether node n is a reshape of an input (or a permute that moves only axes of extent 1)
+ * into a fusion output that no op reads: the output is the input's bytes, copied as an
+ * input returned unchanged is, with no kernel. */
+bool fu_output_is_input_view(const fu_fusion *f, const fu_node *n);
 
 /* The merging segmenter (merge.c). probe offers a group to the schedulers
  * without planning it: 1 taken, 0 not (why says why), -1 error (in err).

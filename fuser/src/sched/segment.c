@@ -462,7 +462,13 @@ static fu_status plan_fusion(seg_ctx *s)
     const fu_fusion *f = p->fusion;
     bool *all = fu_calloc((size_t)f->nnodes + 1, sizeof *all);
     if (!all) return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < f->nnodes; i++) all[i] = true;
+    for (int i = 0; i < f->nnodes; i++) {
+        all[i] = !fu_output_is_input_view(f, &f->nodes[i]);
+        if (!all[i]) {
+            p->copy_of[f->nodes[i].output] = f->nodes[i].inputs[0];
+            p->ncopies++;
+        }
+    }
     fu_status st = schedule_levels(s, all);
     fu_free(all);
     return st;
@@ -494,14 +500,16 @@ fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan
     }
     fu_plan *p = fu_calloc(1, sizeof *p);
     if (!p || !(p->materialized = fu_calloc((size_t)simple->nvalues, sizeof(bool))) ||
-        !(p->alias_of = fu_malloc(((size_t)simple->nvalues + 1) * sizeof *p->alias_of))) {
+        !(p->alias_of = fu_malloc(((size_t)simple->nvalues + 1) * sizeof *p->alias_of)) ||
+        !(p->copy_of = fu_malloc(((size_t)simple->nvalues + 1) * sizeof *p->copy_of))) {
         if (p) fu_free(p->materialized);
+        if (p) fu_free(p->alias_of);
         fu_free(p);
         fu_fusion_free(simple);
         return fu_error_set(err, FU_ERR_NOMEM, "out of memory planning '%s'", f->name);
     }
     p->fusion = simple;
-    for (int t = 0; t < simple->nvalues; t++) p->alias_of[t] = -1;
+    for (int t = 0; t < simple->nvalues; t++) p->alias_of[t] = p->copy_of[t] = -1;
     p->lower_bound = fu_kernels_lower_bound(simple);
     for (int i = 0; i < simple->ninputs; i++) p->materialized[simple->inputs[i]] = true;
     for (int i = 0; i < simple->noutputs; i++)
@@ -537,6 +545,7 @@ void fu_plan_free(fu_plan *p)
     fu_free(p->kernels);
     fu_free(p->materialized);
     fu_free(p->alias_of);
+    fu_free(p->copy_of);
     fu_free(p->intermediates);
     fu_fusion_free(p->fusion);
     fu_free(p);
@@ -603,6 +612,10 @@ char *fu_plan_text(const fu_plan *p)
             }
         fu_sb_puts(&sb, "\n");
     }
+    for (fu_tensor t = 0; t < f->nvalues; t++)
+        if (p->copy_of[t] >= 0)
+            fu_sb_printf(&sb, "  output '%s': input '%s' under another shape, copied (no kernel)\n", f->values[t].name,
+                         f->values[p->copy_of[t]].name);
     if (p->nkernels > p->lower_bound)
         fu_sb_printf(&sb, "  (the math forces at least %d kernel%s)\n", p->lower_bound, p->lower_bound == 1 ? "" : "s");
     return fu_sb_take(&sb);
