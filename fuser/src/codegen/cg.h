@@ -141,7 +141,8 @@ bool cg_div_const_split(double k, float *hi, float *lo);
 /* C type holding values of dtype t in registers (compute type), and in memory. */
 const char *cg_compute_type(fu_dtype t);
 const char *cg_storage_type(fu_dtype t);
-/* The integer type moved by one access of `bytes` (16: uint4, 8: uint2, 4, 2). */
+/* The integer type moved by one access of `bytes` (16: uint4, 8: uint2, 4, 2, 1); for any
+ * other width a name that is no type, so that NVRTC stops rather than store part of a vector. */
 const char *cg_vector_type(int bytes);
 /* Expression storing the value `var` as storage type t: converts the value
  * before its rounding to t when var is that rounding (cg_store_source). */

@@ -40,9 +40,10 @@ const char *cg_storage_type(fu_dtype t)
 
 const char *cg_vector_type(int bytes)
 {
-    FU_ASSERT(bytes == 16 || bytes == 8 || bytes == 4 || bytes == 2 || bytes == 1);
+    /* any other width is a caller's bug (a 32-byte vector once became "unsigned char": one byte
+     * stored); a name that is no type makes NVRTC stop with it, instead of a wrong store */
     return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : bytes == 4 ? "unsigned int" : bytes == 2 ? "unsigned short"
-                                                                                       : "unsigned char";
+         : bytes == 1  ? "unsigned char" : "fu_no_vector_type_of_this_width";
 }
 
 void cg_store_expr(const cg_ctx *c, char *buf, size_t n, fu_dtype t, const char *var)
