@@ -56,34 +56,6 @@ static int find_row_kind(row_kind *kinds, int *nkinds, const fu_value *x, const 
     return (*nkinds)++;
 }
 
-/* Whether n keeps its input's bytes in order: a reshape, or a permute that moves
- * only axes of extent 1 (the others keep their order). */
-static bool same_bytes(const fu_fusion *f, const fu_node *n)
-{
-    if (n->op == FU_OP_RESHAPE) return true;
-    if (n->op != FU_OP_PERMUTE) return false;
-    const fu_value *x = fu_val(f, n->inputs[0]);
-    int last = -1;
-    for (int i = 0; i < x->rank; i++) {
-        int a = n->attrs.perm[i];
-        if (x->shape[a] == 1) continue;
-        if (a < last) return false;
-        last = a;
-    }
-    return true;
-}
-
-bool fu_output_is_input_view(const fu_fusion *f, const fu_node *n)
-{
-    if (!same_bytes(f, n) || f->values[n->inputs[0]].input_index < 0) return false;
-    bool output = false;
-    for (int k = 0; k < f->noutputs; k++) output |= f->outputs[k] == n->output;
-    for (int i = 0; output && i < f->nnodes; i++)
-        for (int k = 0; k < f->nodes[i].ninputs; k++)
-            if (f->nodes[i].inputs[k] == n->output) return false;
-    return output;
-}
-
 /* What an op that is no reduction, scatter or segment_set depends on. */
 static dep combine(const fu_fusion *f, const fu_node *n, const dep *deps)
 {

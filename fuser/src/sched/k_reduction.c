@@ -1913,9 +1913,7 @@ static void emit_single_row_output(red_emit *r, fu_tensor t, int o)
     }
     const char *val = cg_value(c, t, idx);
     cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
-    char e[512];
-    cg_store_expr(c, e, sizeof e, v->dtype, val);
-    cg_line(c, "%s[%s] = %s;", fu_kw_output(r->w, t)->name, off.expr, e);
+    fu_kw_store(r->w, fu_kw_output(r->w, t), off.expr, val);
     c->scope--;
     c->indent--;
     cg_drop_scope(c);

@@ -57,6 +57,37 @@ static bool is_output(const fu_fusion *f, fu_tensor t)
     return false;
 }
 
+static bool is_read(const fu_fusion *f, fu_tensor t)
+{
+    for (int i = 0; i < f->nnodes; i++)
+        for (int k = 0; k < f->nodes[i].ninputs; k++)
+            if (f->nodes[i].inputs[k] == t) return true;
+    return false;
+}
+
+/* Whether n keeps its input's bytes in order: a reshape, or a permute that moves
+ * only axes of extent 1 (the others keep their order). */
+static bool same_bytes(const fu_fusion *f, const fu_node *n)
+{
+    if (n->op == FU_OP_RESHAPE) return true;
+    if (n->op != FU_OP_PERMUTE) return false;
+    const fu_value *x = fu_val(f, n->inputs[0]);
+    int last = -1;
+    for (int i = 0; i < x->rank; i++) {
+        int a = n->attrs.perm[i];
+        if (x->shape[a] == 1) continue;
+        if (a < last) return false;
+        last = a;
+    }
+    return true;
+}
+
+bool fu_output_is_input_view(const fu_fusion *f, const fu_node *n)
+{
+    return same_bytes(f, n) && f->values[n->inputs[0]].input_index >= 0 && is_output(f, n->output) &&
+           !is_read(f, n->output);
+}
+
 /* A 16-bit scatter with atomic adds accumulates in f32, as PyTorch's
  * embedding backward does (each add rounded to bf16 loses up to 14% on a row
  * that half the tokens hit): the adds go into an f32 tensor, and a pointwise
@@ -360,13 +391,6 @@ static fu_status one_op_per_kernel(seg_ctx *s, const bool *members)
     return s->err->status;
 }
 
-static bool is_read(const fu_fusion *f, fu_tensor t)
-{
-    for (int i = 0; i < f->nnodes; i++)
-        for (int k = 0; k < f->nodes[i].ninputs; k++)
-            if (f->nodes[i].inputs[k] == t) return true;
-    return false;
-}
 
 /* A fusion output that reshapes a tensor computed here (not itself an output)
  * and that no op reads needs no kernel of its own: the tensor is written into the output's buffer
@@ -462,13 +486,7 @@ static fu_status plan_fusion(seg_ctx *s)
     const fu_fusion *f = p->fusion;
     bool *all = fu_calloc((size_t)f->nnodes + 1, sizeof *all);
     if (!all) return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < f->nnodes; i++) {
-        all[i] = !fu_output_is_input_view(f, &f->nodes[i]);
-        if (!all[i]) {
-            p->copy_of[f->nodes[i].output] = f->nodes[i].inputs[0];
-            p->ncopies++;
-        }
-    }
+    for (int i = 0; i < f->nnodes; i++) all[i] = p->copy_of[f->nodes[i].output] < 0; /* copies need no kernel */
     fu_status st = schedule_levels(s, all);
     fu_free(all);
     return st;
@@ -514,6 +532,11 @@ fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan
     for (int i = 0; i < simple->ninputs; i++) p->materialized[simple->inputs[i]] = true;
     for (int i = 0; i < simple->noutputs; i++)
         if (simple->values[simple->outputs[i]].producer < 0) p->ncopies++;
+    for (int i = 0; i < simple->nnodes; i++)
+        if (fu_output_is_input_view(simple, &simple->nodes[i])) {
+            p->copy_of[simple->nodes[i].output] = simple->nodes[i].inputs[0];
+            p->ncopies++;
+        }
     err->status = FU_OK; /* schedulers report through err; start clean */
     err->message[0] = '\0';
     seg_ctx s = {p, fu_malloc((size_t)simple->nvalues + 1), NULL, opts, err};
