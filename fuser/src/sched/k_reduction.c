@@ -708,9 +708,9 @@ static void choose_staged(const red_params *p, const fu_group *g, int pass, red_
 /* How phase M reads an online source: not at all (the source is computed
  * from the row, so phase M would compute it twice and keep both copies live:
  * the bf16 primitives kernel spilled), as the staged or cached f32 element
- * itself (a register), or as the packed pairs of a staged or cached bf16
- * input converted to f32 (two elements per max); *k and *staged say which
- * array. */
+ * itself (a register; a bf16 one converted where the vector is odd), or as
+ * the packed pairs of a staged or cached bf16 input converted to f32 (two
+ * elements per max); *k and *staged say which array. */
 static batch_max_kind batch_max_source(const red_params *p, const fu_fusion *f, const red_info *ri, const red_pass *ps,
                                        int *k, bool *staged)
 {
@@ -730,7 +730,11 @@ static batch_max_kind batch_max_source(const red_params *p, const fu_fusion *f, 
         if (j == p->ncache) return BM_NONE;
     }
     if (tv->dtype == FU_F32) return BM_REGISTER;
-    if (tv->dtype != FU_BF16 || p->vec < 2 || p->vec % 2) return BM_NONE;
+    if (tv->dtype != FU_BF16) return BM_NONE;
+    /* An odd vector (vec 1: an odd row length) has no pairs: each staged
+     * element, converted, as f32 does; still one rescale per batch, not one
+     * per element. */
+    if (p->vec % 2) return BM_REGISTER;
     *k = j;
     *staged = st;
     return BM_PACKED_BF16;
