@@ -10,7 +10,8 @@
 #      FINAL_ARGS, default --repetitions 3 --time-limit 0.1) into final/run.json;
 #   4. the gate: scripts/compare results/baselines/nvidia_h200.json against that run;
 #   5. if time is left (FINAL_BUDGET_S, default 520 s from the start), the cross entropy rows
-#      split over clusters (fwd+bwd and bwd at V = 50304, 128256, 256000, fuser only).
+#      split over clusters (fwd+bwd and bwd at V = 50304, 128256, 256000, fuser only; other
+#      rows with FINAL_TAIL_SIZES and FINAL_TAIL_FILTER).
 # Logs under ${OUT:-/tmp/out}/final/.
 # shellcheck source=part.sh
 . "$(dirname "$0")/part.sh" final
@@ -59,7 +60,8 @@ echo "gate against the baseline: exit $?"; grep -E 'Verdicts|SLOWER|REGRESSION|F
 
 left=$((budget - (SECONDS - start)))
 if [ "$left" -gt 40 ]; then
-  timeout "$left" "$rs" cross_entropy --sizes 8192x50304,8192x128256,8192x256000 --filter '/(fwdbwd|bwd)/fuser/' \
+  timeout "$left" "$rs" cross_entropy --sizes "${FINAL_TAIL_SIZES:-8192x50304,8192x128256,8192x256000}" \
+    --filter "${FINAL_TAIL_FILTER:-/(fwdbwd|bwd)/fuser/}" \
     --repetitions 1 --time-limit 0.1 >"$out/cluster.txt" 2>&1
-  echo "cluster rows: exit $?"; grep -E '^cross_entropy' "$out/cluster.txt"
+  echo "extra cross entropy rows: exit $?"; grep -E '^cross_entropy' "$out/cluster.txt"
 fi
