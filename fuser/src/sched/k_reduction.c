@@ -126,6 +126,14 @@
 #ifndef SINGLE_ROW_MAX_ELEMS
 #define SINGLE_ROW_MAX_ELEMS 4096
 #endif
+/* Where the group's reductions all reduce every axis, a tensor of at most
+ * this many elements is one row (one block of up to 1024 threads, 16
+ * iterations): its outputs of the full shape are then written in the same
+ * kernel (a larger one's need a grid-wide value: a second kernel), and no
+ * grid-wide combine is paid. Larger ones are rows of their last axis. */
+#ifndef FULL_ONE_ROW_MAX_ELEMS
+#define FULL_ONE_ROW_MAX_ELEMS 16384
+#endif
 /* Rows whose later passes re-read more than a block's shared memory holds are
  * split over the blocks of a thread-block cluster (2, 4 or 8, the fewest
  * whose parts fit), each keeping its part in shared memory; the row's
@@ -439,8 +447,12 @@ static bool analyse(red_params *p, const fu_group *g, char *why, size_t nwhy)
         const fu_value *x = fu_val(f, p->reds[largest_full].in);
         p->rank = x->rank;
         memcpy(p->D, x->shape, sizeof x->shape);
-        p->inner[x->rank - 1] = true; /* rows of the last axis, then across rows */
-        if (x->rank == 1) p->inner[0] = true;
+        /* rows of the last axis of extent > 1 (with the unit axes after it),
+         * then across rows; a small tensor is one row */
+        int last = x->rank - 1;
+        while (last > 0 && x->shape[last] == 1) last--;
+        if (fu_shape_numel(x->rank, x->shape) <= FULL_ONE_ROW_MAX_ELEMS) last = 0;
+        for (int a = last; a < x->rank; a++) p->inner[a] = true;
     } else {
         snprintf(why, nwhy, "reduction: only reductions of scalars");
         return false;

@@ -121,8 +121,9 @@ static fu_tensor atomic_in_f32(fu_fusion *d, const fu_node *n, const fu_tensor *
  *   - a reduction over an axis of extent 0: full(shape, identity), the values
  *     the interpreter gives (sum 0, max -inf, min inf, mean NaN);
  *   - a reduction whose reduced axes all have extent 1: a reshape of its
- *     input; reduced axes of extent 1 beside others are dropped from a
- *     reduction that keeps some axes.
+ *     input; one whose kept axes all have extent 1: a reduction over every
+ *     axis, reshaped; reduced axes of extent 1 beside others are dropped
+ *     from a reduction that keeps some axes.
  * Returns the tensor of d standing for n's output, or -1 to copy n as it is. */
 static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n, const fu_tensor *in,
                               const fu_plan_options *opts)
@@ -153,11 +154,22 @@ static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n
         double v = n->op == FU_OP_SUM ? 0.0 : n->op == FU_OP_RMAX ? -INFINITY : n->op == FU_OP_RMIN ? INFINITY : NAN;
         return fu_full(d, ov->rank, ov->shape, v, ov->dtype, name);
     }
-    /* a reduction over every axis stays one (a grid reduction of the rows) */
-    if (empty || nkeep == nreduced || (nkeep > 0 && nreduced == xv->rank)) return -1;
+    if (empty) return -1;
     if (nkeep == 0) return fu_reshape(d, in[0], ov->rank, ov->shape, name);
     char part[FU_MAX_NAME + 8];
     snprintf(part, sizeof part, "%.*s.r", FU_MAX_NAME - 3, name);
+    /* one whose kept axes all have extent 1 is a reduction over every axis
+     * (a grid reduction of the rows), reshaped to its shape */
+    bool kept_units = true;
+    for (int a = 0; a < xv->rank; a++) kept_units &= reduced[a] || xv->shape[a] == 1;
+    if (kept_units && nreduced < xv->rank) {
+        int all[FU_MAX_RANK];
+        for (int a = 0; a < xv->rank; a++) all[a] = a;
+        fu_tensor r = fu_reduce(d, n->op, in[0], xv->rank, all, false, part);
+        return fu_reshape(d, r, ov->rank, ov->shape, name);
+    }
+    /* a reduction over every axis stays one */
+    if (nkeep == nreduced || (nkeep > 0 && nreduced == xv->rank)) return -1;
     fu_tensor r = fu_reduce(d, n->op, in[0], nkeep, keep, true, part);
     return fu_reshape(d, r, ov->rank, ov->shape, name);
 }
