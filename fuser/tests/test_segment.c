@@ -42,6 +42,7 @@ static const expect cases[] = {
     {"segment/units_kept_rowsum_then_max.fusion", {NULL}, 1, false},
     {"segment/units_kept_min_of_colmax.fusion", {NULL}, 1, false},
     {"segment/small_full_mean_centered.fusion", {NULL}, 1, false},
+    {"segment/grid_output_beside_rows.fusion", {NULL}, 1, false},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */

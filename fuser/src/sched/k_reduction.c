@@ -247,6 +247,8 @@ typedef struct red_params {
     fu_tensor row_out[MAX_OUTS], scalar_out[MAX_OUTS], col_out[MAX_OUTS];
     int nsingle_out;             /* rows == 1: outputs of any other shape, element by element */
     fu_tensor single_out[MAX_OUTS]; /* by the row's block after its passes */
+    int nfree_out;               /* outputs of another shape that read no row or grid-wide value: */
+    fu_tensor free_out[MAX_OUTS]; /* element by element over the grid, before the rows */
     bool scalars_block0; /* block 0 writes the scalar outputs (else the last block to finish, or none) */
     /* the grid */
     int ngrid;          /* grid reductions (RK_GRID_EPI, RK_ROWGRID) */
@@ -1011,9 +1013,10 @@ static void choose_config(red_params *p, const fu_group *g)
 static bool classify_outputs(red_params *p, const fu_group *g, char *why, size_t nwhy)
 {
     const fu_fusion *f = g->f;
-    uint32_t epi_bits = 0, col_bits = 0, row_bits = 0;
+    uint32_t epi_bits = 0, col_bits = 0, row_bits = 0, pro_bits = 0;
     for (int i = 0; i < p->nred; i++) {
         if (grid_kind(p->reds[i].kind)) epi_bits |= 1u << i;
+        if (p->reds[i].kind == RK_GRID_PRO) pro_bits |= 1u << i;
         if (p->reds[i].kind == RK_COL) col_bits |= 1u << i;
         if (p->reds[i].kind == RK_ROW) row_bits |= 1u << i;
     }
@@ -1050,6 +1053,14 @@ static bool classify_outputs(red_params *p, const fu_group *g, char *why, size_t
                 return false;
             }
             p->scalar_out[p->nscalar_out++] = t;
+        } else if (!(d & ~pro_bits) && p->nfree_out < MAX_OUTS &&
+                   fu_shape_numel(v->rank, v->shape) <=
+                       SINGLE_ROW_MAX_ELEMS * (p->rows < g->opts->sm_count ? p->rows : g->opts->sm_count)) {
+            /* reads only the inputs and the prologue's reductions: any shape, by every
+             * block before its rows (docs/segments.md cause B), at most SINGLE_ROW_MAX_ELEMS
+             * for each of the blocks there are at least (one a row, up to an SM each);
+             * a larger one gets a kernel of its own, where every SM takes part */
+            p->free_out[p->nfree_out++] = t;
         } else if (p->rows == 1 && !(d & epi_bits) && p->nsingle_out < MAX_OUTS &&
                    fu_shape_numel(v->rank, v->shape) <= SINGLE_ROW_MAX_ELEMS) {
             /* one row: its values are the same at every index, so any output reading them can
@@ -1897,12 +1908,12 @@ static void emit_grid_combine(red_emit *r)
     }
 }
 
-/* One row (rows == 1): output t, of another shape than the row's, element by element by
- * the row's block after the passes (its inputs read from memory again, the row's
- * reductions from their registers). */
-static void emit_single_row_output(red_emit *r, fu_tensor t, int o)
+/* Output t, of another shape than the row's, element by element from `first` in steps of
+ * `step` (its inputs read from memory, the reductions from their registers): by the row's
+ * block after the passes where there is one row (emit_single_row_output), over the grid
+ * before the rows where it reads no row value (emit_free_output). */
+static void emit_output_elements(red_emit *r, fu_tensor t, const char *first, const char *step, const char *what)
 {
-    const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const fu_value *v = fu_val(r->f, t);
     const char *it = c->index64 ? "long long" : "int";
@@ -1910,8 +1921,8 @@ static void emit_single_row_output(red_emit *r, fu_tensor t, int o)
         cg_fail(c, "reduction: no index variables left for output '%s'", v->name);
         return;
     }
-    cg_line(c, "for (%s fu_e = %s; fu_e < %lld; fu_e += %d) { // '%s' of the single row", it, p->tid,
-            (long long)fu_shape_numel(v->rank, v->shape), p->block_threads, v->name);
+    cg_line(c, "for (%s fu_e = %s; fu_e < %lld; fu_e += %s) { // '%s' %s", it, first,
+            (long long)fu_shape_numel(v->rank, v->shape), step, v->name, what);
     c->indent++;
     c->scope++;
     cg_index idx[FU_MAX_RANK], off;
@@ -1922,7 +1933,7 @@ static void emit_single_row_output(red_emit *r, fu_tensor t, int o)
             continue;
         }
         char name[32];
-        snprintf(name, sizeof name, "fu_e%d_%d", o, a);
+        snprintf(name, sizeof name, "fu_e%d_%d", c->tmp++, a);
         cg_line(c, "const %s %s = (fu_e / %lld) %% %lld;", it, name, (long long)stride, (long long)v->shape[a]);
         cg_index_var(&idx[a], cg_add_var(c, name), name);
         stride *= v->shape[a];
@@ -1934,6 +1945,22 @@ static void emit_single_row_output(red_emit *r, fu_tensor t, int o)
     c->indent--;
     cg_drop_scope(c);
     cg_line(c, "}");
+}
+
+static void emit_single_row_output(red_emit *r, fu_tensor t)
+{
+    char step[16];
+    snprintf(step, sizeof step, "%d", r->p->block_threads);
+    emit_output_elements(r, t, r->p->tid, step, "of the single row");
+}
+
+static void emit_free_output(red_emit *r, fu_tensor t)
+{
+    const char *it = r->w->cg.index64 ? "(long long)" : "";
+    char first[80], step[64];
+    snprintf(first, sizeof first, "%sblockIdx.x * blockDim.x + threadIdx.x", it);
+    snprintf(step, sizeof step, "%sgridDim.x * blockDim.x", it);
+    emit_output_elements(r, t, first, step, "reads no row value: over the grid");
 }
 
 static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
@@ -1950,6 +1977,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
                 (long long)p->smem_bytes);
     for (int i = 0; i < p->nred; i++)
         if (p->reds[i].kind == RK_GRID_PRO) emit_grid_prologue(r, i);
+    for (int o = 0; o < p->nfree_out; o++) emit_free_output(r, p->free_out[o]);
     emit_column_accumulators(r);
     for (int i = 0; i < p->nred && !p->queue; i++)
         if (grid_kind(p->reds[i].kind))
@@ -1984,7 +2012,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         cg_line(c, "if (%s == 0%s) %s[%s] = %s;", p->tid, p->cluster > 1 ? " && fu_rank == 0u" : "",
                 fu_kw_output(w, p->row_out[o])->name, off.expr, e);
     }
-    for (int o = 0; o < p->nsingle_out; o++) emit_single_row_output(r, p->single_out[o], o);
+    for (int o = 0; o < p->nsingle_out; o++) emit_single_row_output(r, p->single_out[o]);
     for (int i = 0; i < p->nred; i++) {
         const red_info *ri = &p->reds[i];
         if (!grid_kind(ri->kind)) continue;
@@ -2101,6 +2129,10 @@ static void config_text(const red_params *p, fu_kernel_plan *kp)
         size_t n = strlen(kp->config);
         snprintf(kp->config + n, sizeof kp->config - n, " single_row_outputs=%d", p->nsingle_out);
     }
+    if (p->nfree_out) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " grid_outputs=%d", p->nfree_out);
+    }
 }
 
 /* kp->params_json: every number, flag and name of the struct. */
@@ -2168,6 +2200,8 @@ static char *params_json(const red_params *p, const fu_fusion *f)
     json_names(&js, f, p->col_out, p->ncol_out);
     fu_sb_puts(&js, ", \"single_row_outputs\": ");
     json_names(&js, f, p->single_out, p->nsingle_out);
+    fu_sb_puts(&js, ", \"grid_outputs\": ");
+    json_names(&js, f, p->free_out, p->nfree_out);
     fu_sb_printf(&js, ", \"scalars_by_block0\": %s}", p->scalars_block0 ? "true" : "false");
     return fu_sb_take(&js);
 }
