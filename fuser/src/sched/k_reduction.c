@@ -64,6 +64,18 @@
 #define STAGE_BYTES 128
 #endif
 #define STAGE_ELEMS_MULTIPASS 32
+/* A vector narrower than a register (one bf16 element: a row of odd length)
+ * counts as 4 bytes in STAGE_BYTES, since it takes a register: 64 of them
+ * spilled the bf16 cross entropy forward at V = 50257. 0 turns it off. */
+#ifndef NARROW_VECTOR_REGISTER
+#define NARROW_VECTOR_REGISTER 1
+#endif
+/* The online log-sum-exp of a bf16 row of odd length takes each batch's max
+ * first from the staged elements (as f32 rows do), one rescale per batch
+ * instead of a compare and a possible rescale per element. 0 turns it off. */
+#ifndef ODD_VECTOR_BATCH_MAX
+#define ODD_VECTOR_BATCH_MAX 1
+#endif
 /* Vectors of a row per thread: where the row is kept between passes, and
  * where it does not (one pass, or passes reading memory again). */
 #ifndef CACHED_ROW_ITERS
@@ -745,10 +757,9 @@ static batch_max_kind batch_max_source(const red_params *p, const fu_fusion *f, 
     }
     if (tv->dtype == FU_F32) return BM_REGISTER;
     if (tv->dtype != FU_BF16) return BM_NONE;
-    /* An odd vector (vec 1: an odd row length) has no pairs: each staged
-     * element, converted, as f32 does; still one rescale per batch, not one
-     * per element. */
-    if (p->vec % 2) return BM_REGISTER;
+    /* an odd vector (vec 1: an odd row length) has no pairs: each staged
+     * element, converted (ODD_VECTOR_BATCH_MAX) */
+    if (p->vec % 2) return ODD_VECTOR_BATCH_MAX ? BM_REGISTER : BM_NONE;
     *k = j;
     *staged = st;
     return BM_PACKED_BF16;
@@ -768,7 +779,9 @@ static void plan_pass(red_params *p, const fu_group *g, int pass)
      * elements. */
     ps->from_slots = pass > 1 && ps->nstage > 0;
     for (int k = 0; k < ps->nstage; k++) ps->from_slots &= smem_index(p, ps->stage_t[k]) >= 0;
-    int stage_iters = p->passes == 1 || (p->nsmem && pass == 1) ? STAGE_BYTES / (p->vec * p->elem_bytes)
+    int vec_bytes = p->vec * p->elem_bytes;
+    if (NARROW_VECTOR_REGISTER && vec_bytes < 4) vec_bytes = 4; /* it takes a register */
+    int stage_iters = p->passes == 1 || (p->nsmem && pass == 1) ? STAGE_BYTES / vec_bytes
                       : ps->from_slots                          ? ROW_SMEM_BATCH
                                                                 : STAGE_ELEMS_MULTIPASS / p->vec;
     if (stage_iters < 1) stage_iters = 1;

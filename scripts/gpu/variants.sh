@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# scripts/gpu/variants.sh -- A/B of compile-time switches of the schedulers (the #ifndef macros
+# of fuser/src/sched/*.c) in one call on a GPU machine: run_suite built once per variant, the
+# same selection run on each, alternating, so that a drift of the card shows between rounds.
+#
+#   VARIANTS="name=-DMACRO=0 -DOTHER=1;name2=..." VARIANT_ARGS="<run_suite args>" scripts/gpu/variants.sh
+#
+# The variant "default" is the Release build at ${BUILD:-/tmp/b} (no flags; always run first).
+# VARIANT_ROUNDS (default 2) rounds; each run's table is printed in full (fuser rows).
+# Logs under ${OUT:-/tmp/out}/variants/.
+# shellcheck source=part.sh
+. "$(dirname "$0")/part.sh" variants
+cd "$here" || exit 2
+: "${VARIANT_ARGS:?variants.sh: give VARIANT_ARGS, the run_suite arguments}"
+names=(default)
+declare -A bin=([default]=$build/suites/run_suite)
+IFS=';' read -r -a specs <<<"${VARIANTS:-}"
+pids=()
+for spec in "${specs[@]}"; do
+  [ -n "$spec" ] || continue
+  name=${spec%%=*} flags=${spec#*=}
+  case "$name" in ''|*[!A-Za-z0-9_]*) echo "variants.sh: bad variant name '$name'"; exit 2 ;; esac
+  dir=$build-$name
+  (cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS=$flags" >"$out/build_$name.log" 2>&1 &&
+     cmake --build "$dir" -j "$(nproc)" --target run_suite >>"$out/build_$name.log" 2>&1) &
+  pids+=($!)
+  names+=("$name")
+  bin[$name]=$dir/suites/run_suite
+done
+for p in "${pids[@]}"; do wait "$p" || echo "variants.sh: a build failed (build_*.log)"; done
+read -r -a args <<<"$VARIANT_ARGS"
+for round in $(seq 1 "${VARIANT_ROUNDS:-2}"); do
+  for name in "${names[@]}"; do
+    [ -x "${bin[$name]}" ] || { echo "variants.sh: $name: no run_suite (build_$name.log)"; continue; }
+    timeout -k 5 120 "${bin[$name]}" "${args[@]}" --out "$out/$name$round.json" >"$out/$name$round.txt" 2>&1
+    echo "variants.sh: $name round $round: exit $?"
+    grep -E ' fuser ' "$out/$name$round.txt"
+  done
+done
