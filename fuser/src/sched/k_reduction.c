@@ -138,6 +138,10 @@
 #ifndef SINGLE_ROW_MAX_ELEMS
 #define SINGLE_ROW_MAX_ELEMS 4096
 #endif
+/* Outputs that read no row value are written over the grid before the rows,
+ * at most this many elements a thread (more threads a block where needed, up
+ * to 1024); larger ones go to a kernel of their own. */
+#define FREE_OUT_ITERS 4
 /* Where the group's reductions all reduce every axis, a tensor of at most
  * this many elements is one row (one block of up to 1024 threads, 16
  * iterations): its outputs of the full shape are then written in the same
@@ -965,6 +969,12 @@ static void choose_cached_inputs(red_params *p, const fu_group *g, int64_t budge
     }
 }
 
+/* The blocks a row kernel has at least: one a row, up to an SM each. */
+static int64_t free_out_blocks(const red_params *p, const fu_group *g)
+{
+    return p->rows < g->opts->sm_count ? p->rows : g->opts->sm_count;
+}
+
 static void choose_config(red_params *p, const fu_group *g)
 {
     const fu_fusion *f = g->f;
@@ -992,10 +1002,17 @@ static void choose_config(red_params *p, const fu_group *g)
     if (p->ncol > 0)
         while (threads < 1024 && (threads < 256 || (int64_t)p->ncol * ((vecs + threads - 1) / threads) * p->vec > COL_MAX_ACC))
             threads *= 2;
-    /* a single row's other outputs: a thread an element, up to 1024 */
+    /* a single row's other outputs: a thread an element, up to 1024; the outputs written
+     * over the grid: at most FREE_OUT_ITERS elements a thread of the min(rows, SMs)
+     * blocks there are at least (one block of 128 threads took 13 us for 2673) */
     for (int o = 0; o < p->nsingle_out; o++) {
         const fu_value *v = fu_val(f, p->single_out[o]);
         while (threads < 1024 && threads < fu_shape_numel(v->rank, v->shape)) threads *= 2;
+    }
+    for (int o = 0; o < p->nfree_out; o++) {
+        const fu_value *v = fu_val(f, p->free_out[o]);
+        while (threads < 1024 && (int64_t)threads * free_out_blocks(p, g) * FREE_OUT_ITERS < fu_shape_numel(v->rank, v->shape))
+            threads *= 2;
     }
     if (p->cluster == 1)
         while (threads < 1024 && vecs > threads &&
@@ -1067,12 +1084,11 @@ static bool classify_outputs(red_params *p, const fu_group *g, char *why, size_t
             }
             p->scalar_out[p->nscalar_out++] = t;
         } else if (!(d & ~pro_bits) && p->nfree_out < MAX_OUTS &&
-                   fu_shape_numel(v->rank, v->shape) <=
-                       SINGLE_ROW_MAX_ELEMS * (p->rows < g->opts->sm_count ? p->rows : g->opts->sm_count)) {
+                   fu_shape_numel(v->rank, v->shape) <= (int64_t)1024 * FREE_OUT_ITERS * free_out_blocks(p, g)) {
             /* reads only the inputs and the prologue's reductions: any shape, by every
-             * block before its rows (docs/segments.md cause B), at most SINGLE_ROW_MAX_ELEMS
-             * for each of the blocks there are at least (one a row, up to an SM each);
-             * a larger one gets a kernel of its own, where every SM takes part */
+             * block before its rows (docs/segments.md cause B), at most FREE_OUT_ITERS
+             * elements for each thread of 1024 of the blocks there are at least; a larger
+             * one gets a kernel of its own, where every SM takes part */
             p->free_out[p->nfree_out++] = t;
         } else if (p->rows == 1 && !(d & epi_bits) && p->nsingle_out < MAX_OUTS &&
                    fu_shape_numel(v->rank, v->shape) <= SINGLE_ROW_MAX_ELEMS) {
