@@ -7,7 +7,9 @@
  *       tools: torch.compile's kernel counts on the same fusions)
  *   fuser-fuzz check [--count N] [--seed S] [--dir DIR] [--device plan|compile|gpu]
  *       checks the N fusions of seed S (or every .fusion file of DIR) and
- *       prints the failures, then the kernel counts beside the lower bound
+ *       prints the failures, then the kernel counts beside the lower bound;
+ *       each fusion runs on the interpreter (and on the GPU against it) with
+ *       two draws of inputs: normal(0, 1), then those scaled by 1/32
  *
  * Exit status: 0 all passed, 1 some failed, 2 usage or I/O errors, 77 for
  * --device gpu where there is no GPU.

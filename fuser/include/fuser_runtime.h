@@ -102,7 +102,7 @@ typedef struct fu_compile_info {
     double total_ms;             /* the whole call: hash, cache, NVRTC, module load */
     size_t cubin_bytes;
     char key[65];                /* SHA-256 of the cache key, hex */
-    char cache_file[1024];       /* the entry's path ("" when the disk cache is off) */
+    char cache_file[1200];       /* the entry's path ("" when the disk cache is off) */
 } fu_compile_info;
 
 /* What a compiled kernel uses (cuFuncGetAttribute), for `fuser plan`. */

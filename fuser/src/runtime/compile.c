@@ -543,7 +543,7 @@ fu_status fu_runtime_compile(fu_runtime *rt, const char *source, const char *nam
         opts[ncompile++] = time_opt;
     }
     to_hex(key, 32, info->key);
-    char dir[1100] = "", path[1300] = "";
+    char dir[1100] = "", path[1200] = ""; /* (a cache_dir of 1023 bytes: 1171 with the key) */
     if (rt->cache_dir[0]) {
         snprintf(dir, sizeof dir, "%s/kernels", rt->cache_dir);
         snprintf(path, sizeof path, "%s/%s.cubin", dir, info->key);
