@@ -39,8 +39,14 @@ fu_status fu_exec_run_for_device(fu_runtime *rt, const fu_fusion *f, fu_scatter_
                                  const fu_host_tensor *inputs, fu_host_tensor *outputs, fu_error *err);
 
 /* Launches the whole plan asynchronously. inputs[i] / outputs[i] are device
- * buffers (dense, row-major) for the plan fusion's inputs and outputs. */
+ * buffers (dense, row-major) for the plan fusion's inputs and outputs. An
+ * output that is an input's bytes (fu_exec_output_view) is copied from it,
+ * unless the caller passes that input's buffer as the output: then it is a
+ * view, as PyTorch returns one, and nothing is launched for it. */
 fu_status fu_exec_launch(fu_executable *x, const fu_devptr *inputs, const fu_devptr *outputs, fu_error *err);
+/* The plan fusion's input whose bytes output i is (returned unchanged, or
+ * under another shape), or -1 where a kernel writes the output. */
+int fu_exec_output_view(const fu_executable *x, int i);
 /* Waits, then reports an out-of-range index seen by any kernel (and clears it). */
 fu_status fu_exec_check(fu_executable *x, fu_error *err);
 /* Launches counted by fu_exec_launch: kernels, memsets and copies. */

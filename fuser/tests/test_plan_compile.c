@@ -420,6 +420,47 @@ static fu_fusion *reuse_chain(fu_dtype dt, int depth)
     return f;
 }
 
+/* An output that is an input's bytes (returned as it is, permuted by the identity,
+ * reshaped) is a view of that input for fu_exec_output_view; an output a kernel
+ * writes is not, and neither is an input's copy under another order. */
+static void check_output_views(fu_runtime *rt)
+{
+    static const char *TEXT = "fusion views\n"
+                              "input x: f32[4, 6]\n"
+                              "input y: f32[6]\n"
+                              "flat = reshape(x, shape=[24])\n"
+                              "same = permute(x, dims=[0, 1])\n"
+                              "moved = permute(x, dims=[1, 0])\n"
+                              "z = neg(y)\n"
+                              "output flat\noutput z\noutput y\noutput same\noutput moved\n";
+    fu_error err = {0};
+    fu_program *prog = NULL;
+    fu_fusion *f = NULL;
+    fu_plan *p = NULL;
+    fu_executable *x = NULL;
+    fu_plan_options po;
+    fu_plan_options_default(&po);
+    CHECK(fu_program_parse(TEXT, "views.fusion", &prog, &err) == FU_OK);
+    if (prog) CHECK(fu_program_build(prog, NULL, 0, &f, &err) == FU_OK);
+    if (f) CHECK(fu_plan_build(f, &po, &p, &err) == FU_OK);
+    if (p) CHECK(fu_exec_prepare(rt, p, &x, &err) == FU_OK);
+    if (err.message[0]) fprintf(stderr, "views: %s\n", err.message);
+    if (x) {
+        const int want[5] = {0, -1, 1, 0, -1};
+        for (int i = 0; i < 5; i++) {
+            CHECK(fu_exec_output_view(x, i) == want[i]);
+            if (fu_exec_output_view(x, i) != want[i])
+                fprintf(stderr, "views: output %d is a view of %d, want %d\n", i, fu_exec_output_view(x, i), want[i]);
+        }
+        CHECK(fu_exec_output_view(x, 5) == -1 && fu_exec_output_view(x, -1) == -1);
+    }
+    printf("%-48s output views                 %s\n", "views", x ? "OK" : "FAIL");
+    fu_exec_free(x);
+    fu_plan_free(p);
+    fu_fusion_free(f);
+    fu_program_free(prog);
+}
+
 int main(void)
 {
     const char *suites = getenv("FUSER_SUITES_DIR");
@@ -483,6 +524,7 @@ int main(void)
     check_shared_memory_limits(suites);
     check_shared_memory_rows();
     check_output_domains(suites);
+    check_output_views(rt);
 
     fu_runtime_stats st = stats_of(rt);
     printf("%d plans; nvrtc_calls=%lld cache_hits=%lld compile_ms=%.0f\n", l.n, (long long)st.nvrtc_calls,

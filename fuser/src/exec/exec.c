@@ -134,6 +134,16 @@ static bool writes_nothing(const fu_fusion *f, const fu_kernel_plan *kp)
     return true;
 }
 
+int fu_exec_output_view(const fu_executable *x, int i)
+{
+    const fu_fusion *f = x->plan->fusion;
+    if (i < 0 || i >= f->noutputs) return -1;
+    fu_tensor t = f->outputs[i];
+    /* an input returned as it is, or under another shape (the same bytes) */
+    fu_tensor src = f->values[t].input_index >= 0 ? t : x->plan->copy_of[t];
+    return src >= 0 ? f->values[src].input_index : -1;
+}
+
 fu_status fu_exec_launch(fu_executable *x, const fu_devptr *inputs, const fu_devptr *outputs, fu_error *err)
 {
     const fu_plan *p = x->plan;
@@ -143,15 +153,13 @@ fu_status fu_exec_launch(fu_executable *x, const fu_devptr *inputs, const fu_dev
     x->nkernels_launched = x->nmemsets = x->ncopies = 0;
     for (int i = 0; i < f->ninputs; i++) x->buffers[f->inputs[i]] = inputs[i];
     for (int i = 0; i < f->noutputs; i++) {
-        fu_tensor t = f->outputs[i];
-        /* an input returned as it is, or under another shape (the same bytes) */
-        fu_tensor src = f->values[t].input_index >= 0 ? t : p->copy_of[t];
-        if (src >= 0) {
-            fu_status s = fu_device_copy_async(x->rt, outputs[i], inputs[f->values[src].input_index], tensor_bytes(f, t), err);
+        int view = fu_exec_output_view(x, i);
+        if (view < 0) {
+            x->buffers[f->outputs[i]] = outputs[i];
+        } else if (outputs[i] != inputs[view]) { /* (the same buffer: a view, nothing to do) */
+            fu_status s = fu_device_copy_async(x->rt, outputs[i], inputs[view], tensor_bytes(f, f->outputs[i]), err);
             if (s) return s;
             x->ncopies++;
-        } else {
-            x->buffers[t] = outputs[i];
         }
     }
     for (fu_tensor t = 0; t < f->nvalues; t++) /* written straight into an output that reshapes it */
