@@ -196,10 +196,11 @@ static void check_outer_params(const char *data)
 }
 
 /* The row scheduler's parameters: the decisions named, and the launch's numbers the struct's. */
-static void check_row_params(const char *suites)
+static void check_row_params(const char *data, const char *suites)
 {
-    const char *ce[] = {"V=128256"}, *ln[] = {"N=16384", "D=768"};
+    const char *ce[] = {"V=128256"}, *ln[] = {"N=16384", "D=768"}, *sr[] = {"C=5"};
     const struct {
+        const char *dir;
         const char *rel;
         const char *const *sets;
         int nsets;
@@ -207,15 +208,18 @@ static void check_row_params(const char *suites)
         unsigned cluster, block;
         const char *fields[6];
     } want[] = {
-        {"cross_entropy/cross_entropy_fwdbwd.fusion", ce, 1, FU_F32, 4, 1024,
+        {suites, "cross_entropy/cross_entropy_fwdbwd.fusion", ce, 1, FU_F32, 4, 1024,
          {"\"cluster\": 4,", "\"part\": 32064,", "\"rows\": 8192,", "\"inner\": 128256,",
           "{\"name\": \"logits\", \"where\": \"shared\"", NULL}},
-        {"layer_norm/layer_norm_fwd.fusion", ln, 2, FU_BF16, 1, 256,
+        {suites, "layer_norm/layer_norm_fwd.fusion", ln, 2, FU_BF16, 1, 256,
          {"\"warp_rows\": 8,", "\"threads\": 32,", "\"cluster\": 1,", "\"queue\": false,", NULL}},
+        /* rows of 5: 8 lanes a row, 8 rows a warp, 2 warps a block (SHORT_ROW_LANES) */
+        {data, "short_rows.fusion", sr, 1, FU_F32, 1, 64,
+         {"\"warp_rows\": 8,", "\"threads\": 8,", "\"vec\": 1,", "\"grid_reductions\": 1,", NULL}},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_list l = {0};
-        tc_case *c = tc_add_suite(&l, suites, want[i].rel, "params", want[i].sets, want[i].nsets, want[i].dt, NULL);
+        tc_case *c = tc_add_suite(&l, want[i].dir, want[i].rel, "params", want[i].sets, want[i].nsets, want[i].dt, NULL);
         fu_error err = {0};
         fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
         CHECK(p != NULL);
@@ -237,6 +241,7 @@ static void check_row_params(const char *suites)
             CHECK_CONTAINS(kp->params_json, shared);
             CHECK_CONTAINS(kp->params_json, ws);
             if (kp->cluster > 1) CHECK_CONTAINS(kp->source, "__cluster_dims__(4, 1, 1)");
+            if (strstr(kp->params_json, "\"threads\": 8,")) CHECK_CONTAINS(kp->source, "fu_lanes_reduce<8>");
             printf("row params %s %s: %s\n", want[i].rel, fu_dtype_name(want[i].dt), kp->params_json);
         }
         fu_plan_free(p);
@@ -256,7 +261,7 @@ int main(void)
     check_outer_params(data);
     const char *suites = getenv("FUSER_SUITES_DIR");
     CHECK(suites != NULL);
-    if (suites) check_row_params(suites);
+    if (suites) check_row_params(data, suites);
     char cache[512];
     if (!tu_make_temp_dir(cache, sizeof cache, "reduce-codegen")) return 1;
     fu_runtime_options ro = {0};

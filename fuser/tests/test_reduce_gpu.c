@@ -218,6 +218,12 @@ int main(int argc, char **argv)
             run_case(rt, data, "layer_norm_backward.fusion", nb_sets[k], 2, dts[d], false);
             run_case(rt, data, "rms_norm_backward.fusion", nb_sets[k], 2, dts[d], false);
         }
+    /* Rows shorter than a warp on L lanes each (SHORT_ROW_LANES): 1, 2, 4 and 8 lanes, vec 1
+     * and 4, and a full warp at 17 columns; N = 4099 leaves the last warp's rows ragged. */
+    const char *sr[][2] = {{"N=4099", "C=1"}, {"N=4099", "C=2"}, {"N=4099", "C=3"},
+                           {"N=4099", "C=5"}, {"N=4099", "C=8"}, {"N=4099", "C=17"}, {"N=3", "C=5"}};
+    for (int d = 0; d < 2; d++)
+        for (size_t k = 0; k < sizeof sr / sizeof sr[0]; k++) run_case(rt, data, "short_rows.fusion", sr[k], 2, dts[d], false);
     /* The row scheduler's layouts (docs/perf.md v17), on the suites' fusions: rows split over
      * a thread-block cluster (cross entropy fwd+bwd, f32 at V = 65536: 2 blocks a row, at
      * 256000: 8; bf16 at 256000: 4), a warp a row (layer norm at 768 columns; the cross entropy

@@ -122,6 +122,14 @@
 #ifndef WARP_ROWS
 #define WARP_ROWS 8
 #endif
+/* Rows of fewer vectors than a warp's lanes (widths of 1-31 vectors) take L
+ * lanes each (the power of two at or above their vectors), 32 / L rows a
+ * warp, more warps a block while there are rows for two blocks an SM: a warp
+ * a row of two elements left 30 of its lanes idle, and the random fusions'
+ * grid reductions over rows of 2 ran 512 blocks of 32 threads. 0 turns it off. */
+#ifndef SHORT_ROW_LANES
+#define SHORT_ROW_LANES 1
+#endif
 /* Where the rows' threads fill less than half the GPU (sm_count x
  * FEW_ROWS_THREADS_PER_SM threads, an SM's 2048 on sm_90), a row gets more
  * threads, up to 1024, until each thread has one vector: with few rows the
@@ -909,6 +917,13 @@ static void choose_smem_cache(red_params *p, const fu_group *g)
 }
 
 /* Threads and vectors a thread for a row part of `vecs` vectors (see choose_config). */
+static int log2_int(int pow2)
+{
+    int n = 0;
+    while ((1 << n) < pow2) n++;
+    return n;
+}
+
 static int row_threads(const red_params *p, int64_t vecs)
 {
     int per_thread = p->passes >= 2 ? CACHED_ROW_ITERS : STREAMED_ROW_ITERS, max_threads = p->passes >= 2 ? 1024 : 512;
@@ -1018,13 +1033,24 @@ static void choose_config(red_params *p, const fu_group *g)
         while (threads < 1024 && vecs > threads &&
                p->rows * threads * 2 <= (int64_t)g->opts->sm_count * FEW_ROWS_THREADS_PER_SM)
             threads *= 2;
+    /* a warp a row where one warp holds it, with enough rows for two blocks an SM;
+     * rows shorter than a warp's vectors take L lanes each, 32 / L rows a warp */
+    p->warp_rows = 1;
+    if (threads == 32 && p->ncol == 0 && p->cluster == 1) {
+        if (SHORT_ROW_LANES && vecs < 32 && p->rows > 1 && p->nsingle_out == 0 && p->nfree_out == 0) {
+            int lanes = 1;
+            while (lanes < vecs) lanes *= 2;
+            threads = lanes;
+            p->warp_rows = 32 / lanes;
+            while (p->warp_rows * lanes < WARP_ROWS * 32 && p->rows >= (int64_t)p->warp_rows * 2 * 2 * g->opts->sm_count)
+                p->warp_rows *= 2;
+        } else {
+            for (int wr = WARP_ROWS; wr > 1 && p->warp_rows == 1; wr /= 2)
+                if (p->rows >= (int64_t)wr * 2 * g->opts->sm_count) p->warp_rows = wr;
+        }
+    }
     p->threads = threads;
     p->iters = (int)((vecs + threads - 1) / threads);
-    /* a warp a row where one warp holds it, with enough rows for two blocks an SM */
-    p->warp_rows = 1;
-    if (threads == 32 && p->ncol == 0 && p->cluster == 1)
-        for (int wr = WARP_ROWS; wr > 1 && p->warp_rows == 1; wr /= 2)
-            if (p->rows >= (int64_t)wr * 2 * g->opts->sm_count) p->warp_rows = wr;
     p->block_threads = threads * p->warp_rows;
     p->tid = p->warp_rows > 1 ? "fu_lane" : "threadIdx.x";
     /* cache the full-size inputs a later pass reads, if they fit: SMEM_CACHE_BYTES
@@ -1677,14 +1703,17 @@ static void emit_pass(red_emit *r, int pass)
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
         if (ri->online_max >= 0) {
             const char *m = r->var[ri->online_max];
-            if (p->warp_rows > 1) cg_line(c, "fu_lse_warp(%s, %s);", m, r->var[i]);
+            if (p->warp_rows > 1 && p->threads < 32) cg_line(c, "fu_lse_lanes<%d>(%s, %s);", p->threads, m, r->var[i]);
+            else if (p->warp_rows > 1) cg_line(c, "fu_lse_warp(%s, %s);", m, r->var[i]);
             else cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, r->var[i]);
             if (p->cluster > 1)
                 cg_line(c, "fu_lse_cluster<%d>(%s, %s, (float *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
                         p->cluster, m, r->var[i], p->nslots, i);
             r->avail[ri->online_max] = true;
         } else {
-            if (p->warp_rows > 1) cg_line(c, "%s = fu_warp_reduce(%s, %s);", r->var[i], r->var[i], op_functor(ri->op));
+            if (p->warp_rows > 1 && p->threads < 32)
+                cg_line(c, "%s = fu_lanes_reduce<%d>(%s, %s);", r->var[i], p->threads, r->var[i], op_functor(ri->op));
+            else if (p->warp_rows > 1) cg_line(c, "%s = fu_warp_reduce(%s, %s);", r->var[i], r->var[i], op_functor(ri->op));
             else cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", r->var[i], r->var[i], op_functor(ri->op), smem_of(ct));
             if (p->cluster > 1)
                 cg_line(c, "%s = fu_cluster_reduce<%d>(%s, %s, (%s *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
@@ -1880,7 +1909,10 @@ static void emit_row_loop_head(red_emit *r)
         c->indent++;
         c->scope++;
     } else if (p->warp_rows > 1) {
-        cg_line(c, "const unsigned fu_lane = threadIdx.x & 31u, fu_warp = threadIdx.x >> 5; // a warp a row");
+        if (p->threads == 32) cg_line(c, "const unsigned fu_lane = threadIdx.x & 31u, fu_warp = threadIdx.x >> 5; // a warp a row");
+        else
+            cg_line(c, "const unsigned fu_lane = threadIdx.x & %du, fu_warp = threadIdx.x >> %d; // %d lanes a row, %d rows a warp",
+                    p->threads - 1, log2_int(p->threads), p->threads, 32 / p->threads);
         cg_line(c, "for (%s row = (%s)blockIdx.x * %d + fu_warp; row < %lld; row += (%s)gridDim.x * %d) {", it, it,
                 p->warp_rows, (long long)p->rows, it, p->warp_rows);
         c->indent++;
