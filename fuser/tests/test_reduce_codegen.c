@@ -199,6 +199,7 @@ static void check_outer_params(const char *data)
 static void check_row_params(const char *data, const char *suites)
 {
     const char *ce[] = {"V=128256"}, *ln[] = {"N=16384", "D=768"}, *sr[] = {"C=5"};
+    const char *sr_many[] = {"N=1048576", "C=5"};
     const struct {
         const char *dir;
         const char *rel;
@@ -213,9 +214,12 @@ static void check_row_params(const char *data, const char *suites)
           "{\"name\": \"logits\", \"where\": \"shared\"", NULL}},
         {suites, "layer_norm/layer_norm_fwd.fusion", ln, 2, FU_BF16, 1, 256,
          {"\"warp_rows\": 8,", "\"threads\": 32,", "\"cluster\": 1,", "\"queue\": false,", NULL}},
-        /* rows of 5: 8 lanes a row, 8 rows a warp, 2 warps a block (SHORT_ROW_LANES) */
+        /* 4099 rows of 5: 8 lanes a row, 8 rows a warp, 2 warps a block (SHORT_ROW_LANES) */
         {data, "short_rows.fusion", sr, 1, FU_F32, 1, 64,
-         {"\"warp_rows\": 8,", "\"threads\": 8,", "\"vec\": 1,", "\"grid_reductions\": 1,", NULL}},
+         {"\"warp_rows\": 8,", "\"threads\": 8,", "\"iters\": 1,", "\"grid_reductions\": 1,", NULL}},
+        /* 1048576 rows of 5 overfill the GPU at a lane an element: 2 lanes of 3 (SHORT_ROW_ITERS) */
+        {data, "short_rows.fusion", sr_many, 2, FU_F32, 1, 256,
+         {"\"warp_rows\": 128,", "\"threads\": 2,", "\"iters\": 3,", "\"grid_reductions\": 1,", NULL}},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         tc_list l = {0};
@@ -241,6 +245,7 @@ static void check_row_params(const char *data, const char *suites)
             CHECK_CONTAINS(kp->params_json, shared);
             CHECK_CONTAINS(kp->params_json, ws);
             if (kp->cluster > 1) CHECK_CONTAINS(kp->source, "__cluster_dims__(4, 1, 1)");
+            if (strstr(kp->params_json, "\"threads\": 2,")) CHECK_CONTAINS(kp->source, "fu_lanes_reduce<2>");
             if (strstr(kp->params_json, "\"threads\": 8,")) CHECK_CONTAINS(kp->source, "fu_lanes_reduce<8>");
             printf("row params %s %s: %s\n", want[i].rel, fu_dtype_name(want[i].dt), kp->params_json);
         }

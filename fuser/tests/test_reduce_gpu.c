@@ -218,10 +218,12 @@ int main(int argc, char **argv)
             run_case(rt, data, "layer_norm_backward.fusion", nb_sets[k], 2, dts[d], false);
             run_case(rt, data, "rms_norm_backward.fusion", nb_sets[k], 2, dts[d], false);
         }
-    /* Rows shorter than a warp on L lanes each (SHORT_ROW_LANES): 1, 2, 4 and 8 lanes, vec 1
-     * and 4, and a full warp at 17 columns; N = 4099 leaves the last warp's rows ragged. */
-    const char *sr[][2] = {{"N=4099", "C=1"}, {"N=4099", "C=2"}, {"N=4099", "C=3"},
-                           {"N=4099", "C=5"}, {"N=4099", "C=8"}, {"N=4099", "C=17"}, {"N=3", "C=5"}};
+    /* Rows shorter than a warp on L lanes each (SHORT_ROW_LANES): 1, 2, 4 and 8 lanes, vec 1, 2
+     * and 4; at N = 65539 the rows overfill the GPU and a lane takes up to 4 vectors
+     * (SHORT_ROW_ITERS; C = 17: 8 lanes of 3, the last ragged); odd N leaves the last warp ragged. */
+    const char *sr[][2] = {{"N=4099", "C=1"}, {"N=4099", "C=2"}, {"N=4099", "C=3"}, {"N=4099", "C=5"},
+                           {"N=4099", "C=8"}, {"N=4099", "C=17"}, {"N=4099", "C=33"}, {"N=3", "C=5"},
+                           {"N=65539", "C=5"}, {"N=65539", "C=17"}, {"N=65539", "C=24"}};
     for (int d = 0; d < 2; d++)
         for (size_t k = 0; k < sizeof sr / sizeof sr[0]; k++) run_case(rt, data, "short_rows.fusion", sr[k], 2, dts[d], false);
     /* The row scheduler's layouts (docs/perf.md v17), on the suites' fusions: rows split over

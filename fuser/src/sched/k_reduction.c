@@ -127,6 +127,17 @@
  * warp, more warps a block while there are rows for two blocks an SM: a warp
  * a row of two elements left 30 of its lanes idle, and the random fusions'
  * grid reductions over rows of 2 ran 512 blocks of 32 threads. 0 turns it off. */
+/* At most SHORT_ROW_ITERS vectors a lane of a short row, at least 2 lanes a row of several
+ * vectors: the lanes a row are the power of two at or above vecs / SHORT_ROW_ITERS. A warp
+ * trip over short rows costs about the same whatever its rows (issue-bound: ~4000 cycles a
+ * trip on the H200 with 64 warps an SM), so more rows a trip is faster: 1048576 rows of 17
+ * f32 at 1 vector a lane (32 lanes) took 279 us, at 3 (8 lanes, 4 rows a warp) 81 us. One
+ * lane a row of several vectors strides the warp's loads over 32 rows (rows of 8 f32 on one
+ * lane: 33 us, on two: 25 us). Only where the rows at a vector a lane would overfill the
+ * GPU's threads. 1 gives a lane a vector, as before (docs/perf.md v20). */
+#ifndef SHORT_ROW_ITERS
+#define SHORT_ROW_ITERS 4
+#endif
 #ifndef SHORT_ROW_LANES
 #define SHORT_ROW_LANES 1
 #endif
@@ -1040,6 +1051,10 @@ static void choose_config(red_params *p, const fu_group *g)
         if (SHORT_ROW_LANES && vecs < 32 && p->rows > 1 && p->nsingle_out == 0 && p->nfree_out == 0) {
             int lanes = 1;
             while (lanes < vecs) lanes *= 2;
+            /* packing rows pays only where the rows' lanes overfill the GPU; on an idle one a
+             * lane's serial vectors are latency (fz_7_103: 5 rows of 16 on 4 lanes, 5.9 -> 7.1 us) */
+            if (p->rows * lanes > (int64_t)g->opts->sm_count * FEW_ROWS_THREADS_PER_SM)
+                for (lanes = 1; lanes * SHORT_ROW_ITERS < vecs || (lanes == 1 && vecs > 1);) lanes *= 2;
             threads = lanes;
             p->warp_rows = 32 / lanes;
             while (p->warp_rows * lanes < WARP_ROWS * 32 && p->rows >= (int64_t)p->warp_rows * 2 * 2 * g->opts->sm_count)
