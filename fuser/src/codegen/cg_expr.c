@@ -754,9 +754,9 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         const char *va = cg_value(c, n->inputs[0], sub[0]);
         const char *vb = cg_value(c, n->inputs[1], sub[1]);
         char raw[512];
-        double k;
+        double k = 0.0; /* set where kb (gcc -O3 cannot see it) */
         bool kb = fu_dtype_is_float(v->dtype) && constant_of(f, n->inputs[1], &k);
-        double ka;
+        double ka = 0.0;
         bool kaf = fu_dtype_is_float(v->dtype) && constant_of(f, n->inputs[0], &ka);
         /* x * 1, 1 * x, x / 1, x - (+0): x itself, bit for bit (same dtype, already rounded) */
         if (kb && ((k == 1.0 && (n->op == FU_OP_MUL || n->op == FU_OP_DIV)) || (k == 0.0 && !signbit(k) && n->op == FU_OP_SUB)))

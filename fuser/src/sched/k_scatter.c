@@ -772,7 +772,7 @@ static void emit_atomic_add(cg_ctx *c, fu_dtype dt, const char *out, const char 
         cg_line(c, "#else");
     }
     for (int lane = 0; lane < vec; lane++) {
-        char at[CG_EXPR + 8];
+        char at[CG_EXPR + 16]; /* off, " + ", the lane (gcc counts 10 digits) */
         snprintf(at, sizeof at, lane ? "%s + %d" : "%s", off, lane);
         switch (dt) {
         case FU_F32:
