@@ -127,6 +127,9 @@
  * warp, more warps a block while there are rows for two blocks an SM: a warp
  * a row of two elements left 30 of its lanes idle, and the random fusions'
  * grid reductions over rows of 2 ran 512 blocks of 32 threads. 0 turns it off. */
+#ifndef SHORT_ROW_LANES
+#define SHORT_ROW_LANES 1
+#endif
 /* At most SHORT_ROW_ITERS vectors a lane of a short row, at least 2 lanes a row of several
  * vectors: the lanes a row are the power of two at or above vecs / SHORT_ROW_ITERS. A warp
  * trip over short rows costs about the same whatever its rows (issue-bound: ~4000 cycles a
@@ -137,9 +140,6 @@
  * GPU's threads. 1 gives a lane a vector, as before (docs/perf.md v20). */
 #ifndef SHORT_ROW_ITERS
 #define SHORT_ROW_ITERS 4
-#endif
-#ifndef SHORT_ROW_LANES
-#define SHORT_ROW_LANES 1
 #endif
 /* Where the rows' threads fill less than half the GPU (sm_count x
  * FEW_ROWS_THREADS_PER_SM threads, an SM's 2048 on sm_90), a row gets more
@@ -927,7 +927,6 @@ static void choose_smem_cache(red_params *p, const fu_group *g)
     p->smem_bytes = total;
 }
 
-/* Threads and vectors a thread for a row part of `vecs` vectors (see choose_config). */
 static int log2_int(int pow2)
 {
     int n = 0;
@@ -935,6 +934,7 @@ static int log2_int(int pow2)
     return n;
 }
 
+/* Threads and vectors a thread for a row part of `vecs` vectors (see choose_config). */
 static int row_threads(const red_params *p, int64_t vecs)
 {
     int per_thread = p->passes >= 2 ? CACHED_ROW_ITERS : STREAMED_ROW_ITERS, max_threads = p->passes >= 2 ? 1024 : 512;
