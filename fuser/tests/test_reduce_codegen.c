@@ -7,6 +7,8 @@
  *     zeros and NaN (a * hi alone where 1/k is a power of two); with bf16
  *     operands, a * RN(1/k) rounded to bf16 is the correctly rounded bf16
  *     quotient for every normal bf16 a (9 constants);
+ *   - fu_value_range: the intervals of tanh, sigmoid, sums, where and casts,
+ *     and what leaves a tensor unbounded;
  *   - the soft-capped cross entropy (fuser/tests/data) plans to one kernel in
  *     f32 and bf16; its bf16 kernel uses tanh.approx, its f32 kernel the f32
  *     tanh, neither has a division by 30 left, and both compile with NVRTC;
@@ -46,6 +48,7 @@
 #include "check.h"
 #include "exec.h"
 #include "fuser_cases.h"
+#include "range.h"
 #include "runtime.h"
 #include "test_util.h"
 
@@ -139,6 +142,43 @@ static char *one_kernel(fu_runtime *rt, const char *data, const char *rel, const
     fu_plan_free(p);
     tc_list_free(&l);
     return src;
+}
+
+/* fu_value_range: the intervals of tanh, sigmoid and what follows them,
+ * unbounded inputs and what a zero-crossing divisor or NaN cast does. */
+static void check_value_ranges(void)
+{
+    fu_fusion *f = fu_fusion_new("ranges");
+    const int64_t shape[2] = {4, 8};
+    const int axis1[1] = {1};
+    fu_tensor x = fu_input(f, "x", FU_BF16, 2, shape);
+    fu_tensor k30 = fu_full(f, 0, NULL, 30.0, FU_BF16, "k30"), k5 = fu_full(f, 0, NULL, 5.0, FU_BF16, "k5");
+    fu_tensor scaled = fu_binary(f, FU_OP_DIV, x, k30, "scaled");
+    fu_tensor sq = fu_unary(f, FU_OP_TANH, scaled, "sq");
+    fu_tensor capped = fu_binary(f, FU_OP_MUL, sq, k30, "capped");
+    fu_tensor sg = fu_unary(f, FU_OP_SIGMOID, x, "sg");
+    fu_tensor rows = fu_reduce(f, FU_OP_SUM, sq, 1, axis1, false, "rows");
+    fu_tensor inv = fu_unary(f, FU_OP_RECIPROCAL, sq, "inv");
+    fu_tensor pick = fu_where(f, fu_binary(f, FU_OP_GT, x, k5, "gt"), sq, k5, "pick");
+    fu_tensor asint = fu_cast(f, fu_binary(f, FU_OP_ADD, sq, k5, "shifted"), FU_I32, "asint");
+    fu_tensor e = fu_unary(f, FU_OP_EXP, capped, "e");
+    fu_tensor prod = fu_binary(f, FU_OP_MUL, sq, x, "prod");
+    fu_output(f, e);
+    double lo, hi;
+    CHECK(!fu_value_range(f, x, &lo, &hi) && isinf(lo) && isinf(hi));
+    CHECK(!fu_value_range(f, scaled, &lo, &hi));
+    CHECK(fu_value_range(f, sq, &lo, &hi) && lo <= -1 && lo > -1.02 && hi >= 1 && hi < 1.02);
+    CHECK(fu_value_range(f, capped, &lo, &hi) && lo <= -30 && lo > -31 && hi >= 30 && hi < 31);
+    CHECK(fu_value_range(f, sg, &lo, &hi) && lo <= 0 && hi >= 1 && hi < 1.02);
+    CHECK(fu_value_range(f, rows, &lo, &hi) && lo <= -8 && lo > -8.2 && hi >= 8 && hi < 8.2); /* 8 terms */
+    CHECK(!fu_value_range(f, inv, &lo, &hi));                                       /* 1 / [-1, 1] */
+    CHECK(fu_value_range(f, pick, &lo, &hi) && lo <= -1 && hi >= 5 && hi < 5.1);
+    CHECK(fu_value_range(f, asint, &lo, &hi) && lo == 0 && hi == 6);               /* NaN -> 0 */
+    CHECK(fu_value_range(f, e, &lo, &hi) && lo > 0 && lo <= exp(-30) && hi >= exp(30) && hi < exp(31));
+    CHECK(!fu_value_range(f, prod, &lo, &hi));
+    CHECK(!fu_value_range(f, -1, &lo, &hi) && !fu_value_range(f, 1000, &lo, &hi));
+    printf("value ranges: tanh, sigmoid, sums, where, casts checked\n");
+    fu_fusion_free(f);
 }
 
 /* The kernel after the prelude's definitions. */
@@ -267,6 +307,7 @@ int main(void)
     }
     check_div_const();
     check_div_const_bf16();
+    check_value_ranges();
     check_outer_params(data);
     const char *suites = getenv("FUSER_SUITES_DIR");
     CHECK(suites != NULL);
