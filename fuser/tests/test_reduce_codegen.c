@@ -7,16 +7,18 @@
  *     zeros and NaN (a * hi alone where 1/k is a power of two); with bf16
  *     operands, a * RN(1/k) rounded to bf16 is the correctly rounded bf16
  *     quotient for every normal bf16 a (9 constants);
- *   - fu_value_range: the intervals of tanh, sigmoid, sums, where and casts,
- *     and what leaves a tensor unbounded;
  *   - the soft-capped cross entropy (fuser/tests/data) plans to one kernel in
  *     f32 and bf16; its bf16 kernel uses tanh.approx, its f32 kernel the f32
  *     tanh, neither has a division by 30 left, and both compile with NVRTC;
+ *     its capped logits are bounded (fu_value_range, checked on its own ops
+ *     and others), so its log-sum-exp has a constant shift: no rescale as the
+ *     max grows (LSE_CONST_SHIFT), with the shift and the FMA-pipe lanes in
+ *     the parameters and the text agreeing with them;
  *   - the pointwise math fusion folds x * 1 and x / 1 (its output 'same' is
  *     the input's loaded value, stored unconverted) and compiles;
  *   - a kernel's prelude holds the helper files it uses and what they need
- *     (the pointwise kernel no reductions, the cross entropy the lse file and
- *     the min/max file it needs);
+ *     (the pointwise kernel no reductions, the soft-capped cross entropy the
+ *     shifted-lse file and the min/max file it needs, not the online lse's);
  *   - column_reductions and bias_grad plan to one kernel of the outer-reduction
  *     scheduler with vector loads, whose rows are split over blocks (the last
  *     block combining) exactly where the columns are few, and compile; its
@@ -254,6 +256,9 @@ static void check_row_params(const char *data, const char *suites)
           "{\"name\": \"logits\", \"where\": \"shared\"", NULL}},
         {suites, "layer_norm/layer_norm_fwd.fusion", ln, 2, FU_BF16, 1, 256,
          {"\"warp_rows\": 8,", "\"threads\": 32,", "\"cluster\": 1,", "\"queue\": false,", NULL}},
+        /* the capped logits lie in [-30.4, 30.4]: a constant shift (LSE_CONST_SHIFT) */
+        {data, "softcap_cross_entropy.fusion", NULL, 0, FU_BF16, 1, 256,
+         {"\"lse_shift\": 30.36", "\"online_max\": \"loss.max1\"", "\"vec\": 8,", NULL}},
         /* 4099 rows of 5: 8 lanes a row, 8 rows a warp, 2 warps a block (SHORT_ROW_LANES) */
         {data, "short_rows.fusion", sr, 1, FU_F32, 1, 64,
          {"\"warp_rows\": 8,", "\"threads\": 8,", "\"iters\": 1,", "\"grid_reductions\": 1,", NULL}},
@@ -291,6 +296,10 @@ static void check_row_params(const char *data, const char *suites)
                 snprintf(reduce, sizeof reduce, "fu_lanes_reduce<%d>", lanes);
                 if (strstr(kp->params_json, threads)) CHECK_CONTAINS(kp->source, reduce);
             }
+            /* a constant shift where the parameters say so, and its polynomial lanes */
+            const char *lanes_at = strstr(kp->params_json, "\"poly_exp_lanes\": ");
+            CHECK((strstr(kp->source, "fu_exp_shifted(") != NULL) == (strstr(kp->params_json, "\"lse_shift\"") != NULL));
+            CHECK((strstr(kp->source, "fu_exp_shifted_poly(") != NULL) == (lanes_at && atoi(lanes_at + 18) > 0));
             printf("row params %s %s: %s\n", want[i].rel, fu_dtype_name(want[i].dt), kp->params_json);
         }
         fu_plan_free(p);
@@ -331,6 +340,13 @@ int main(void)
     CHECK_CONTAINS(body_of(f32), "fu_tanh(");
     CHECK(!strstr(body_of(f32), "fu_tanh_approx(") && !strstr(body_of(f32), "/ 30.0f"));
     CHECK_CONTAINS(body_of(f32), "fu_div_const(");
+    /* its capped logits lie in [-30, 30] (fu_value_range): terms exp(x - 30.x), the row's max
+     * kept for the one rescale per thread (check_row_params: the parameters) */
+    for (int d = 0; d < 2; d++) {
+        const char *b = body_of(d ? f32 : bf);
+        CHECK_CONTAINS(b, "fu_exp_shifted(");
+        CHECK(!strstr(b, "*= fu_exp_sub(r0, mx")); /* no rescale per vector or batch */
+    }
     const char *psets[] = {"N=4096"};
     char *pm = one_kernel(rt, data, "pointwise_math.fusion", psets, 1, FU_F32);
     char *pmb = one_kernel(rt, data, "pointwise_math.fusion", psets, 1, FU_BF16);
@@ -343,8 +359,9 @@ int main(void)
     CHECK_CONTAINS(pm, "fuser prelude 30_tanh.cuh");
     CHECK(pm && !strstr(pm, "fuser prelude 50_reduce.cuh") && !strstr(pm, "fuser prelude 60_lse.cuh") &&
           !strstr(pm, "fuser prelude 70_row_queue.cuh"));
-    CHECK_CONTAINS(bf, "fuser prelude 60_lse.cuh");
-    CHECK_CONTAINS(bf, "fuser prelude 10_minmax.cuh"); /* 60_lse.cuh needs it */
+    CHECK_CONTAINS(bf, "fuser prelude 21_exp_shifted.cuh"); /* its lse has a constant shift */
+    CHECK_CONTAINS(bf, "fuser prelude 10_minmax.cuh");      /* 21_exp_shifted.cuh needs it */
+    CHECK(bf && !strstr(bf, "fuser prelude 60_lse.cuh"));     /* and no online rescales */
     CHECK_CONTAINS(bf, "fuser prelude 30_tanh.cuh");
     /* outer reductions: one kernel, coalesced vector loads; rows split over
      * blocks where the columns are few, not where they are many */

@@ -10,6 +10,8 @@
  *     without row splits, odd sizes): max-relative as above;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
  *     column gradients combined by the last blocks) at four sizes;
+ *   - bounded_lse (log-sum-exps of tanh and sigmoid values: the constant shift and
+ *     the FMA-pipe exp) in every row layout;
  *   - every case runs twice and gives the same bits.
  * With --time: the soft-capped cross entropy at 8192 x 32768 in both dtypes,
  * median of 20 launches (CUDA events; the 537 MB / 1.07 GB input is far above
@@ -226,6 +228,13 @@ int main(int argc, char **argv)
                            {"N=65539", "C=5"}, {"N=65539", "C=17"}, {"N=65539", "C=24"}};
     for (int d = 0; d < 2; d++)
         for (size_t k = 0; k < sizeof sr / sizeof sr[0]; k++) run_case(rt, data, "short_rows.fusion", sr[k], 2, dts[d], false);
+    /* Log-sum-exps over bounded values with a constant shift (LSE_CONST_SHIFT), one lane a
+     * vector's exp on the FMA pipe (POLY_EXP_LANES) where vec >= 4: short rows on lanes, a
+     * block a row (vec 4 and 8), an odd row (vec 1), rows split over a cluster. */
+    const char *bl[][2] = {{"N=4099", "C=5"}, {"N=4099", "C=3"}, {"N=517", "C=1000"},
+                           {"N=64", "C=4099"}, {"N=16", "C=32768"}, {"N=3", "C=100000"}};
+    for (int d = 0; d < 2; d++)
+        for (size_t k = 0; k < sizeof bl / sizeof bl[0]; k++) run_case(rt, data, "bounded_lse.fusion", bl[k], 2, dts[d], false);
     /* The row scheduler's layouts (docs/perf.md v17), on the suites' fusions: rows split over
      * a thread-block cluster (cross entropy fwd+bwd, f32 at V = 65536: 2 blocks a row, at
      * 256000: 8; bf16 at 256000: 4), a warp a row (layer norm at 768 columns; the cross entropy

@@ -37,9 +37,11 @@
  * how a bf16 register element is read (as half of a word where vec is even).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
+#include "range.h"
 #include "reduce_common.h"
 
 #define MAX_REDS 32
@@ -75,6 +77,24 @@
  * instead of a compare and a possible rescale per element. 0 turns it off. */
 #ifndef ODD_VECTOR_BATCH_MAX
 #define ODD_VECTOR_BATCH_MAX 1
+#endif
+/* A log-sum-exp over E whose values lie in [lo, hi] with hi - lo <= 80
+ * (fu_value_range: a soft-capped or tanh-squashed row) adds exp(E - hi), a
+ * constant shift, instead of exp(E - m) with the running max m: no rescale
+ * per batch, one FFMA for the argument, and one rescale by exp(hi - m) per
+ * thread before the threads' parts are combined. Every term is then at least
+ * e^-80, a normal float. 0 turns it off. */
+#ifndef LSE_CONST_SHIFT
+#define LSE_CONST_SHIFT 1
+#endif
+#define LSE_CONST_SHIFT_SPAN 80.0
+/* Of each vector's terms of such a log-sum-exp, the last POLY_EXP_LANES lanes
+ * take the exp on the FMA pipe (fu_exp2_poly) instead of MUFU.EX2, where E
+ * itself needs the MUFU pipe (a tanh, exp, sigmoid, log or root): with two
+ * transcendentals an element the MUFU pipe is the bound while issue slots
+ * are left (docs/perf.md v21). 0 turns it off. */
+#ifndef POLY_EXP_LANES
+#define POLY_EXP_LANES 1
 #endif
 /* Vectors of a row per thread: where the row is kept between passes, and
  * where it does not (one pass, or passes reading memory again). */
@@ -210,6 +230,9 @@ typedef struct red_info {
     int pass;
     int online_max; /* sum(exp(E - m)) computed with max m: index of m, else -1 */
     int online_sum; /* for that max: index of its sum, else -1 */
+    bool const_shift; /* online sum: terms exp(E - shift), shift a bound of E (LSE_CONST_SHIFT) */
+    double shift;
+    int poly_lanes;   /* const_shift: lanes of a vector whose exp runs on the FMA pipe (POLY_EXP_LANES) */
     int grid_slot;  /* RK_GRID_EPI, RK_ROWGRID: its partial's index among the grid reductions; else -1 */
     int64_t col_ws, col_ws_groups; /* RK_COL: where its block partials [grid][K] and its groups'
                                     * [groups][K] start in the workspace (8-byte slots); else -1 */
@@ -418,6 +441,45 @@ static fu_tensor online_source(const fu_fusion *f, const red_info *ri)
     return fu_producer(f, fu_producer(f, ri->in)->inputs[0])->inputs[0];
 }
 
+/* Whether computing t in group g takes the MUFU pipe: an op of its cone
+ * inside the group that codegen writes as a transcendental. One walk over the
+ * group's ops in their (topological) order, so shared operands cost once. */
+static bool cone_uses_mufu(const fu_group *g, fu_tensor t)
+{
+    const fu_fusion *f = g->f;
+    const fu_node *last = fu_producer(f, t);
+    if (!last || !g->in_group[last - f->nodes]) return false;
+    bool *mufu = calloc((size_t)f->nvalues, sizeof *mufu);
+    if (!mufu) return false;
+    for (int i = 0; i <= (int)(last - f->nodes); i++) {
+        const fu_node *n = &f->nodes[i];
+        if (!g->in_group[i]) continue;
+        bool m = n->op == FU_OP_EXP || n->op == FU_OP_LOG || n->op == FU_OP_LOG1P || n->op == FU_OP_SQRT ||
+                 n->op == FU_OP_RSQRT || n->op == FU_OP_TANH || n->op == FU_OP_SIGMOID || n->op == FU_OP_POW;
+        for (int k = 0; k < n->ninputs && !m; k++) m = mufu[n->inputs[k]];
+        mufu[n->output] = m;
+    }
+    bool r = mufu[t];
+    free(mufu);
+    return r;
+}
+
+/* An online log-sum-exp ri over a bounded E: the constant shift and how
+ * many lanes take the polynomial exp (LSE_CONST_SHIFT, POLY_EXP_LANES). */
+static void plan_const_shift(const fu_group *g, red_info *ri)
+{
+    double lo, hi;
+    fu_tensor e = online_source(g->f, ri);
+    if (!LSE_CONST_SHIFT || !fu_value_range(g->f, e, &lo, &hi) || hi - lo > LSE_CONST_SHIFT_SPAN) return;
+    ri->const_shift = true;
+    ri->shift = hi;
+    ri->poly_lanes = cone_uses_mufu(g, e) ? POLY_EXP_LANES : 0;
+}
+
+/* Lanes of each vector whose exp term runs on the FMA pipe: none where a
+ * vector has fewer than 4 (an odd row would take every term so). */
+static int poly_lanes(const red_params *p, const red_info *ri) { return p->vec >= 4 ? ri->poly_lanes : 0; }
+
 /* Pass in which a full-size output is written: after the row reductions it reads. */
 static int output_pass(const red_params *p, fu_tensor t)
 {
@@ -571,6 +633,7 @@ static bool analyse(red_params *p, const fu_group *g, char *why, size_t nwhy)
             continue;
         ri->online_max = mi;
         p->reds[mi].online_sum = i;
+        plan_const_shift(g, ri);
     }
     /* grid reductions needed inside the row loop go to the prologue */
     uint32_t row_bits = 0;
@@ -1544,7 +1607,8 @@ static void emit_batch_max(red_emit *r, int pass, const cg_index *idx)
         char mb[80];
         if (ps->batch_max[i] == BM_PACKED_BF16) snprintf(mb, sizeof mb, "fu_max(fu_bf16x2_lo(mb%d), fu_bf16x2_hi(mb%d))", i, i);
         else snprintf(mb, sizeof mb, "mb%d", i);
-        cg_line(c, "{ const float mx = %s; if (mx > %s) { %s *= fu_exp_sub(%s, mx); %s = mx; } }", mb, m, r->var[i], m, m);
+        if (ri->const_shift) cg_line(c, "%s = fu_max(%s, %s); // the terms' shift is a constant", m, m, mb);
+        else cg_line(c, "{ const float mx = %s; if (mx > %s) { %s *= fu_exp_sub(%s, mx); %s = mx; } }", mb, m, r->var[i], m, m);
     }
 }
 
@@ -1669,9 +1733,18 @@ static void emit_pass(red_emit *r, int pass)
         if (ps->batch_max[i] == BM_NONE) { /* the vector's max, then its terms */
             cg_line(c, "float mx%d = %s;", i, online_e[i][0]);
             for (int lane = 1; lane < p->vec; lane++) cg_line(c, "mx%d = fu_max(mx%d, %s);", i, i, online_e[i][lane]);
-            cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, r->var[i], m, i, m, i);
+            if (ri->const_shift) cg_line(c, "%s = fu_max(%s, mx%d);", m, m, i);
+            else cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, r->var[i], m, i, m, i);
         } /* else phase M took the batch's max */
-        for (int lane = 0; lane < p->vec; lane++) cg_line(c, "%s += fu_exp_sub(%s, %s);", r->var[i], online_e[i][lane], m);
+        for (int lane = 0; lane < p->vec; lane++) {
+            if (!ri->const_shift) {
+                cg_line(c, "%s += fu_exp_sub(%s, %s);", r->var[i], online_e[i][lane], m);
+                continue;
+            }
+            bool poly = lane >= p->vec - poly_lanes(p, ri);
+            cg_line(c, "%s += fu_exp_shifted%s(%s, %.9gf);", r->var[i], poly ? "_poly" : "", online_e[i][lane],
+                    (double)(float)(ri->shift * 1.4426950408889634));
+        }
     }
     for (int o = 0; o < ps->nout; o++) {
         const cg_param *par = fu_kw_output(r->w, ps->out_t[o]);
@@ -1718,7 +1791,11 @@ static void emit_pass(red_emit *r, int pass)
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
         if (ri->online_max >= 0) {
             const char *m = r->var[ri->online_max];
-            if (p->warp_rows > 1 && p->threads < 32) cg_line(c, "fu_lse_lanes<%d>(%s, %s);", p->threads, m, r->var[i]);
+            if (ri->const_shift) { /* max and sum as they are, then the one rescale to exp(x - m) */
+                double sh = (double)(float)ri->shift;
+                if (p->warp_rows > 1) cg_line(c, "fu_lse_shifted_lanes<%d>(%s, %s, %.9gf);", p->threads, m, r->var[i], sh);
+                else cg_line(c, "fu_lse_shifted_block(%s, %s, %.9gf, (float *)fu_smem);", m, r->var[i], sh);
+            } else if (p->warp_rows > 1 && p->threads < 32) cg_line(c, "fu_lse_lanes<%d>(%s, %s);", p->threads, m, r->var[i]);
             else if (p->warp_rows > 1) cg_line(c, "fu_lse_warp(%s, %s);", m, r->var[i]);
             else cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, r->var[i]);
             if (p->cluster > 1)
@@ -2227,6 +2304,8 @@ static char *params_json(const red_params *p, const fu_fusion *f)
         fu_sb_printf(&js, "%s{\"name\": \"%s\", \"op\": \"%s\", \"kind\": \"%s\", \"pass\": %d", i ? ", " : "",
                      fu_val(f, ri->out)->name, fu_op_name(ri->op), rkind_name(ri->kind), ri->pass);
         if (ri->online_max >= 0) fu_sb_printf(&js, ", \"online_max\": \"%s\"", fu_val(f, p->reds[ri->online_max].out)->name);
+        if (ri->const_shift)
+            fu_sb_printf(&js, ", \"lse_shift\": %.9g, \"poly_exp_lanes\": %d", (double)(float)ri->shift, poly_lanes(p, ri));
         if (ri->grid_slot >= 0) fu_sb_printf(&js, ", \"grid_slot\": %d", ri->grid_slot);
         if (ri->col_ws >= 0)
             fu_sb_printf(&js, ", \"workspace_partials\": %lld, \"workspace_groups\": %lld", (long long)ri->col_ws,
