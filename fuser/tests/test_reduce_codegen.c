@@ -255,10 +255,12 @@ static void check_row_params(const char *data, const char *suites)
          {"\"cluster\": 4,", "\"part\": 32064,", "\"rows\": 8192,", "\"inner\": 128256,",
           "{\"name\": \"logits\", \"where\": \"shared\"", NULL}},
         {suites, "layer_norm/layer_norm_fwd.fusion", ln, 2, FU_BF16, 1, 256,
-         {"\"warp_rows\": 8,", "\"threads\": 32,", "\"cluster\": 1,", "\"queue\": false,", NULL}},
-        /* the capped logits lie in [-30.4, 30.4]: a constant shift (LSE_CONST_SHIFT) */
-        {data, "softcap_cross_entropy.fusion", NULL, 0, FU_BF16, 1, 256,
-         {"\"lse_shift\": 30.36", "\"online_max\": \"loss.max1\"", "\"vec\": 8,", NULL}},
+         {"\"warp_rows\": 8,", "\"threads\": 32,", "\"cluster\": 1,", "\"queue\": false,", "\"mufu_rows\": false,", NULL}},
+        /* the capped logits lie in [-30.4, 30.4]: a constant shift (LSE_CONST_SHIFT); each
+         * element takes a tanh before the exp */
+        {data, "softcap_cross_entropy.fusion", NULL, 0, FU_BF16, 1, 128,
+         {"\"lse_shift\": 30.36", "\"online_max\": \"loss.max1\"", "\"vec\": 8,", "\"mufu_rows\": true,",
+          "\"threads\": 128,", NULL}}, /* 32 vectors a thread (MUFU_ROW_ITERS) */
         /* 4099 rows of 5: 8 lanes a row, 8 rows a warp, 2 warps a block (SHORT_ROW_LANES) */
         {data, "short_rows.fusion", sr, 1, FU_F32, 1, 64,
          {"\"warp_rows\": 8,", "\"threads\": 8,", "\"iters\": 1,", "\"grid_reductions\": 1,", NULL}},

@@ -104,6 +104,14 @@
 #ifndef STREAMED_ROW_ITERS
 #define STREAMED_ROW_ITERS 16
 #endif
+/* ... and where a row is read once and each element takes a transcendental
+ * before it is reduced (a soft cap: tanh, then the lse's exp): fewer threads
+ * a row, so the row's fixed cost (its block reduction and barriers) is spread
+ * over more elements and an SM holds more rows. Soft-capped cross entropy at
+ * 8192 x 32768: bf16 169.4 -> 164.3 us, f32 305.1 -> 290.2 (docs/perf.md v21). */
+#ifndef MUFU_ROW_ITERS
+#define MUFU_ROW_ITERS 32
+#endif
 /* Where a row read again by a later pass is kept: 0 in registers (every pass
  * unrolled over the whole row, so the arrays are indexed by constants), 1 in
  * shared memory (each thread's own slots: rolled passes, a fraction of the
@@ -288,6 +296,7 @@ typedef struct red_params {
     int elem_bytes;     /* size of the widest full-size tensor's element */
     int ncol;           /* column reductions (RK_COL) */
     int nonline;        /* online log-sum-exps */
+    bool mufu_rows;     /* a row reduction's elements need a transcendental first (MUFU_ROW_ITERS) */
     /* the row kept between passes: in registers, or in shared memory */
     int ncache;
     fu_tensor cache_t[MAX_CACHE];
@@ -634,6 +643,11 @@ static bool analyse(red_params *p, const fu_group *g, char *why, size_t nwhy)
         ri->online_max = mi;
         p->reds[mi].online_sum = i;
         plan_const_shift(g, ri);
+    }
+    for (int i = 0; i < p->nred; i++) { /* the elements a row reduction takes: the lse's source, else its input */
+        const red_info *ri = &p->reds[i];
+        if (ri->kind == RK_ROW && ri->online_sum < 0)
+            p->mufu_rows |= cone_uses_mufu(g, ri->online_max >= 0 ? online_source(f, ri) : ri->in);
     }
     /* grid reductions needed inside the row loop go to the prologue */
     uint32_t row_bits = 0;
@@ -1000,7 +1014,8 @@ static int log2_int(int pow2)
 /* Threads and vectors a thread for a row part of `vecs` vectors (see choose_config). */
 static int row_threads(const red_params *p, int64_t vecs)
 {
-    int per_thread = p->passes >= 2 ? CACHED_ROW_ITERS : STREAMED_ROW_ITERS, max_threads = p->passes >= 2 ? 1024 : 512;
+    int per_thread = p->passes >= 2 ? CACHED_ROW_ITERS : p->mufu_rows ? MUFU_ROW_ITERS : STREAMED_ROW_ITERS;
+    int max_threads = p->passes >= 2 ? 1024 : 512;
     int threads = 32;
     while (threads < max_threads && (int64_t)threads * per_thread < vecs) threads *= 2;
     return threads;
@@ -2313,11 +2328,11 @@ static char *params_json(const red_params *p, const fu_fusion *f)
         fu_sb_puts(&js, "}");
     }
     fu_sb_printf(&js,
-                 "], \"vec\": %d, \"threads\": %d, \"iters\": %d, \"passes\": %d, \"online_lse\": %d, \"warp_rows\": %d, "
+                 "], \"vec\": %d, \"threads\": %d, \"iters\": %d, \"passes\": %d, \"online_lse\": %d, \"mufu_rows\": %s, \"warp_rows\": %d, "
                  "\"cluster\": %d, \"part\": %lld, \"cluster_slots\": %d, \"block\": %d, \"grid\": %lld, "
                  "\"blocks_per_sm\": %d, \"min_blocks\": %d, \"shared_bytes\": %lld, \"queue\": %s, \"partials\": %lld, "
                  "\"grid_reductions\": %d, \"column_reductions\": %d, \"column_groups\": %lld, \"workspace_bytes\": %zu, ",
-                 p->vec, p->threads, p->iters, p->passes, p->nonline, p->warp_rows, p->cluster, (long long)p->K_part,
+                 p->vec, p->threads, p->iters, p->passes, p->nonline, p->mufu_rows ? "true" : "false", p->warp_rows, p->cluster, (long long)p->K_part,
                  p->nslots, p->block_threads, (long long)p->grid, p->blocks_per_sm, p->min_blocks, (long long)p->smem_bytes,
                  p->queue ? "true" : "false", (long long)p->partials, p->ngrid, p->ncol, (long long)p->col_groups,
                  p->workspace_bytes);
