@@ -13,7 +13,8 @@
  *     its capped logits are bounded (fu_value_range, checked on its own ops
  *     and others), so its log-sum-exp has a constant shift: no rescale as the
  *     max grows (LSE_CONST_SHIFT), with the shift and the FMA-pipe lanes in
- *     the parameters and the text agreeing with them;
+ *     the parameters and the text agreeing with them; a bound far from zero
+ *     (1000 + 8 tanh(x)) takes the online max instead;
  *   - the pointwise math fusion folds x * 1 and x / 1 (its output 'same' is
  *     the input's loaded value, stored unconverted) and compiles;
  *   - a kernel's prelude holds the helper files it uses and what they need
@@ -183,6 +184,34 @@ static void check_value_ranges(void)
     fu_fusion_free(f);
 }
 
+/* The row log-sum-exp of a bounded source takes the constant shift only where
+ * the bound is near zero: 8 tanh(x) does, 1000 + 8 tanh(x) does not (the
+ * FFMA's argument would lose the digits of every term). */
+static void check_shift_limits(void)
+{
+    for (int far = 0; far < 2; far++) {
+        fu_fusion *f = fu_fusion_new("shift_limits");
+        const int64_t shape[2] = {64, 1000};
+        fu_tensor x = fu_input(f, "x", FU_F32, 2, shape);
+        fu_tensor capped = fu_binary(f, FU_OP_MUL, fu_unary(f, FU_OP_TANH, x, "sq"), fu_full(f, 0, NULL, 8.0, FU_F32, "k8"),
+                                     "capped");
+        if (far) capped = fu_binary(f, FU_OP_ADD, capped, fu_full(f, 0, NULL, 1000.0, FU_F32, "k1000"), "far");
+        fu_output(f, fu_log_softmax(f, capped, 1, "logp"));
+        fu_plan_options o;
+        fu_plan_options_default(&o);
+        o.sm_count = 132;
+        fu_plan *p = NULL;
+        fu_error err = {0};
+        CHECK(fu_plan_build(f, &o, &p, &err) == FU_OK && p->nkernels == 1);
+        const char *js = p && p->nkernels == 1 ? p->kernels[0].params_json : NULL;
+        CHECK(js && (strstr(js, "\"lse_shift\"") != NULL) == !far);
+        CHECK(p && p->nkernels == 1 && (strstr(p->kernels[0].source, "fu_exp_shifted(") != NULL) == !far);
+        fu_plan_free(p);
+        fu_fusion_free(f);
+    }
+    printf("lse shift: taken for 8 tanh(x), not for 1000 + 8 tanh(x)\n");
+}
+
 /* The kernel after the prelude's definitions. */
 static const char *body_of(const char *src)
 {
@@ -319,6 +348,7 @@ int main(void)
     check_div_const();
     check_div_const_bf16();
     check_value_ranges();
+    check_shift_limits();
     check_outer_params(data);
     const char *suites = getenv("FUSER_SUITES_DIR");
     CHECK(suites != NULL);

@@ -36,6 +36,7 @@
  * offset's text against the staged and cached inputs' canonical offsets), and
  * how a bf16 register element is read (as half of a word where vec is even).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,10 @@
 #define LSE_CONST_SHIFT 1
 #endif
 #define LSE_CONST_SHIFT_SPAN 80.0
+/* ... and |lo|, |hi| <= 64: the FFMA's argument x log2(e) - s log2(e) is rounded
+ * relative to its operands, so far from zero (x near 10^6) a term would lose
+ * its digits; within 64 each term's error stays under docs/format.md's bound. */
+#define LSE_CONST_SHIFT_MAX_ABS 64.0
 /* Of each vector's terms of such a log-sum-exp, the last POLY_EXP_LANES lanes
  * take the exp on the FMA pipe (fu_exp2_poly) instead of MUFU.EX2, where E
  * itself needs the MUFU pipe (a tanh, exp, sigmoid, log or root): with two
@@ -479,7 +484,9 @@ static void plan_const_shift(const fu_group *g, red_info *ri)
 {
     double lo, hi;
     fu_tensor e = online_source(g->f, ri);
-    if (!LSE_CONST_SHIFT || !fu_value_range(g->f, e, &lo, &hi) || hi - lo > LSE_CONST_SHIFT_SPAN) return;
+    if (!LSE_CONST_SHIFT || !fu_value_range(g->f, e, &lo, &hi) || hi - lo > LSE_CONST_SHIFT_SPAN ||
+        fmax(fabs(lo), fabs(hi)) > LSE_CONST_SHIFT_MAX_ABS)
+        return;
     ri->const_shift = true;
     ri->shift = hi;
     ri->poly_lanes = cone_uses_mufu(g, e) ? POLY_EXP_LANES : 0;
