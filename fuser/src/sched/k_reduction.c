@@ -10,7 +10,8 @@
  *   - each pass computes the row reductions whose inputs are ready and writes
  *     the full-size outputs that depend only on what is ready;
  *   - sum(exp(E - max(E))) is recognized and computed in the same pass as
- *     max(E) with an online rescaling (one read for log-sum-exp);
+ *     max(E) with an online rescaling (one read for log-sum-exp), or, where
+ *     E is bounded near zero (fu_value_range), with a constant shift;
  *   - when a later pass re-reads an input, the row is kept from the first pass
  *     instead, if it fits: in shared memory (each thread's own slots, so the
  *     passes stay rolled loops) or in registers (ROW_CACHE_SMEM=0): one read of
@@ -82,9 +83,9 @@
 /* A log-sum-exp over E whose values lie in [lo, hi] with hi - lo <= 80
  * (fu_value_range: a soft-capped or tanh-squashed row) adds exp(E - hi), a
  * constant shift, instead of exp(E - m) with the running max m: no rescale
- * per batch, one FFMA for the argument, and one rescale by exp(hi - m) per
- * thread before the threads' parts are combined. Every term is then at least
- * e^-80, a normal float. 0 turns it off. */
+ * per batch, one FFMA for the argument; the threads' maxes and sums are
+ * reduced as they are, then the sum rescaled once by exp(hi - m). Every term
+ * is at least e^-80, a normal float. 0 turns it off. */
 #ifndef LSE_CONST_SHIFT
 #define LSE_CONST_SHIFT 1
 #endif
@@ -94,7 +95,7 @@
  * its digits; within 64 each term's error stays under docs/format.md's bound. */
 #define LSE_CONST_SHIFT_MAX_ABS 64.0
 /* Of each vector's terms of such a log-sum-exp, the last POLY_EXP_LANES lanes
- * take the exp on the FMA pipe (fu_exp2_poly) instead of MUFU.EX2, where E
+ * take the exp on the FMA pipe (fu_exp_shifted_poly) instead of MUFU.EX2, where E
  * itself needs the MUFU pipe (a tanh, exp, sigmoid, log or root): with two
  * transcendentals an element the MUFU pipe is the bound while issue slots
  * are left (docs/perf.md v21). 0 turns it off. */
@@ -2335,11 +2336,12 @@ static char *params_json(const red_params *p, const fu_fusion *f)
         fu_sb_puts(&js, "}");
     }
     fu_sb_printf(&js,
-                 "], \"vec\": %d, \"threads\": %d, \"iters\": %d, \"passes\": %d, \"online_lse\": %d, \"mufu_rows\": %s, \"warp_rows\": %d, "
-                 "\"cluster\": %d, \"part\": %lld, \"cluster_slots\": %d, \"block\": %d, \"grid\": %lld, "
+                 "], \"vec\": %d, \"threads\": %d, \"iters\": %d, \"passes\": %d, \"online_lse\": %d, \"mufu_rows\": %s, "
+                 "\"warp_rows\": %d, \"cluster\": %d, \"part\": %lld, \"cluster_slots\": %d, \"block\": %d, \"grid\": %lld, "
                  "\"blocks_per_sm\": %d, \"min_blocks\": %d, \"shared_bytes\": %lld, \"queue\": %s, \"partials\": %lld, "
                  "\"grid_reductions\": %d, \"column_reductions\": %d, \"column_groups\": %lld, \"workspace_bytes\": %zu, ",
-                 p->vec, p->threads, p->iters, p->passes, p->nonline, p->mufu_rows ? "true" : "false", p->warp_rows, p->cluster, (long long)p->K_part,
+                 p->vec, p->threads, p->iters, p->passes, p->nonline, p->mufu_rows ? "true" : "false", p->warp_rows,
+                 p->cluster, (long long)p->K_part,
                  p->nslots, p->block_threads, (long long)p->grid, p->blocks_per_sm, p->min_blocks, (long long)p->smem_bytes,
                  p->queue ? "true" : "false", (long long)p->partials, p->ngrid, p->ncol, (long long)p->col_groups,
                  p->workspace_bytes);
