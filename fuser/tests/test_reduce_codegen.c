@@ -14,7 +14,8 @@
  *     and others), so its log-sum-exp has a constant shift: no rescale as the
  *     max grows (LSE_CONST_SHIFT), with the shift and the FMA-pipe lanes in
  *     the parameters and the text agreeing with them; a bound far from zero
- *     (1000 + 8 tanh(x)) takes the online max instead;
+ *     (1000 + 8 tanh(x)) takes the online max instead; the FMA-pipe exp's
+ *     float operations, done in C, are within 2.5e-7 of 2^t;
  *   - the pointwise math fusion folds x * 1 and x / 1 (its output 'same' is
  *     the input's loaded value, stored unconverted) and compiles;
  *   - a kernel's prelude holds the helper files it uses and what they need
@@ -182,6 +183,43 @@ static void check_value_ranges(void)
     CHECK(!fu_value_range(f, -1, &lo, &hi) && !fu_value_range(f, 1000, &lo, &hi));
     printf("value ranges: tanh, sigmoid, sums, where, casts checked\n");
     fu_fusion_free(f);
+}
+
+/* fu_exp_shifted_poly (prelude 21_exp_shifted.cuh), the same float operations
+ * in C (fmaf and float adds round as the GPU's FFMA and FADD do), against
+ * 2^t in double over the arguments it is given, t in [-116, 0]: within
+ * 2.5e-7 relative (docs/format.md says 2.1e-7). The kernel text must hold
+ * the same constants, so the two cannot drift apart. */
+static float exp2_poly_as_emitted(float t)
+{
+    const float y = t + 12582912.0f;
+    const float f = t - (y - 12582912.0f);
+    float p = fmaf(0.00132764527f, f, 0.00967554189f);
+    p = fmaf(p, f, 0.0555071346f);
+    p = fmaf(p, f, 0.240221202f);
+    p = fmaf(p, f, 0.693146944f);
+    p = fmaf(p, f, 1.00000012f);
+    uint32_t pb, yb;
+    memcpy(&pb, &p, sizeof pb);
+    memcpy(&yb, &y, sizeof yb);
+    pb += yb << 23;
+    memcpy(&p, &pb, sizeof p);
+    return p;
+}
+
+static void check_exp_poly(const char *kernel)
+{
+    double worst = 0;
+    for (int k = 0; k <= 1160000; k++) {
+        float t = -(float)k * 1e-4f;
+        double rel = fabs((double)exp2_poly_as_emitted(t) / exp2((double)t) - 1.0);
+        if (rel > worst) worst = rel;
+    }
+    CHECK(worst < 2.5e-7);
+    printf("fu_exp_shifted_poly: max relative error %.3g over t in [-116, 0]\n", worst);
+    const char *constants[] = {"12582912.0f", "0.00132764527f", "0.00967554189f", "0.0555071346f",
+                               "0.240221202f", "0.693146944f", "1.00000012f", "<< 23"};
+    for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) CHECK_CONTAINS(kernel, constants[i]);
 }
 
 /* The row log-sum-exp of a bounded source takes the constant shift only where
@@ -379,6 +417,7 @@ int main(void)
         CHECK_CONTAINS(b, "fu_exp_shifted(");
         CHECK(!strstr(b, "*= fu_exp_sub(r0, mx")); /* no rescale per vector or batch */
     }
+    check_exp_poly(bf);
     const char *psets[] = {"N=4096"};
     char *pm = one_kernel(rt, data, "pointwise_math.fusion", psets, 1, FU_F32);
     char *pmb = one_kernel(rt, data, "pointwise_math.fusion", psets, 1, FU_BF16);
