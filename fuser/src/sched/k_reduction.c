@@ -96,7 +96,7 @@
 #define LSE_CONST_SHIFT_MAX_ABS 64.0
 /* Of each vector's terms of such a log-sum-exp, the last POLY_EXP_LANES lanes
  * take the exp on the FMA pipe (fu_exp_shifted_poly) instead of MUFU.EX2, where E
- * itself needs the MUFU pipe (a tanh, exp, sigmoid, log or root): with two
+ * itself needs the MUFU pipe (a tanh, exp, sigmoid, log, root or pow): with two
  * transcendentals an element the MUFU pipe is the bound while issue slots
  * are left (docs/perf.md v21). 0 turns it off. */
 #ifndef POLY_EXP_LANES

@@ -1,6 +1,6 @@
 // ---- fuser prelude 21_exp_shifted.cuh: exp(x - s) for a constant s that bounds x
 // provides: fu_exp_shifted fu_exp_shifted_poly fu_lse_shifted_lanes fu_lse_shifted_block
-// needs: 10_minmax.cuh 20_math.cuh
+// needs: 10_minmax.cuh 15_lanes_mask.cuh 20_math.cuh
 // A log-sum-exp over values known to lie in [lo, s] (docs/format.md, Numerics) adds
 // exp(x - s) = 2^(x log2(e) - s log2(e)), the argument one FFMA with l2s = s log2(e).
 __device__ __forceinline__ float fu_exp_shifted(float x, float l2s) {
@@ -23,11 +23,11 @@ __device__ __forceinline__ float fu_exp_shifted_poly(float x, float l2s) {
   return __uint_as_float(__float_as_uint(p) + (__float_as_uint(y) << 23));
 }
 // The threads' parts (m their max, s their sum of exp(x - shift)) across the L lanes of a
-// row (L < 32: 62_lanes.cuh's layout), a warp (L = 32) or the block: the max and the sum
+// row (L < 32: fu_lanes_mask's layout), a warp (L = 32) or the block: the max and the sum
 // reduced as they are, with no exp a step, in a fixed order; then s rescaled once to the
 // usual state, the sum of exp(x - m). A row of no terms keeps s = 0 (and m = -inf).
 template <int L> __device__ __forceinline__ void fu_max_sum_lanes(float &m, float &s) {
-  const unsigned mask = L >= 32 ? 0xffffffffu : ((1u << L) - 1u) << (threadIdx.x & 31u & ~(unsigned)(L - 1));
+  const unsigned mask = fu_lanes_mask<L>();
   for (int o = L / 2; o > 0; o >>= 1) { m = fu_max(m, __shfl_xor_sync(mask, m, o)); s += __shfl_xor_sync(mask, s, o); }
 }
 __device__ __forceinline__ void fu_lse_unshift(float m, float &s, float shift) { if (s != 0.0f) s *= fu_exp_sub(shift, m); }
