@@ -147,6 +147,23 @@
 #ifndef ROW_LOADS_FIRST
 #define ROW_LOADS_FIRST 1
 #endif
+/* The next row's first batch of pass 1 is loaded as soon as this row's pass 1
+ * is done with the staged arrays, so that its loads are in flight during this
+ * row's reductions and later passes. A block that holds its row in a vector or
+ * two a thread (norm backward at 4096 columns: 512 threads, 16 bytes of each
+ * input) otherwise waits a full memory round trip each row with nothing of its
+ * own in flight. Rows strided by the grid (no queue, no cluster), no register
+ * cache, and only while the batch is at most ROW_PREFETCH_BYTES a thread (its
+ * registers stay live through the later passes); 0 turns it off. */
+#ifndef ROW_PREFETCH_BYTES
+#define ROW_PREFETCH_BYTES 32
+#endif
+/* Two row reductions of a pass across the block share one exchange through
+ * shared memory (one pair of barriers, fu_block_reduce2); each is combined in
+ * the same order as alone, so the bits are the same. 0 turns it off. */
+#ifndef JOINT_BLOCK_REDUCE
+#define JOINT_BLOCK_REDUCE 1
+#endif
 /* Rows a block works on at once, a warp each, where a row needs one warp
  * (rows of up to 32 x CACHED/STREAMED_ROW_ITERS vectors: widths 768-4096):
  * a block of one warp per row let an SM hold 32 blocks, half its warps, and
@@ -221,6 +238,10 @@
 #endif
 #define COL_MAX_ACC 16 /* (32 spilled the bf16 layer norm backward at C = 4096 under 64 registers) */
 #define COL_BLOCKS_PER_SM 4 /* fewer blocks: fewer partials to combine */
+/* Partials of a column the combine loads at once (registers a column reduction). */
+#ifndef COL_COMBINE_CHUNK
+#define COL_COMBINE_CHUNK 16
+#endif
 
 /* RK_COL: a reduction of a full-size value over the outer axes (a column sum
  * of a row kernel: dweight and dbias of a norm backward), accumulated by each
@@ -313,6 +334,7 @@ typedef struct red_params {
     int64_t smem_bytes;             /* all slots of the block */
     /* the passes (1 .. passes) */
     bool first_batch_early; /* pass 1's first batch is loaded before the per-row values (ROW_LOADS_FIRST) */
+    bool row_prefetch;      /* ... and the next row's during this row's later work (ROW_PREFETCH_BYTES) */
     red_pass pass[MAX_PASSES];
     /* the outputs */
     bool full_out; /* a full-size output */
@@ -1294,6 +1316,23 @@ static void choose_grid(red_params *p, const fu_group *g)
     }
 }
 
+/* ROW_PREFETCH_BYTES: whether pass 1's first batch of the block's next row is
+ * loaded while this row finishes (a row a block, strided, more rows than blocks). */
+static bool choose_row_prefetch(const red_params *p, const fu_fusion *f)
+{
+    if (ROW_PREFETCH_BYTES <= 0 || !p->first_batch_early || p->queue || p->cluster > 1 || p->warp_rows > 1 || p->ncache > 0 ||
+        p->grid >= p->rows)
+        return false;
+    const red_pass *ps = &p->pass[1];
+    int64_t bytes = 0;
+    for (int k = 0; k < ps->nstage; k++) {
+        int vec_bytes = p->vec * (int)fu_dtype_size(fu_val(f, ps->stage_t[k])->dtype);
+        if (NARROW_VECTOR_REGISTER && vec_bytes < 4) vec_bytes = 4; /* it takes a register */
+        bytes += (int64_t)ps->batch * vec_bytes;
+    }
+    return ps->nstage > 0 && bytes <= ROW_PREFETCH_BYTES;
+}
+
 /* ------------------------------------------------------------ emission */
 
 const char *fu_red_identity(fu_op op, fu_dtype dt)
@@ -1682,6 +1721,51 @@ static void emit_first_batch_loads(red_emit *r)
     c->lane_var = -1;
 }
 
+/* JOINT_BLOCK_REDUCE: the next row reduction of the pass after i that is
+ * reduced across the block the same way (a plain block reduction of the same
+ * compute type), or -1. */
+static int block_reduce_partner(const red_emit *r, int pass, int i, const bool *joined)
+{
+    const red_params *p = r->p;
+    if (!JOINT_BLOCK_REDUCE || p->warp_rows > 1) return -1;
+    const red_info *ri = &p->reds[i];
+    if (ri->online_max >= 0) return -1;
+    fu_dtype dt = fu_val(r->f, ri->out)->dtype;
+    for (int j = i + 1; j < p->nred; j++) {
+        const red_info *rj = &p->reds[j];
+        if (joined[j] || rj->pass != pass || !row_kind(rj->kind) || rj->online_sum >= 0 || rj->online_max >= 0) continue;
+        if (strcmp(cg_compute_type(fu_val(r->f, rj->out)->dtype), cg_compute_type(dt)) == 0) return j;
+    }
+    return -1;
+}
+
+/* ROW_PREFETCH_BYTES: pass 1's first batch of row `row_expr` (when there is
+ * such a row) into the staged arrays, declared by the caller. */
+static void emit_batch_ahead(red_emit *r, const char *row_expr, const char *comment)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "// %s", comment);
+    cg_line(c, "if (%s < %lld) {", row_expr, (long long)p->rows);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s fu_row_ahead = %s;", it, row_expr);
+    emit_outer_vars(r, "fu_row_ahead"); /* (this row's names, shadowed in this block) */
+    cg_index idx[FU_MAX_RANK];
+    full_index(r, idx);
+    c->vec = p->vec;
+    c->lane_var = p->vec > 1 ? p->rank - 1 : -1;
+    cg_line(c, "const int it0 = 0;");
+    emit_batch_loads(r, idx);
+    c->vec = 1;
+    c->lane_var = -1;
+    c->scope--;
+    cg_drop_scope(c);
+    c->indent--;
+    cg_line(c, "}");
+}
+
 static void emit_pass(red_emit *r, int pass)
 {
     const red_params *p = r->p;
@@ -1807,11 +1891,20 @@ static void emit_pass(red_emit *r, int pass)
     c->vec = 1; /* per-row code after the pass is scalar */
     c->lane_var = -1;
     cg_close(c); /* it0 */
+    if (pass == 1 && p->row_prefetch)
+        emit_batch_ahead(r, "row + gridDim.x", "the block's next row: its first batch in flight during this row's remaining work");
     /* the pass's reductions across the block */
+    bool joined[MAX_REDS] = {false}; /* reduced with an earlier one (JOINT_BLOCK_REDUCE) */
     for (int i = 0; i < p->nred; i++) {
         const red_info *ri = &p->reds[i];
         if (ri->pass != pass || !row_kind(ri->kind) || ri->online_sum >= 0) continue;
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
+        int partner = joined[i] ? -1 : block_reduce_partner(r, pass, i, joined);
+        if (partner >= 0) {
+            cg_line(c, "fu_block_reduce2(%s, %s, %s, %s, %s);", r->var[i], op_functor(ri->op), r->var[partner],
+                    op_functor(p->reds[partner].op), smem_of(ct));
+            joined[partner] = true;
+        }
         if (ri->online_max >= 0) {
             const char *m = r->var[ri->online_max];
             if (ri->const_shift) { /* max and sum as they are, then the one rescale to exp(x - m) */
@@ -1829,7 +1922,8 @@ static void emit_pass(red_emit *r, int pass)
             if (p->warp_rows > 1 && p->threads < 32)
                 cg_line(c, "%s = fu_lanes_reduce<%d>(%s, %s);", r->var[i], p->threads, r->var[i], op_functor(ri->op));
             else if (p->warp_rows > 1) cg_line(c, "%s = fu_warp_reduce(%s, %s);", r->var[i], r->var[i], op_functor(ri->op));
-            else cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", r->var[i], r->var[i], op_functor(ri->op), smem_of(ct));
+            else if (partner < 0 && !joined[i])
+                cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", r->var[i], r->var[i], op_functor(ri->op), smem_of(ct));
             if (p->cluster > 1)
                 cg_line(c, "%s = fu_cluster_reduce<%d>(%s, %s, (%s *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
                         r->var[i], p->cluster, r->var[i], op_functor(ri->op), ct, p->nslots, i);
@@ -1893,6 +1987,42 @@ static void emit_column_accumulators(red_emit *r)
     }
 }
 
+/* Level 0 (the blocks' partials) or 1 (the groups') of the column combine:
+ * partials first .. first + min(count, COL_COMBINE_CHUNK) - 1 of column kb,
+ * all loaded, then combined into each reduction's variable in order. */
+static void emit_partials_chunk(red_emit *r, const char *first, const char *count, int level)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    const fu_fusion *f = r->f;
+    c->indent++;
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        if (ri->kind != RK_COL) continue;
+        const fu_dtype dt = fu_val(f, ri->out)->dtype;
+        const char *ct = cg_compute_type(dt);
+        cg_line(c, "%s fu_p%d[%d];", ct, i, COL_COMBINE_CHUNK);
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (unsigned j = 0; j < %du; j++)", COL_COMBINE_CHUNK);
+        cg_line(c, "  fu_p%d[j] = j < %s ? __ldcg((const %s *)(fu_ws + %lld) + (long long)(%s + j) * %lld + kb) : %s;", i, count, ct,
+                (long long)(level == 0 ? ri->col_ws : ri->col_ws_groups), first, (long long)p->K, fu_red_identity(ri->op, dt));
+    }
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        if (ri->kind != RK_COL) continue;
+        char v[32];
+        snprintf(v, sizeof v, "fu_p%d[j]", i);
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (unsigned j = 0; j < %du; j++)", COL_COMBINE_CHUNK);
+        c->indent++;
+        cg_line(c, "if (j < %s)", count);
+        c->indent++;
+        fu_red_combine(c, ri->op, r->var[i], v);
+        c->indent -= 2;
+    }
+    c->indent--;
+}
+
 /* After the rows: the block's column partials, the group's last block
  * combines its blocks' in block order, the last group's combines the groups'
  * in group order and writes the per-column outputs. Deterministic; the
@@ -1953,24 +2083,28 @@ static void emit_column_combine(red_emit *r)
             const red_info *ri = &p->reds[i];
             if (ri->kind != RK_COL) continue;
             const fu_dtype dt = fu_val(f, ri->out)->dtype;
-            const char *ct = cg_compute_type(dt);
-            cg_line(c, "%s %s = %s;", ct, r->var[i], fu_red_identity(ri->op, dt));
-            char v[160];
-            if (level == 0) {
-                cg_line(c, "for (unsigned b = fu_first; b < fu_first + fu_members; b++) // in block order");
-                snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)b * %lld + kb)", ct,
-                         (long long)ri->col_ws, (long long)K);
-            } else {
-                cg_line(c, "for (unsigned q = 0; q < %lldu; q++) // in group order", (long long)p->col_groups);
-                snprintf(v, sizeof v, "__ldcg((const %s *)(fu_ws + %lld) + (long long)q * %lld + kb)", ct,
-                         (long long)ri->col_ws_groups, (long long)K);
-            }
-            c->indent++;
-            fu_red_combine(c, ri->op, r->var[i], v);
-            c->indent--;
-            if (level == 0)
-                cg_line(c, "((%s *)(fu_ws + %lld))[(long long)fu_group * %lld + kb] = %s;", ct, (long long)ri->col_ws_groups,
-                        (long long)K, r->var[i]);
+            cg_line(c, "%s %s = %s;", cg_compute_type(dt), r->var[i], fu_red_identity(ri->op, dt));
+        }
+        /* a column's partials COL_COMBINE_CHUNK at a time, every load of the chunk (of
+         * every column reduction) issued before the first add, then added in order: a
+         * loop that adds as it loads has one L2 round trip in flight (docs/perf.md v22) */
+        if (level == 0) {
+            cg_line(c, "for (unsigned q0 = 0; q0 < fu_members; q0 += %du) { // the group's blocks, in block order",
+                    COL_COMBINE_CHUNK);
+            emit_partials_chunk(r, "fu_first + q0", "fu_members - q0", level);
+        } else {
+            cg_line(c, "for (unsigned q0 = 0; q0 < %lldu; q0 += %du) { // the groups, in group order", (long long)p->col_groups,
+                    COL_COMBINE_CHUNK);
+            char n[64];
+            snprintf(n, sizeof n, "%lldu - q0", (long long)p->col_groups);
+            emit_partials_chunk(r, "q0", n, level);
+        }
+        cg_line(c, "}");
+        for (int i = 0; i < p->nred; i++) {
+            const red_info *ri = &p->reds[i];
+            if (ri->kind != RK_COL || level != 0) continue;
+            cg_line(c, "((%s *)(fu_ws + %lld))[(long long)fu_group * %lld + kb] = %s;", cg_compute_type(fu_val(f, ri->out)->dtype),
+                    (long long)ri->col_ws_groups, (long long)K, r->var[i]);
         }
         if (level == 1) {
             for (int i = 0; i < p->nred; i++)
@@ -2159,6 +2293,11 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         if (grid_kind(p->reds[i].kind))
             cg_line(c, "%s fu_g%d = %s; // this block's part of %s", cg_compute_type(fu_val(f, p->reds[i].out)->dtype), i,
                     fu_red_identity(p->reds[i].op, fu_val(f, p->reds[i].out)->dtype), fu_val(f, p->reds[i].out)->name);
+    if (p->row_prefetch) { /* the staged arrays outlive a row: each row loads the next one's first batch */
+        begin_pass(r, 1);
+        declare_staged(r);
+        emit_batch_ahead(r, "blockIdx.x", "the block's first row: its first batch (each later row's is loaded during the row before)");
+    }
     emit_row_loop_head(r);
     emit_outer_vars(r, "row");
     for (int k = 0; k < p->ncache; k++)
@@ -2166,7 +2305,8 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
                 cg_storage_type(fu_val(f, p->cache_t[k])->dtype), k, p->iters * p->vec, fu_val(f, p->cache_t[k])->name);
     /* the canonical offset of each cached input (what lookup_cache matches) */
     for (int k = 0; k < p->ncache; k++) canonical_base(r, p->cache_t[k], r->cache_base[k]);
-    if (p->first_batch_early) emit_first_batch_loads(r);
+    if (p->row_prefetch) begin_pass(r, 1); /* (its first batch is in flight already) */
+    else if (p->first_batch_early) emit_first_batch_loads(r);
     cg_line(c, "// per-row values that need no reduction: loaded before the passes");
     emit_hoisted(r, 0);
     for (int pass = 1; pass <= p->passes; pass++) {
@@ -2352,7 +2492,8 @@ static char *params_json(const red_params *p, const fu_fusion *f)
         fu_sb_printf(&js, "%s{\"name\": \"%s\", \"where\": \"shared\", \"offset\": %lld, \"slot_bytes\": %d}",
                      k || p->ncache ? ", " : "", fu_val(f, p->smem_t[k])->name, (long long)p->smem_offset[k],
                      p->smem_slot_bytes[k]);
-    fu_sb_printf(&js, "], \"first_batch_early\": %s, \"passes_plan\": [", p->first_batch_early ? "true" : "false");
+    fu_sb_printf(&js, "], \"first_batch_early\": %s, \"row_prefetch\": %s, \"passes_plan\": [", p->first_batch_early ? "true" : "false",
+                 p->row_prefetch ? "true" : "false");
     for (int q = 1; q <= p->passes; q++) {
         const red_pass *ps = &p->pass[q];
         fu_sb_printf(&js, "%s{\"pass\": %d, \"batch\": %d, \"staged\": ", q > 1 ? ", " : "", q, ps->batch);
@@ -2431,6 +2572,7 @@ bool fu_reduction_heuristics(const fu_group *g, void **params, fu_kernel_plan *k
         choose_grid(p, g);
         for (int q = 1; q <= p->passes; q++) plan_pass(p, g, q);
         p->first_batch_early = ROW_LOADS_FIRST && (p->pass[1].nstage > 0 || p->ncache > 0);
+        p->row_prefetch = choose_row_prefetch(p, f);
         if (!plan_hoists(p, g)) {
             snprintf(why, nwhy, "out of memory");
             ok = false;
