@@ -6,6 +6,7 @@
 #   copy_probe  copy kernels (grid-stride, tiles of 1-8 vectors per thread, TMA bulk) against cuMemcpyDtoD
 #   row_probe   the fused cross entropy's rows: strided, one block per row, from a counter, across clusters
 #   qkv_probe   the QKV split's traversal orders
+#   mufu_probe  packed bf16/f16 tanh and ex2: exhaustive accuracy and MUFU throughput (v22)
 #
 # Each prints one line per variant (median us of 31 cold-L2 samples, GB/s of bytes read + written) and
 # keeps it in OUTDIR/NAME.txt (default /tmp/probes). Exit status: 0, or that of the first step that failed.
@@ -14,7 +15,7 @@ out=${1:-/tmp/probes}
 arch=${2:-sm_90a}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
-for p in copy_probe row_probe qkv_probe; do
+for p in copy_probe row_probe qkv_probe mufu_probe; do
   nvcc -O3 -arch="$arch" -std=c++17 -o "$out/$p" "$here/$p.cu"
   echo "== $p"
   "$out/$p" | tee "$out/$p.txt"
