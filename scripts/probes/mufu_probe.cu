@@ -128,6 +128,8 @@ static int rate(const char *name, int elems_per_op, int sms, double clock_ghz) {
   printf("%-24s %8.3f ms  %7.1f Gop/s  %7.1f Gelem/s  %5.2f op/clk/SM  %5.2f elem/clk/SM\n", name, best,
          ops / best / 1e6, elems / best / 1e6, ops / (best * 1e-3) / (clock_ghz * 1e9) / sms,
          elems / (best * 1e-3) / (clock_ghz * 1e9) / sms);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
   cudaFree(sink);
   return 0;
 }

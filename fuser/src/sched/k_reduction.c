@@ -897,6 +897,13 @@ static batch_max_kind batch_max_source(const red_params *p, const fu_fusion *f, 
 
 /* What pass `pass` loads, in batches of how many vectors, how its slots are
  * guarded, and how its online maxes read their sources. */
+/* Bytes a staged vector of elem_bytes elements counts as: at least a register. */
+static int vector_register_bytes(const red_params *p, int elem_bytes)
+{
+    int bytes = p->vec * elem_bytes;
+    return NARROW_VECTOR_REGISTER && bytes < 4 ? 4 : bytes; /* it takes a register */
+}
+
 static void plan_pass(red_params *p, const fu_group *g, int pass)
 {
     red_pass *ps = &p->pass[pass];
@@ -909,8 +916,7 @@ static void plan_pass(red_params *p, const fu_group *g, int pass)
      * elements. */
     ps->from_slots = pass > 1 && ps->nstage > 0;
     for (int k = 0; k < ps->nstage; k++) ps->from_slots &= smem_index(p, ps->stage_t[k]) >= 0;
-    int vec_bytes = p->vec * p->elem_bytes;
-    if (NARROW_VECTOR_REGISTER && vec_bytes < 4) vec_bytes = 4; /* it takes a register */
+    int vec_bytes = vector_register_bytes(p, p->elem_bytes);
     int stage_iters = p->passes == 1 || (p->nsmem && pass == 1) ? STAGE_BYTES / vec_bytes
                       : ps->from_slots                          ? ROW_SMEM_BATCH
                                                                 : STAGE_ELEMS_MULTIPASS / p->vec;
@@ -1326,9 +1332,7 @@ static bool choose_row_prefetch(const red_params *p, const fu_fusion *f)
     const red_pass *ps = &p->pass[1];
     int64_t bytes = 0;
     for (int k = 0; k < ps->nstage; k++) {
-        int vec_bytes = p->vec * (int)fu_dtype_size(fu_val(f, ps->stage_t[k])->dtype);
-        if (NARROW_VECTOR_REGISTER && vec_bytes < 4) vec_bytes = 4; /* it takes a register */
-        bytes += (int64_t)ps->batch * vec_bytes;
+        bytes += (int64_t)ps->batch * vector_register_bytes(p, (int)fu_dtype_size(fu_val(f, ps->stage_t[k])->dtype));
     }
     return ps->nstage > 0 && bytes <= ROW_PREFETCH_BYTES;
 }
@@ -1702,23 +1706,31 @@ static void emit_batch_loads(red_emit *r, const cg_index *idx)
 
 /* ROW_LOADS_FIRST: pass 1's staged arrays at row scope and its first batch
  * loaded (it0 = 0), before the per-row values are computed. */
-static void emit_first_batch_loads(red_emit *r)
+/* Pass 1's loads of its first batch (it0 = 0) at the row the outer
+ * variables name, into the staged arrays. */
+static void emit_first_batch(red_emit *r)
 {
     const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
-    begin_pass(r, 1);
-    cg_line(c, "// pass 1's first batch, in flight before the per-row values wait on theirs");
-    declare_staged(r);
     cg_index idx[FU_MAX_RANK];
     full_index(r, idx);
     c->vec = p->vec;
     c->lane_var = p->vec > 1 ? p->rank - 1 : -1;
-    cg_open(c);
     cg_line(c, "const int it0 = 0;");
     emit_batch_loads(r, idx);
-    cg_close(c);
     c->vec = 1;
     c->lane_var = -1;
+}
+
+static void emit_first_batch_loads(red_emit *r)
+{
+    cg_ctx *c = &r->w->cg;
+    begin_pass(r, 1);
+    cg_line(c, "// pass 1's first batch, in flight before the per-row values wait on theirs");
+    declare_staged(r);
+    cg_open(c);
+    emit_first_batch(r);
+    cg_close(c);
 }
 
 /* JOINT_BLOCK_REDUCE: the next row reduction of the pass after i that is
@@ -1752,14 +1764,7 @@ static void emit_batch_ahead(red_emit *r, const char *row_expr, const char *comm
     c->scope++;
     cg_line(c, "const %s fu_row_ahead = %s;", it, row_expr);
     emit_outer_vars(r, "fu_row_ahead"); /* (this row's names, shadowed in this block) */
-    cg_index idx[FU_MAX_RANK];
-    full_index(r, idx);
-    c->vec = p->vec;
-    c->lane_var = p->vec > 1 ? p->rank - 1 : -1;
-    cg_line(c, "const int it0 = 0;");
-    emit_batch_loads(r, idx);
-    c->vec = 1;
-    c->lane_var = -1;
+    emit_first_batch(r);
     c->scope--;
     cg_drop_scope(c);
     c->indent--;
@@ -2100,12 +2105,11 @@ static void emit_column_combine(red_emit *r)
             emit_partials_chunk(r, "q0", n, level);
         }
         cg_line(c, "}");
-        for (int i = 0; i < p->nred; i++) {
-            const red_info *ri = &p->reds[i];
-            if (ri->kind != RK_COL || level != 0) continue;
-            cg_line(c, "((%s *)(fu_ws + %lld))[(long long)fu_group * %lld + kb] = %s;", cg_compute_type(fu_val(f, ri->out)->dtype),
-                    (long long)ri->col_ws_groups, (long long)K, r->var[i]);
-        }
+        for (int i = 0; i < p->nred && level == 0; i++) /* the group's partial */
+            if (p->reds[i].kind == RK_COL)
+                cg_line(c, "((%s *)(fu_ws + %lld))[(long long)fu_group * %lld + kb] = %s;",
+                        cg_compute_type(fu_val(f, p->reds[i].out)->dtype), (long long)p->reds[i].col_ws_groups, (long long)K,
+                        r->var[i]);
         if (level == 1) {
             for (int i = 0; i < p->nred; i++)
                 if (p->reds[i].kind == RK_COL) {
