@@ -237,7 +237,12 @@
 #define COL_GROUP_BLOCKS 16
 #endif
 #define COL_MAX_ACC 16 /* (32 spilled the bf16 layer norm backward at C = 4096 under 64 registers) */
+#ifndef COL_BLOCKS_PER_SM
 #define COL_BLOCKS_PER_SM 4 /* fewer blocks: fewer partials to combine */
+#endif
+#ifndef COL_MIN_THREADS
+#define COL_MIN_THREADS 256 /* ... and blocks of at least these threads */
+#endif
 /* Partials of a column the combine loads at once (registers a column reduction). */
 #ifndef COL_COMBINE_CHUNK
 #define COL_COMBINE_CHUNK 16
@@ -1140,7 +1145,7 @@ static void choose_config(red_params *p, const fu_group *g)
     /* with column reductions, blocks of 256 threads at least (fewer blocks,
      * fewer partials) and no more accumulators than COL_MAX_ACC a thread */
     if (p->ncol > 0)
-        while (threads < 1024 && (threads < 256 || (int64_t)p->ncol * ((vecs + threads - 1) / threads) * p->vec > COL_MAX_ACC))
+        while (threads < 1024 && (threads < COL_MIN_THREADS || (int64_t)p->ncol * ((vecs + threads - 1) / threads) * p->vec > COL_MAX_ACC))
             threads *= 2;
     /* a single row's other outputs: a thread an element, up to 1024; the outputs written
      * over the grid: at most FREE_OUT_ITERS elements a thread of the min(rows, SMs)
