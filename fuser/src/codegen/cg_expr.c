@@ -328,6 +328,8 @@ static const char *memo_add(cg_ctx *c, fu_tensor t, const char *key, const char 
     c->memo[c->nmemo++] = m;
     m->tensor = t;
     snprintf(m->key, sizeof m->key, "%s", key);
+    if (strlen(var) >= sizeof m->var) /* a cut name would be wrong code */
+        cg_fail(c, "codegen: the expression '%s' of '%s' is too long for a value", var, fu_val(c->f, t)->name);
     snprintf(m->var, sizeof m->var, "%s", var);
     m->scope = c->scope;
     m->i32 = false;
