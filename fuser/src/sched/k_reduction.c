@@ -128,6 +128,21 @@
 #ifndef REGISTER_ROW_ITERS
 #define REGISTER_ROW_ITERS 4
 #endif
+/* A row a later pass reads again, on a block of its own: more threads, up to
+ * REGISTER_ROW_MAX_THREADS, where REGISTER_ROW_ITERS vectors a thread then keep
+ * it in registers (CACHE_BYTES) instead of CACHED_ROW_ITERS in shared memory.
+ * Softmax backward at 16384 x 4096: f32 210.3 -> 190.6 us, bf16 108.4 -> 99.3
+ * (docs/perf.md v23). Not for rows a warp holds (a warp a row, WARP_ROWS: f32
+ * 1024 columns took 52.8 us so, 58.3 on 64 threads), nor on 1024 threads: a
+ * block of them is alone on its SM, nothing else in flight during its
+ * reductions (bf16 cross entropy backward at 8192 x 32768: 272 -> 337 us).
+ * 0 turns it off. */
+#ifndef REGISTER_ROW_THREADS
+#define REGISTER_ROW_THREADS 1
+#endif
+#ifndef REGISTER_ROW_MAX_THREADS
+#define REGISTER_ROW_MAX_THREADS 512
+#endif
 #ifndef ROW_SMEM_BATCH
 #define ROW_SMEM_BATCH 2
 #endif
@@ -1076,6 +1091,31 @@ static int row_threads(const red_params *p, int64_t vecs)
     return threads;
 }
 
+/* Bytes a row position holds of the full-size inputs a later pass reads. */
+static int64_t later_elem_bytes(const red_params *p, const fu_group *g)
+{
+    int64_t elem_bytes = 0;
+    for (int i = 0; i < p->nparams; i++) {
+        const fu_value *v = fu_val(g->f, p->param_t[i]);
+        if (p->param_out[i] || !is_full_shape(p, v)) continue;
+        if (read_later(p, g, p->param_t[i])) elem_bytes += (int64_t)fu_dtype_size(v->dtype);
+    }
+    return elem_bytes;
+}
+
+/* REGISTER_ROW_THREADS: the threads, from `threads`, that keep the row's
+ * inputs a later pass reads in registers at REGISTER_ROW_ITERS vectors a
+ * thread, or `threads` where no block of up to REGISTER_ROW_MAX_THREADS does. */
+static int register_row_threads(const red_params *p, const fu_group *g, int threads, int64_t vecs)
+{
+    int64_t elem_bytes = later_elem_bytes(p, g);
+    int t = threads;
+    while (t < REGISTER_ROW_MAX_THREADS && (vecs + t - 1) / t > REGISTER_ROW_ITERS) t *= 2;
+    int64_t iters = (vecs + t - 1) / t;
+    if (elem_bytes == 0 || iters > REGISTER_ROW_ITERS || iters * p->vec * elem_bytes > CACHE_BYTES) return threads;
+    return t;
+}
+
 /* CLUSTER_ROWS: the fewest blocks (2, 4, 8) a row is split over so that each
  * block's part of the inputs a later pass reads again fits its shared memory,
  * where the whole row does not; else 1. */
@@ -1087,12 +1127,7 @@ static void choose_cluster(red_params *p, const fu_group *g)
      * of 7 scalars a thread keeps too few bytes in flight: bf16 4093 x 50257 fwd+bwd
      * took 2114 us in clusters of 8, 588 us re-reading the row) */
     if (!CLUSTER_ROWS || p->passes < 2 || p->ncol > 0 || g->opts->max_cluster < 2 || p->vec == 1) return;
-    int64_t elem_bytes = 0; /* of the full-size inputs a later pass reads, per row position */
-    for (int i = 0; i < p->nparams; i++) {
-        const fu_value *v = fu_val(g->f, p->param_t[i]);
-        if (p->param_out[i] || !is_full_shape(p, v)) continue;
-        if (read_later(p, g, p->param_t[i])) elem_bytes += (int64_t)fu_dtype_size(v->dtype);
-    }
+    int64_t elem_bytes = later_elem_bytes(p, g);
     if (elem_bytes == 0) return;
     const int64_t room = g->opts->max_shared_per_block - STATIC_SHARED_BYTES - 2 * MAX_REDS * 16;
     for (int C = 1; C <= g->opts->max_cluster && C <= 8; C *= 2) {
@@ -1177,6 +1212,8 @@ static void choose_config(red_params *p, const fu_group *g)
             threads *= 2;
         threads = col_row_threads(threads, vecs);
     }
+    if (REGISTER_ROW_THREADS && p->passes >= 2 && p->ncol == 0 && p->cluster == 1 && threads > 32)
+        threads = register_row_threads(p, g, threads, vecs);
     /* a single row's other outputs: a thread an element, up to 1024; the outputs written
      * over the grid: at most FREE_OUT_ITERS elements a thread of the min(rows, SMs)
      * blocks there are at least (one block of 128 threads took 13 us for 2673) */
