@@ -186,7 +186,8 @@ static char *text_kernel_source(const char *text)
 /* Rows kept in shared memory: every kept input is loaded and stored to its
  * slots in pass 1, even when more inputs than staging slots come first, and
  * a bool row has 1-byte slots (a 2-byte access at an odd address faulted);
- * enough rows that each keeps 128 threads (fewer rows get more threads). */
+ * enough rows that each keeps its threads (fewer rows get more threads), and
+ * rows too long for 512 threads to hold in registers (REGISTER_ROW_THREADS). */
 static void check_shared_memory_rows(void)
 {
     char *five = text_kernel_source("fusion five\nparam N = 16\nparam K = 36864\n"
@@ -199,11 +200,11 @@ static void check_shared_memory_rows(void)
         CHECK_CONTAINS(five, "*(uint2 *)(fu_rows + 0 + ((int)it * 1024 + threadIdx.x) * 8) = *(const uint2 *)(fu_s0 + b * 4);");
     }
     free(five);
-    char *masked = text_kernel_source("fusion masked\nparam N = 4096\nparam K = 1001\n"
+    char *masked = text_kernel_source("fusion masked\nparam N = 4096\nparam K = 4001\n"
                                       "input x: f32[N, K]\ninput m: bool[N, K]\n"
                                       "xm = where(m, x, -inf)\ny = softmax(xm, axis=-1)\noutput y\n");
     if (masked) {
-        CHECK_CONTAINS(masked, "*(unsigned char *)(fu_rows + 4096 + ((int)it * 128 + threadIdx.x) * 1) = ");
+        CHECK_CONTAINS(masked, "*(unsigned char *)(fu_rows + 16384 + ((int)it * 512 + threadIdx.x) * 1) = ");
         CHECK(count_of(masked, "unsigned short *)(fu_rows") == 0);
     }
     free(masked);
