@@ -12,7 +12,10 @@ rows, and the rows cannot drift from the fusion. Timing as run_suite's
 spin so that Python's dispatch is not on the clock; CUDA events around the
 call only; warm-up first; samples until (p75 - p25) / median is under 2%
 with at least 10, or the time limit; the repetition's time is the median),
-kernel counts from torch.profiler, the bytes the fuser counted. It writes a
+kernel counts and kernel_time_us (one cold call's kernels' summed durations,
+as run_suite's CUPTI figure; left out where it does not fit inside the call's
+event time) from torch.profiler, the
+bytes the fuser counted. It writes a
 run file in docs/results-schema.md's schema with the variants torch_eager and
 torch_compile, which run_suite merges. An item whose fusion cannot be
 translated (or that raises) is a row with status "failed" and the reason.
@@ -217,22 +220,50 @@ class Bench:
         return 2 * n / statistics.median(times) / 1e9
 
     def kernels(self, fn):
-        """Kernels, memsets and copies the profiler saw in one call (None when it cannot say)."""
+        """Kernels, memsets and copies the profiler saw in one call, and that
+        call's kernels' summed durations in us (the L2 flushed first, outside
+        the profiled span), as run_suite's CUPTI kernel_time_us: kernels only,
+        memsets and copies left out. None when the profiler cannot say; the
+        time alone None when the durations cannot be read."""
         t = self.torch
         try:
             from torch.profiler import profile, ProfilerActivity
             fn()
             t.cuda.synchronize()
+            if self.flush is not None:
+                self.flush.zero_()
+            t.cuda.synchronize()
             with profile(activities=[ProfilerActivity.CUDA]) as p:
                 fn()
                 t.cuda.synchronize()
-            names = [ev.name for ev in p.events() if ev.device_type == t.autograd.DeviceType.CUDA]
+            events = [ev for ev in p.events() if ev.device_type == t.autograd.DeviceType.CUDA]
+            names = [ev.name for ev in events]
             memsets = sum(1 for n in names if n.startswith("Memset"))
             copies = sum(1 for n in names if "Memcpy" in n)
-            return len(names) - memsets - copies, memsets, copies
+            counts = (len(names) - memsets - copies, memsets, copies)
         except Exception as ex:
             print(f"torch_bench: the profiler failed ({ex!r}); no kernel counts", file=sys.stderr)
             return None
+        try:
+            spans = [ev.time_range.elapsed_us() for ev in events if not ev.name.startswith("Memset") and "Memcpy" not in ev.name]
+            kernel_us = float(sum(spans)) if spans and all(x > 0 for x in spans) else None
+        except Exception as ex:
+            print(f"torch_bench: no kernel durations from the profiler ({ex!r})", file=sys.stderr)
+            kernel_us = None
+        return counts, kernel_us
+
+    @staticmethod
+    def plausible_kernel_us(kernel_us, samples, label):
+        """kernel_us where it fits inside the call's event time (at most 1.5x its
+        median, at least 5%: a unit mistake would be 1000x off), else None."""
+        if kernel_us is None or not samples:
+            return kernel_us
+        med = statistics.median(samples)
+        if 0.05 * med <= kernel_us <= 1.5 * med:
+            return kernel_us
+        print(f"torch_bench: {label}: kernel time {kernel_us:.2f} us against an event time of {med:.2f} us: "
+              f"left out", file=sys.stderr)
+        return None
 
     # ---- the cases
     def make(self, it, variant):
@@ -258,7 +289,7 @@ class Bench:
                 inputs.append(t.randint(0, bound, shape, device=dev, generator=g).to(dt))
         return lambda: fn(*inputs)
 
-    def entry(self, it, variant, rep, reps, status, error="", samples=None, counts=None):
+    def entry(self, it, variant, rep, reps, status, error="", samples=None, counts=None, kernel_us=None):
         e = {
             "name": it.name(variant), "family_index": self.family, "per_family_instance_index": 0,
             "run_name": it.name(variant), "run_type": "iteration", "repetitions": reps, "repetition_index": rep,
@@ -271,6 +302,8 @@ class Bench:
                   "variant": variant, "dtype": it.dtype, "size": it.size})
         if counts:
             e["kernels"], e["launches"] = counts[0], sum(counts)
+        if kernel_us is not None:
+            e["kernel_time_us"] = kernel_us
         e["segments"] = 0
         e["bytes"] = it.bytes
         if samples:
@@ -298,7 +331,7 @@ class Bench:
             e.update({"name": f"{it.name(variant)}_{name}", "run_type": "aggregate", "aggregate_name": name,
                       "aggregate_unit": unit, "iterations": len(meds), "real_time": value, "cpu_time": value,
                       "time_unit": "us", "bytes": it.bytes, "status": "ok"})
-            for k in ("kernels", "launches", "segments"):
+            for k in ("kernels", "launches", "segments", "kernel_time_us"):
                 if k in reps[0]:
                     e[k] = reps[0][k]
             if name in ("median", "mean") and value > 0:
@@ -321,11 +354,15 @@ class Bench:
             fn()  # compiles (torch.compile), loads the kernels
             t.cuda.synchronize()
             ready = time.monotonic() - t0
-            counts = self.kernels(fn)
+            profiled = self.kernels(fn)
+            counts, kernel_us = profiled if profiled else (None, None)
             rows = []
             for r in range(reps):
                 samples = self.measure(fn)
-                rows.append(self.entry(it, variant, r, reps, "ok", samples=samples, counts=counts))
+                if r == 0:
+                    kernel_us = self.plausible_kernel_us(kernel_us, samples, label)
+                rows.append(self.entry(it, variant, r, reps, "ok", samples=samples, counts=counts,
+                                       kernel_us=kernel_us))
                 med, spread = summarize(samples)
                 kern = f"{counts[0]} kernel{'s' if counts[0] != 1 else ''}" if counts else "kernels unknown"
                 print(f"{label}: rep {r + 1}/{reps}: {med:.2f} us +-{100 * spread:.1f}% ({len(samples)} samples), "

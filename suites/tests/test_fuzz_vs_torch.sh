@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_fuzz_vs_torch.sh (unit; python3, no PyTorch, no GPU): scripts/fuzz_vs_torch on a small
 # made-up run JSON and plans, checking the numbers it prints: the histograms against the lower
-# bound and against torch.compile, the two fractions (with the 5% and the spread rule), the
+# bound and against torch.compile, the fractions (with the 5% and the spread rule; by kernel time), the
 # grouped failures, the worst by time and the fusions needing more kernels; bad inputs exit 2.
 set -u
 root=${FUSEBENCH_SOURCE_DIR:?}
@@ -9,9 +9,10 @@ command -v python3 >/dev/null 2>&1 || { echo "test_fuzz_vs_torch: no python3: sk
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
-# row SUITE VARIANT STATUS KERNELS US SPREAD [ERROR] [REP]
+# row SUITE VARIANT STATUS KERNELS US SPREAD [ERROR] [REP] [KERNEL_US]
 row() {
     k=""; [ "$4" != - ] && k="\"kernels\": $4,"
+    [ -n "${9:-}" ] && k="$k \"kernel_time_us\": $9,"
     t="\"real_time\": 0,"; [ "$5" != - ] && t="\"real_time\": $5, \"spread\": $6,"
     e=""; [ -n "${7:-}" ] && e="\"error\": \"$7\","
     printf ' {"name": "%s/%s/%s/f32/default", "run_type": "iteration", "repetition_index": %s, "suite": "%s", "case": "%s",
@@ -21,19 +22,21 @@ row() {
 {
     echo '{"context": {"schema": "fusebench-run/1"}, "benchmarks": ['
     # fz_a: at the bound, as many kernels as compile, faster; two repetitions (median 10) and an aggregate
-    row fz_a fuser ok 2 9 0.01 "" 0
-    row fz_a fuser ok 2 11 0.01 "" 1
+    # (kernel times: fuser 8 against 10, not slower)
+    row fz_a fuser ok 2 9 0.01 "" 0 8
+    row fz_a fuser ok 2 11 0.01 "" 1 8
     echo ' {"name": "fz_a/fz_a/fuser/f32/default_median", "run_type": "aggregate", "aggregate_name": "median", "suite": "fz_a", "case": "fz_a", "variant": "fuser", "dtype": "f32", "size": "default", "real_time": 999, "kernels": 9, "status": "ok"},'
-    row fz_a torch_compile ok 2 12 0.01
-    # fz_b: two above the bound, one kernel more than compile, twice as slow
-    row fz_b fuser ok 3 20 0.01
-    row fz_b torch_compile ok 2 10 0.02
-    # fz_c: 4% slower: not slower by the 5% rule
-    row fz_c fuser ok 1 10.4 0.0
-    row fz_c torch_compile ok 1 10 0.0
-    # fz_d: 9% slower but within both spreads (12 x 0.9 <= 11 x 1.05); two kernels fewer
-    row fz_d fuser ok 1 12 0.1
-    row fz_d torch_compile ok 3 11 0.05
+    row fz_a torch_compile ok 2 12 0.01 "" 0 10
+    # fz_b: two above the bound, one kernel more than compile, twice as slow (kernel time 1.5x)
+    row fz_b fuser ok 3 20 0.01 "" 0 15
+    row fz_b torch_compile ok 2 10 0.02 "" 0 10
+    # fz_c: 4% slower: not slower by the 5% rule (kernel time too: 10.4 against 10)
+    row fz_c fuser ok 1 10.4 0.0 "" 0 10.4
+    row fz_c torch_compile ok 1 10 0.0 "" 0 10
+    # fz_d: 9% slower but within both spreads (12 x 0.9 <= 11 x 1.05); two kernels fewer; slower by
+    # kernel time (12 against 11: no spread rule there)
+    row fz_d fuser ok 1 12 0.1 "" 0 12
+    row fz_d torch_compile ok 3 11 0.05 "" 0 11
     # fz_e: both failed; the kernels from the plan
     row fz_e fuser failed - - - "output 'v3' at default (full size) differs from the CPU interpreter: relative L2 error 0.5"
     row fz_e torch_compile failed - - - "NotImplementedError: fusion_torch: op 'gather_rows' has no translation"
@@ -78,11 +81,13 @@ expect "e.g. fz_e f32, fz_g f32"
 expect "fuser         failed     1  output 'v3' at default"
 expect "torch_compile absent     1"
 expect "worst 4 by time ratio"
-expect "  fz_b f32                                     20.00      10.00   2.00       3       2     1  slower"
-expect "  fz_a f32                                     10.00      12.00   0.83       2       2     2"
+expect "  fz_b f32                                     20.00      10.00   2.00   1.50       3       2     1  slower"
+expect "  fz_a f32                                     10.00      12.00   0.83   0.80       2       2     2"
 expect "the fuser needs more kernels than torch.compile: 1"
 expect "  fz_b f32                                       3       2     1"
-expect "in short: 7 fusions; at the lower bound 5 of 6; kernels <= torch.compile 3 of 7 (42.9%); not slower 3 of 7 (42.9%); not ok: fuser 1 failed 0 skipped, torch.compile 3"
+expect "fuser not slower by kernel time:        2 of 4 with both (50.0%); 2 of 7 fusions (28.6%)"
+expect "kernel-time ratio fuser / torch.compile: median 1.065, geometric mean 1.080, max 1.500"
+expect "in short: 7 fusions; at the lower bound 5 of 6; kernels <= torch.compile 3 of 7 (42.9%); not slower 3 of 7 (42.9%), by kernel time 2 of 7 (28.6%); not ok: fuser 1 failed 0 skipped, torch.compile 3"
 [ "$(printf '%s\n' "$out" | tail -n 1 | cut -c1-9)" = "in short:" ] || { echo "FAIL: the last line is not the short one"; fails=$((fails + 1)); }
 # fz_d is the second worst and not marked slower (the spreads overlap)
 printf '%s\n' "$out" | grep -A3 '^worst' | tail -n 2 | grep -q 'fz_d f32.*1.09.*  1  *3  *1$' ||
