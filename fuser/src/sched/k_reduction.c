@@ -260,11 +260,12 @@
 #endif
 /* ... except where fewer threads, a multiple of a warp and at least
  * COL_FEWEST_THREADS, cover the row in as many iterations: no idle threads
- * (a bf16 row of 768 is 96 vectors: 160 of 256 threads idle; rms_norm bwd
- * 43.2 -> 38.1 us in blocks of 128), and a thread's vectors, the prefetch
- * they allow and its accumulators stay as they were. COL_WARP_THREADS 0 keeps
- * the block a power of two. The blocks an SM then hold COL_THREADS_PER_SM
- * threads (at least COL_BLOCKS_PER_SM blocks). */
+ * (a bf16 row of 768 is 96 vectors: 160 of 256 threads idle), and a thread's
+ * vectors, the prefetch they allow and its accumulators stay as they were.
+ * Norm backward at 65536 x 768 (docs/perf.md v23): bf16 layer norm 156.6 ->
+ * 115.3 us in blocks of 128, f32 184.4 -> 160.6 in blocks of 192.
+ * COL_WARP_THREADS 0 keeps the block a power of two. The blocks an SM then
+ * hold COL_THREADS_PER_SM threads (at least COL_BLOCKS_PER_SM blocks). */
 #ifndef COL_FEWEST_THREADS
 #define COL_FEWEST_THREADS 128
 #endif
