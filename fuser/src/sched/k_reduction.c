@@ -1206,8 +1206,9 @@ static void choose_config(red_params *p, const fu_group *g)
     p->nslots = p->cluster > 1 ? p->nred : 0;
     int64_t vecs = (p->K_part + p->vec - 1) / p->vec;
     int threads = row_threads(p, vecs);
-    /* with column reductions, blocks of 256 threads at least (fewer blocks,
-     * fewer partials) and no more accumulators than COL_MAX_ACC a thread */
+    /* with column reductions, blocks of COL_MIN_THREADS at least (fewer blocks,
+     * fewer partials) and no more accumulators than COL_MAX_ACC a thread, then
+     * the fewest warps that take as many iterations (COL_FEWEST_THREADS) */
     if (p->ncol > 0) {
         while (threads < 1024 && (threads < COL_MIN_THREADS || (int64_t)p->ncol * ((vecs + threads - 1) / threads) * p->vec > COL_MAX_ACC))
             threads *= 2;
