@@ -170,8 +170,9 @@ fu_status fu_module_get_kernel(fu_module *m, const char *name, fu_kernel **out, 
 
 const char *fu_kernel_name(const fu_kernel *k);
 const fu_kernel_attrs *fu_kernel_attributes(const fu_kernel *k);
-/* Resident blocks per SM for this block size and dynamic shared memory. */
-fu_status fu_kernel_occupancy(const fu_kernel *k, int block_threads, size_t dynamic_shared_bytes,
+/* Resident blocks per SM for this block size and dynamic shared memory (the
+ * kernel's dynamic shared memory limit raised to it first, as a launch would). */
+fu_status fu_kernel_occupancy(fu_kernel *k, int block_threads, size_t dynamic_shared_bytes,
                               int *blocks_per_sm, fu_error *err);
 /* Clusters of a kernel with __cluster_dims__ that the device runs at once, for
  * this grid, block size and dynamic shared memory (cuOccupancyMaxActiveClusters:
@@ -218,6 +219,13 @@ fu_status fu_runtime_synchronize(fu_runtime *rt, fu_error *err);
 fu_status fu_runtime_launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3],
                             const unsigned block[3], size_t shared_bytes, void **args,
                             fu_error *err);
+/* The same, launched cooperatively (cuLaunchCooperativeKernel): every block is
+ * resident at once, so the kernel may wait for all of them (fu_grid_sync). The
+ * grid must fit: at most fu_kernel_occupancy blocks per SM on every SM, else
+ * the driver refuses it (FU_ERR_RUNTIME naming the launch). */
+fu_status fu_runtime_launch_cooperative(fu_runtime *rt, fu_kernel *k, const unsigned grid[3],
+                                        const unsigned block[3], size_t shared_bytes, void **args,
+                                        fu_error *err);
 
 /* ---------------------------------------------------------------- events */
 

@@ -463,7 +463,12 @@ int main(void)
         for (int k = 0; k < 4; k++)
             for (int d = 0; d < 2; d++) {
                 char *src = one_kernel(rt, data, norms[nf], nb_sets[k], 2, d ? FU_BF16 : FU_F32);
-                CHECK_CONTAINS(body_of(src), "atomicAdd(&fu_group_done[fu_group], 1u)");
+                /* the column partials combined by the whole grid between two barriers (a
+                 * cooperative launch): the helper in the prelude, the plan says so */
+                CHECK_CONTAINS(body_of(src), "fu_grid_sync(fu_count + 2); // every block's partial written");
+                CHECK_CONTAINS(body_of(src), "fu_grid_sync(fu_count + 2); // every group's partial written");
+                CHECK_CONTAINS(src, "__device__ __forceinline__ void fu_grid_sync(unsigned *bar)");
+                CHECK(src && !strstr(body_of(src), "fu_group_done")); /* no last blocks */
                 CHECK(src && !strstr(body_of(src), "fu_take_row")); /* rows strided, not from the queue */
                 free(src);
             }

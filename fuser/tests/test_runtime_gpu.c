@@ -140,6 +140,10 @@ static void run(fu_runtime *rt)
     int blocks = 0;
     OK(fu_kernel_occupancy(vadd, 256, 0, &blocks, &err));
     CHECK(blocks > 0);
+    /* above 48 KiB of dynamic shared memory too (the limit is raised first: the driver
+     * counted no block at all before, and a cooperative grid came out empty) */
+    OK(fu_kernel_occupancy(vadd, 256, 64 * 1024, &blocks, &err));
+    CHECK(blocks >= 1 && blocks <= 3);
 
     /* Vector add: n not a multiple of 4, so the tail path runs too. */
     const long long n = 1000003;

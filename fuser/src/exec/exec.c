@@ -90,6 +90,21 @@ fu_status fu_exec_prepare(fu_runtime *rt, const fu_plan *plan, fu_executable **o
             return s;
         }
         if (kp->cluster > 1 && fit > 0 && (unsigned)fit * kp->cluster < kp->grid) k->grid = (unsigned)fit * kp->cluster;
+        if (kp->grid_sync) { /* every block resident at once: no more than fit on the device */
+            int per_sm = 0;
+            if ((s = fu_kernel_occupancy(k->kernel, (int)kp->block, kp->shared_bytes, &per_sm, err))) {
+                fu_exec_free(x);
+                return s;
+            }
+            unsigned most = (unsigned)per_sm * (unsigned)fu_runtime_device(rt)->sm_count;
+            if (most == 0) {
+                s = fu_error_set(err, FU_ERR_RUNTIME, "kernel '%s': no block of %u threads and %zu B of shared memory fits an SM",
+                                 kp->name, kp->block, kp->shared_bytes);
+                fu_exec_free(x);
+                return s;
+            }
+            if (most < k->grid) k->grid = most;
+        }
         if (kp->workspace_bytes) {
             if ((s = fu_device_alloc(rt, kp->workspace_bytes, &k->workspace, err)) ||
                 (s = fu_device_memset8(rt, k->workspace, 0, kp->workspace_bytes, err))) {
@@ -190,7 +205,9 @@ fu_status fu_exec_launch(fu_executable *x, const fu_devptr *inputs, const fu_dev
         vals[n++] = x->err_flag;
         for (int j = 0; j < n; j++) args[j] = &vals[j];
         unsigned grid[3] = {k->grid, 1, 1}, block[3] = {kp->block, 1, 1};
-        if ((s = fu_runtime_launch(x->rt, k->kernel, grid, block, kp->shared_bytes, args, err))) return s;
+        s = kp->grid_sync ? fu_runtime_launch_cooperative(x->rt, k->kernel, grid, block, kp->shared_bytes, args, err)
+                          : fu_runtime_launch(x->rt, k->kernel, grid, block, kp->shared_bytes, args, err);
+        if (s) return s;
         x->nkernels_launched++;
     }
     return FU_OK;

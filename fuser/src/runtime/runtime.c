@@ -91,6 +91,7 @@ static const fu_sym_spec DRIVER_SYMS[] = {
     DRV(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
     DRV(OccupancyMaxActiveClusters, "cuOccupancyMaxActiveClusters"),
     DRV(LaunchKernel, "cuLaunchKernel"),
+    DRV(LaunchCooperativeKernel, "cuLaunchCooperativeKernel"),
     DRV(MemAlloc, "cuMemAlloc_v2"),
     DRV(MemFree, "cuMemFree_v2"),
     DRV(MemGetAddressRange, "cuMemGetAddressRange_v2"),
@@ -462,12 +463,41 @@ fu_status fu_module_get_kernel(fu_module *m, const char *name, fu_kernel **out, 
 const char *fu_kernel_name(const fu_kernel *k) { return k->name; }
 const fu_kernel_attrs *fu_kernel_attributes(const fu_kernel *k) { return &k->attrs; }
 
-fu_status fu_kernel_occupancy(const fu_kernel *k, int block_threads, size_t dynamic_shared_bytes,
-                              int *blocks_per_sm, fu_error *err)
+static fu_status allow_dynamic_shared(fu_runtime *rt, fu_kernel *k, size_t shared_bytes, const char *where,
+                                      fu_error *err)
+{
+    if (shared_bytes <= (size_t)k->dynamic_shared_limit) return FU_OK;
+    size_t limit = (size_t)rt->props.max_shared_per_block_optin;
+    size_t total = shared_bytes + (size_t)k->attrs.static_shared_bytes;
+    if (total > limit) {
+        fu_error_set(err, FU_ERR_ARG,
+                     "launch needs %zu B of shared memory (%zu dynamic + %d static), the "
+                     "device allows %zu per block",
+                     total, shared_bytes, k->attrs.static_shared_bytes, limit);
+        fu_error_append(err, "%s", where);
+        return FU_ERR_ARG;
+    }
+    CUresult r = rt->cu.FuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared_bytes);
+    if (r != CUDA_SUCCESS) {
+        fu_cu_error(rt, err, r, "cuFuncSetAttribute", __FILE__, __LINE__);
+        fu_error_append(err, "%s", where);
+        return FU_ERR_RUNTIME;
+    }
+    k->dynamic_shared_limit = (int)shared_bytes;
+    return FU_OK;
+}
+
+fu_status fu_kernel_occupancy(fu_kernel *k, int block_threads, size_t dynamic_shared_bytes, int *blocks_per_sm,
+                              fu_error *err)
 {
     if (!k || !blocks_per_sm) return fu_error_set(err, FU_ERR_ARG, "fu_kernel_occupancy: NULL");
     fu_runtime *rt = k->module->rt;
     *blocks_per_sm = 0;
+    /* (above 48 KiB the driver counts no block until the kernel is allowed that much) */
+    char where[160];
+    snprintf(where, sizeof where, " (kernel '%s', occupancy of blocks of %d threads)", k->name, block_threads);
+    fu_status s = allow_dynamic_shared(rt, k, dynamic_shared_bytes, where, err);
+    if (s) return s;
     FU_CU(rt, err, OccupancyMaxActiveBlocksPerMultiprocessor, blocks_per_sm, k->fn, block_threads,
           dynamic_shared_bytes);
     return FU_OK;
@@ -617,29 +647,6 @@ fu_status fu_device_memset32(fu_runtime *rt, fu_devptr dst, uint32_t value, size
 
 /* The kernel's limit starts at 48 KiB less its static shared memory; above
  * it, opt in (up to the device's per-block maximum). `where` ends errors. */
-static fu_status allow_dynamic_shared(fu_runtime *rt, fu_kernel *k, size_t shared_bytes, const char *where,
-                                      fu_error *err)
-{
-    if (shared_bytes <= (size_t)k->dynamic_shared_limit) return FU_OK;
-    size_t limit = (size_t)rt->props.max_shared_per_block_optin;
-    size_t total = shared_bytes + (size_t)k->attrs.static_shared_bytes;
-    if (total > limit) {
-        fu_error_set(err, FU_ERR_ARG,
-                     "launch needs %zu B of shared memory (%zu dynamic + %d static), the "
-                     "device allows %zu per block",
-                     total, shared_bytes, k->attrs.static_shared_bytes, limit);
-        fu_error_append(err, "%s", where);
-        return FU_ERR_ARG;
-    }
-    CUresult r = rt->cu.FuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared_bytes);
-    if (r != CUDA_SUCCESS) {
-        fu_cu_error(rt, err, r, "cuFuncSetAttribute", __FILE__, __LINE__);
-        fu_error_append(err, "%s", where);
-        return FU_ERR_RUNTIME;
-    }
-    k->dynamic_shared_limit = (int)shared_bytes;
-    return FU_OK;
-}
 
 fu_status fu_kernel_max_active_clusters(fu_kernel *k, unsigned grid, unsigned block, size_t shared_bytes,
                                         int *clusters, fu_error *err)
@@ -663,10 +670,10 @@ fu_status fu_kernel_max_active_clusters(fu_kernel *k, unsigned grid, unsigned bl
     return FU_OK;
 }
 
-fu_status fu_runtime_launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3],
-                            const unsigned block[3], size_t shared_bytes, void **args,
-                            fu_error *err)
+static fu_status launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3], const unsigned block[3],
+                        size_t shared_bytes, void **args, bool cooperative, fu_error *err)
 {
+    const char *api = cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel";
     fu_status s = need_device(rt, "fu_runtime_launch", err);
     if (s != FU_OK) return s;
     if (!k || !grid || !block) return fu_error_set(err, FU_ERR_ARG, "fu_runtime_launch: NULL argument");
@@ -678,10 +685,12 @@ fu_status fu_runtime_launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3]
              k->name, k->module->name, grid[0], grid[1], grid[2], block[0], block[1], block[2],
              shared_bytes);
     if ((s = allow_dynamic_shared(rt, k, shared_bytes, where, err))) return s;
-    CUresult r = rt->cu.LaunchKernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1],
-                                     block[2], (unsigned)shared_bytes, rt->stream, args, NULL);
+    CUresult r = cooperative ? rt->cu.LaunchCooperativeKernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1],
+                                                              block[2], (unsigned)shared_bytes, rt->stream, args)
+                             : rt->cu.LaunchKernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                                   (unsigned)shared_bytes, rt->stream, args, NULL);
     if (r != CUDA_SUCCESS) {
-        s = fu_cu_error(rt, err, r, "cuLaunchKernel", __FILE__, __LINE__);
+        s = fu_cu_error(rt, err, r, api, __FILE__, __LINE__);
         fu_error_append(err, "%s", where);
         return s;
     }
@@ -695,6 +704,19 @@ fu_status fu_runtime_launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3]
         }
     }
     return FU_OK;
+}
+
+fu_status fu_runtime_launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3], const unsigned block[3],
+                            size_t shared_bytes, void **args, fu_error *err)
+{
+    return launch(rt, k, grid, block, shared_bytes, args, false, err);
+}
+
+fu_status fu_runtime_launch_cooperative(fu_runtime *rt, fu_kernel *k, const unsigned grid[3],
+                                        const unsigned block[3], size_t shared_bytes, void **args,
+                                        fu_error *err)
+{
+    return launch(rt, k, grid, block, shared_bytes, args, true, err);
 }
 
 /* ---------------------------------------------------------------- events */

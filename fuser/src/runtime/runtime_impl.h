@@ -49,6 +49,9 @@ typedef struct fu_driver_api {
     CUresult(CUDAAPI *LaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                     CUstream s, void **params, void **extra);
+    CUresult(CUDAAPI *LaunchCooperativeKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                               unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                               CUstream s, void **params);
     CUresult(CUDAAPI *MemAlloc)(CUdeviceptr *p, size_t bytes);
     CUresult(CUDAAPI *MemFree)(CUdeviceptr p);
     CUresult(CUDAAPI *MemGetAddressRange)(CUdeviceptr *base, size_t *bytes, CUdeviceptr p);

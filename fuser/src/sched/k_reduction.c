@@ -273,6 +273,11 @@
 #define COL_WARP_THREADS 1
 #endif
 #define COL_THREADS_PER_SM (COL_BLOCKS_PER_SM * COL_MIN_THREADS)
+/* Column partials combined by all the grid's blocks between two grid-wide
+ * barriers (a cooperative launch), not by last blocks: 1; 0 the last blocks. */
+#ifndef COL_GRID_SYNC
+#define COL_GRID_SYNC 1
+#endif
 /* Partials of a column the combine loads at once (registers a column reduction). */
 #ifndef COL_COMBINE_CHUNK
 #define COL_COMBINE_CHUNK 16
@@ -388,6 +393,7 @@ typedef struct red_params {
     bool queue;         /* rows from the queue (ROW_QUEUE) */
     int64_t partials;   /* grid reductions: one partial per row (queue) or per block */
     int64_t col_groups; /* groups of COL_GROUP_BLOCKS blocks, with column reductions */
+    bool grid_sync;     /* column reductions combined over the whole grid (COL_GRID_SYNC) */
     int64_t col_ws_counters; /* where the groups' counters start (8-byte slots) */
     bool workspace;     /* the kernel takes fu_ws and fu_count */
     size_t workspace_bytes;
@@ -1390,6 +1396,7 @@ static void choose_grid(red_params *p, const fu_group *g)
         /* per column reduction the blocks' partials [grid][K], then the groups'
          * [groups][K] (8-byte slots); then a counter per group */
         p->col_groups = col_groups(grid);
+        p->grid_sync = COL_GRID_SYNC;
         for (int i = 0, k = 0; i < p->nred; i++)
             if (p->reds[i].kind == RK_COL) {
                 p->reds[i].col_ws = k++ * (grid + p->col_groups) * p->K;
@@ -2106,18 +2113,14 @@ static void emit_partials_chunk(red_emit *r, const char *first, const char *coun
     c->indent--;
 }
 
-/* After the rows: the block's column partials, the group's last block
- * combines its blocks' in block order, the last group's combines the groups'
- * in group order and writes the per-column outputs. Deterministic; the
- * counters are left at zero. */
-static void emit_column_combine(red_emit *r)
+/* After the rows: each thread's column sums of the block's rows, the block's partial. */
+static void emit_column_partials(red_emit *r)
 {
     const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const fu_fusion *f = r->f;
     const int64_t K = p->K;
     const char *it = c->index64 ? "long long" : "int";
-    cg_line(c, "// column reductions: partials per block, per group of %d blocks, then one last block", COL_GROUP_BLOCKS);
     cg_line(c, "#pragma unroll");
     cg_line(c, "for (int it = 0; it < %d; it++) {", p->iters);
     c->indent++;
@@ -2136,11 +2139,115 @@ static void emit_column_combine(red_emit *r)
     cg_line(c, "}");
     c->indent--;
     cg_line(c, "}");
+}
+
+/* One column kb of a combine level, inside the caller's loop: level 0 adds the
+ * partials of the blocks fu_first .. fu_first + fu_members - 1 in block order
+ * into the group's partial fu_group; level 1 adds the fu_groups groups' in
+ * group order and writes the per-column outputs. */
+static void emit_column_level(red_emit *r, int level)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    const fu_fusion *f = r->f;
+    const int64_t K = p->K;
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        if (ri->kind != RK_COL) continue;
+        const fu_dtype dt = fu_val(f, ri->out)->dtype;
+        cg_line(c, "%s %s = %s;", cg_compute_type(dt), r->var[i], fu_red_identity(ri->op, dt));
+    }
+    /* a column's partials COL_COMBINE_CHUNK at a time, every load of the chunk (of
+     * every column reduction) issued before the first add, then added in order: a
+     * loop that adds as it loads has one L2 round trip in flight (docs/perf.md v22) */
+    if (level == 0) {
+        cg_line(c, "for (unsigned q0 = 0; q0 < fu_members; q0 += %du) { // the group's blocks, in block order", COL_COMBINE_CHUNK);
+        emit_partials_chunk(r, "fu_first + q0", "fu_members - q0", level);
+    } else {
+        cg_line(c, "for (unsigned q0 = 0; q0 < fu_groups; q0 += %du) { // the groups, in group order", COL_COMBINE_CHUNK);
+        emit_partials_chunk(r, "q0", "fu_groups - q0", level);
+    }
+    cg_line(c, "}");
+    if (level == 0) {
+        for (int i = 0; i < p->nred; i++) /* the group's partial */
+            if (p->reds[i].kind == RK_COL)
+                cg_line(c, "((%s *)(fu_ws + %lld))[(long long)fu_group * %lld + kb] = %s;",
+                        cg_compute_type(fu_val(f, p->reds[i].out)->dtype), (long long)p->reds[i].col_ws_groups, (long long)K,
+                        r->var[i]);
+        return;
+    }
+    for (int i = 0; i < p->nred; i++)
+        if (p->reds[i].kind == RK_COL) {
+            r->avail[i] = true;
+            fu_red_round(c, p->reds[i].op, fu_val(f, p->reds[i].out)->dtype, r->var[i]);
+        }
+    emit_inner_vars(r);
+    for (int o = 0; o < p->ncol_out; o++) {
+        const fu_value *v = fu_val(f, p->col_out[o]);
+        cg_index idx[FU_MAX_RANK], off;
+        col_index(p, c, v, idx);
+        const char *val = cg_value(c, p->col_out[o], idx);
+        cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+        fu_kw_store(r->w, fu_kw_output(r->w, p->col_out[o]), off.expr, val);
+    }
+}
+
+/* The column combine over the whole grid (COL_GRID_SYNC; a cooperative launch,
+ * every block resident): once every block's partial is written, the (group,
+ * column) pairs of level 0 are spread over all the grid's threads, and after a
+ * second barrier the columns of level 1. The same additions in the same order
+ * as the last-block form below: the same bits. Where one last block did all
+ * the work, the tail after the rows was most of a norm backward's time. */
+static void emit_column_combine_grid(red_emit *r)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    const int64_t K = p->K;
+    const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "// column reductions: partials per block; then over the whole grid, per group of %d blocks, then per column",
+            COL_GROUP_BLOCKS);
+    emit_column_partials(r);
+    cg_line(c, "const unsigned fu_groups = (gridDim.x + %du) / %du; // (the grid: what is resident, at most the planned %lld)",
+            COL_GROUP_BLOCKS - 1, COL_GROUP_BLOCKS, (long long)p->grid);
+    cg_line(c, "fu_grid_sync(fu_count + 2); // every block's partial written");
+    cg_line(c, "for (long long fu_w = (long long)blockIdx.x * %d + threadIdx.x; fu_w < (long long)fu_groups * %lld;"
+               " fu_w += (long long)gridDim.x * %d) {",
+            p->block_threads, (long long)K, p->block_threads);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const unsigned fu_group = (unsigned)(fu_w / %lld), fu_first = fu_group * %du;", (long long)K, COL_GROUP_BLOCKS);
+    cg_line(c, "const unsigned fu_members = gridDim.x - fu_first < %du ? gridDim.x - fu_first : %du;", COL_GROUP_BLOCKS,
+            COL_GROUP_BLOCKS);
+    cg_line(c, "const %s kb = (%s)(fu_w - (long long)fu_group * %lld);", it, it, (long long)K);
+    emit_column_level(r, 0);
+    cg_close(c);
+    cg_line(c, "fu_grid_sync(fu_count + 2); // every group's partial written (two barriers: the counter as it was)");
+    cg_line(c, "for (%s kb = (%s)blockIdx.x * %d + threadIdx.x; kb < %lld; kb += (%s)gridDim.x * %d) {", it, it, p->block_threads,
+            (long long)K, it, p->block_threads);
+    c->indent++;
+    c->scope++;
+    emit_column_level(r, 1);
+    cg_close(c);
+}
+
+/* The column combine by last blocks (without COL_GRID_SYNC): the group's last
+ * block combines its blocks' partials in block order, the last group's
+ * combines the groups' in group order and writes the per-column outputs.
+ * Deterministic; the counters are left at zero. */
+static void emit_column_combine_last(red_emit *r)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    const int64_t K = p->K;
+    const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "// column reductions: partials per block, per group of %d blocks, then one last block", COL_GROUP_BLOCKS);
+    emit_column_partials(r);
     cg_line(c, "unsigned *fu_group_done = (unsigned *)(fu_ws + %lld);", (long long)p->col_ws_counters);
     cg_line(c, "__shared__ int fu_last;");
     cg_line(c, "const unsigned fu_group = blockIdx.x / %du, fu_first = fu_group * %du;", COL_GROUP_BLOCKS, COL_GROUP_BLOCKS);
     cg_line(c, "const unsigned fu_members = gridDim.x - fu_first < %du ? gridDim.x - fu_first : %du;", COL_GROUP_BLOCKS,
             COL_GROUP_BLOCKS);
+    cg_line(c, "const unsigned fu_groups = %lldu;", (long long)p->col_groups);
     cg_line(c, "__threadfence();");
     cg_line(c, "__syncthreads();");
     cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(&fu_group_done[fu_group], 1u) == fu_members - 1;");
@@ -2149,11 +2256,10 @@ static void emit_column_combine(red_emit *r)
     cg_line(c, "__threadfence();");
     cg_line(c, "if (threadIdx.x == 0) fu_group_done[fu_group] = 0u;");
     for (int level = 0; level < 2; level++) {
-        /* level 0: the group's blocks into its partial; level 1: the groups into the columns */
         if (level == 1) {
             cg_line(c, "__threadfence();");
             cg_line(c, "__syncthreads();");
-            cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(fu_count, 1u) == %lldu;", (long long)(p->col_groups - 1));
+            cg_line(c, "if (threadIdx.x == 0) fu_last = atomicAdd(fu_count, 1u) == fu_groups - 1u;");
             cg_line(c, "__syncthreads();");
             cg_line(c, "if (!fu_last) return;");
             cg_line(c, "__threadfence();");
@@ -2162,48 +2268,7 @@ static void emit_column_combine(red_emit *r)
         cg_line(c, "for (%s kb = threadIdx.x; kb < %lld; kb += %d) {", it, (long long)K, p->threads);
         c->indent++;
         c->scope++;
-        for (int i = 0; i < p->nred; i++) {
-            const red_info *ri = &p->reds[i];
-            if (ri->kind != RK_COL) continue;
-            const fu_dtype dt = fu_val(f, ri->out)->dtype;
-            cg_line(c, "%s %s = %s;", cg_compute_type(dt), r->var[i], fu_red_identity(ri->op, dt));
-        }
-        /* a column's partials COL_COMBINE_CHUNK at a time, every load of the chunk (of
-         * every column reduction) issued before the first add, then added in order: a
-         * loop that adds as it loads has one L2 round trip in flight (docs/perf.md v22) */
-        if (level == 0) {
-            cg_line(c, "for (unsigned q0 = 0; q0 < fu_members; q0 += %du) { // the group's blocks, in block order",
-                    COL_COMBINE_CHUNK);
-            emit_partials_chunk(r, "fu_first + q0", "fu_members - q0", level);
-        } else {
-            cg_line(c, "for (unsigned q0 = 0; q0 < %lldu; q0 += %du) { // the groups, in group order", (long long)p->col_groups,
-                    COL_COMBINE_CHUNK);
-            char n[64];
-            snprintf(n, sizeof n, "%lldu - q0", (long long)p->col_groups);
-            emit_partials_chunk(r, "q0", n, level);
-        }
-        cg_line(c, "}");
-        for (int i = 0; i < p->nred && level == 0; i++) /* the group's partial */
-            if (p->reds[i].kind == RK_COL)
-                cg_line(c, "((%s *)(fu_ws + %lld))[(long long)fu_group * %lld + kb] = %s;",
-                        cg_compute_type(fu_val(f, p->reds[i].out)->dtype), (long long)p->reds[i].col_ws_groups, (long long)K,
-                        r->var[i]);
-        if (level == 1) {
-            for (int i = 0; i < p->nred; i++)
-                if (p->reds[i].kind == RK_COL) {
-                    r->avail[i] = true;
-                    fu_red_round(c, p->reds[i].op, fu_val(f, p->reds[i].out)->dtype, r->var[i]);
-                }
-            emit_inner_vars(r);
-            for (int o = 0; o < p->ncol_out; o++) {
-                const fu_value *v = fu_val(f, p->col_out[o]);
-                cg_index idx[FU_MAX_RANK], off;
-                col_index(p, c, v, idx);
-                const char *val = cg_value(c, p->col_out[o], idx);
-                cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
-                fu_kw_store(r->w, fu_kw_output(r->w, p->col_out[o]), off.expr, val);
-            }
-        }
+        emit_column_level(r, level);
         cg_close(c);
     }
 }
@@ -2434,7 +2499,8 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
     }
     cg_close(c);
     if (p->cluster > 1) cg_line(c, "fu_cluster_sync(); // no block leaves while another may read its slots");
-    if (p->ncol) emit_column_combine(r);
+    if (p->ncol && p->grid_sync) emit_column_combine_grid(r);
+    else if (p->ncol) emit_column_combine_last(r);
     if (p->ngrid > 0) emit_grid_combine(r);
     if (p->scalars_block0) cg_line(c, "if (blockIdx.x != 0) return;");
     for (int o = 0; o < p->nscalar_out; o++) {
@@ -2521,7 +2587,8 @@ static void config_text(const red_params *p, fu_kernel_plan *kp)
     }
     if (p->ncol) {
         size_t n = strlen(kp->config);
-        snprintf(kp->config + n, sizeof kp->config - n, " column_reductions=%d groups=%lld", p->ncol, (long long)p->col_groups);
+        snprintf(kp->config + n, sizeof kp->config - n, " column_reductions=%d groups=%lld%s", p->ncol, (long long)p->col_groups,
+                 p->grid_sync ? " grid_sync=1" : "");
     }
     if (p->nsingle_out) {
         size_t n = strlen(kp->config);
@@ -2561,12 +2628,13 @@ static char *params_json(const red_params *p, const fu_fusion *f)
                  "], \"vec\": %d, \"threads\": %d, \"iters\": %d, \"passes\": %d, \"online_lse\": %d, \"mufu_rows\": %s, "
                  "\"warp_rows\": %d, \"cluster\": %d, \"part\": %lld, \"cluster_slots\": %d, \"block\": %d, \"grid\": %lld, "
                  "\"blocks_per_sm\": %d, \"min_blocks\": %d, \"shared_bytes\": %lld, \"queue\": %s, \"partials\": %lld, "
-                 "\"grid_reductions\": %d, \"column_reductions\": %d, \"column_groups\": %lld, \"workspace_bytes\": %zu, ",
+                 "\"grid_reductions\": %d, \"column_reductions\": %d, \"column_groups\": %lld, \"grid_sync\": %s, "
+                 "\"workspace_bytes\": %zu, ",
                  p->vec, p->threads, p->iters, p->passes, p->nonline, p->mufu_rows ? "true" : "false", p->warp_rows,
                  p->cluster, (long long)p->K_part,
                  p->nslots, p->block_threads, (long long)p->grid, p->blocks_per_sm, p->min_blocks, (long long)p->smem_bytes,
                  p->queue ? "true" : "false", (long long)p->partials, p->ngrid, p->ncol, (long long)p->col_groups,
-                 p->workspace_bytes);
+                 p->grid_sync ? "true" : "false", p->workspace_bytes);
     fu_sb_puts(&js, "\"cached_inputs\": [");
     for (int k = 0; k < p->ncache; k++)
         fu_sb_printf(&js, "%s{\"name\": \"%s\", \"where\": \"registers\"}", k ? ", " : "", fu_val(f, p->cache_t[k])->name);
@@ -2670,6 +2738,7 @@ bool fu_reduction_heuristics(const fu_group *g, void **params, fu_kernel_plan *k
     kp->grid = (unsigned)p->grid;
     kp->block = (unsigned)p->block_threads;
     kp->cluster = (unsigned)p->cluster;
+    kp->grid_sync = p->grid_sync;
     kp->shared_bytes = (size_t)p->smem_bytes;
     kp->workspace_bytes = p->workspace_bytes;
     config_text(p, kp);

@@ -43,6 +43,8 @@ typedef struct fu_kernel_plan {
     cg_param *params;        /* global tensors: inputs, then outputs */
     unsigned grid, block;
     unsigned cluster;        /* blocks of a thread-block cluster (__cluster_dims__), 0 or 1: none */
+    bool grid_sync;          /* waits for the whole grid (fu_grid_sync): launched cooperatively,
+                              * the grid clamped to the blocks that are resident at once */
     size_t shared_bytes;     /* dynamic shared memory */
     size_t workspace_bytes;  /* scratch zeroed once at allocation; the kernel leaves it zeroed */
     fu_tensor zero_before;   /* output to clear before launch (atomic scatter), or -1 */
