@@ -1394,7 +1394,7 @@ static void choose_grid(red_params *p, const fu_group *g)
     p->workspace_bytes = p->ngrid || p->queue ? (size_t)p->ngrid * (size_t)p->partials * sizeof(double) + 64 : 0;
     if (p->ncol) {
         /* per column reduction the blocks' partials [grid][K], then the groups'
-         * [groups][K] (8-byte slots); then a counter per group */
+         * [groups][K] (8-byte slots); then a counter per group (the last-block form) */
         p->col_groups = col_groups(grid);
         p->grid_sync = COL_GRID_SYNC;
         for (int i = 0, k = 0; i < p->nred; i++)
