@@ -136,6 +136,9 @@ bool fu_kw_begin(fu_kernel_writer *w, const fu_group *g, fu_kernel_plan *kp, con
 void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned threads, unsigned min_blocks, bool workspace)
 {
     const fu_fusion *f = w->cg.f;
+    if (kp->grid_sync)
+        fu_sb_puts(&w->sb, "// Launch with cuLaunchCooperativeKernel (every block resident at once): the kernel waits for\n"
+                           "// the whole grid (fu_grid_sync), and a plain launch of more blocks than fit would never end.\n");
     if (kp->cluster > 1) fu_sb_printf(&w->sb, "extern \"C\" __global__ void __cluster_dims__(%u, 1, 1)\n", kp->cluster);
     if (kp->cluster > 1 && min_blocks > 1)
         fu_sb_printf(&w->sb, "__launch_bounds__(%u, %u) %s(\n", threads, min_blocks, kp->name);
@@ -155,7 +158,7 @@ void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned thr
     }
     if (workspace)
         fu_sb_puts(&w->sb, "    double *__restrict__ fu_ws, // partials of grid reductions (per block, or per row)\n"
-                           "    unsigned int *__restrict__ fu_count, // [0] blocks finished, [1] row queue; reset to 0 by the last\n");
+                           "    unsigned int *__restrict__ fu_count, // [0] blocks finished, [1] row queue, [2] grid barrier; left at 0\n");
     fu_sb_puts(&w->sb, "    unsigned long long *__restrict__ fu_err) // first out-of-range index: op+1, value, position\n");
 }
 
