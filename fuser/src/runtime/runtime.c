@@ -463,6 +463,8 @@ fu_status fu_module_get_kernel(fu_module *m, const char *name, fu_kernel **out, 
 const char *fu_kernel_name(const fu_kernel *k) { return k->name; }
 const fu_kernel_attrs *fu_kernel_attributes(const fu_kernel *k) { return &k->attrs; }
 
+/* The kernel's limit starts at 48 KiB less its static shared memory; above
+ * it, opt in (up to the device's per-block maximum). `where` ends errors. */
 static fu_status allow_dynamic_shared(fu_runtime *rt, fu_kernel *k, size_t shared_bytes, const char *where,
                                       fu_error *err)
 {
@@ -644,9 +646,6 @@ fu_status fu_device_memset32(fu_runtime *rt, fu_devptr dst, uint32_t value, size
 }
 
 /* ---------------------------------------------------------------- launch */
-
-/* The kernel's limit starts at 48 KiB less its static shared memory; above
- * it, opt in (up to the device's per-block maximum). `where` ends errors. */
 
 fu_status fu_kernel_max_active_clusters(fu_kernel *k, unsigned grid, unsigned block, size_t shared_bytes,
                                         int *clusters, fu_error *err)
