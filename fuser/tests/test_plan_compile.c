@@ -200,14 +200,77 @@ static void check_shared_memory_rows(void)
         CHECK_CONTAINS(five, "*(uint2 *)(fu_rows + 0 + ((int)it * 1024 + threadIdx.x) * 8) = *(const uint2 *)(fu_s0 + b * 4);");
     }
     free(five);
-    char *masked = text_kernel_source("fusion masked\nparam N = 4096\nparam K = 4001\n"
-                                      "input x: f32[N, K]\ninput m: bool[N, K]\n"
-                                      "xm = where(m, x, -inf)\ny = softmax(xm, axis=-1)\noutput y\n");
+    /* (rows over two axes: a vector of one element, so the bool row's slots are single bytes) */
+    char *masked = text_kernel_source("fusion masked\nparam N = 4096\n"
+                                      "input x: f32[N, 3, 1337]\ninput m: bool[N, 3, 1337]\n"
+                                      "xm = where(m, x, -inf)\nmx = max(xm, axes=[1, 2], keepdim=true)\n"
+                                      "d = sub(xm, mx)\ne = exp(d)\ns = sum(e, axes=[1, 2], keepdim=true)\n"
+                                      "y = div(e, s)\noutput y\n");
     if (masked) {
         CHECK_CONTAINS(masked, "*(unsigned char *)(fu_rows + 16384 + ((int)it * 512 + threadIdx.x) * 1) = ");
         CHECK(count_of(masked, "unsigned short *)(fu_rows") == 0);
     }
     free(masked);
+}
+
+/* Rows whose length is no multiple of the vector (ALIGNED_ROWS): vectors from
+ * each row's first aligned element, the edges element by element; an input
+ * not laid out as the rows (a weight over the columns) is read a lane at a
+ * time, whatever the row; a bool row beside an f32 one keeps 4-byte slots.
+ * Each compiles with NVRTC. */
+static void check_aligned_rows(fu_runtime *rt, const char *suites)
+{
+    const char *odd_vocab[] = {"N=4093", "V=50257"};
+    for (int d = 0; d < 2; d++) {
+        fu_dtype dt = d ? FU_BF16 : FU_F32;
+        char *fwd = one_kernel_source(suites, "cross_entropy/cross_entropy_fwd.fusion", odd_vocab, 2, dt);
+        if (fwd) {
+            CHECK_CONTAINS(fwd, dt == FU_BF16 ? "const int fu_head = (int)(row & 7) * 7 & 7;" : "const int fu_head = (int)(row & 3) * 3 & 3;");
+            CHECK_CONTAINS(fwd, "= __ldg((const uint4 *)(in0 + (50257 * o0 + k1)));");
+            CHECK_CONTAINS(fwd, "if (kb < fu_kwhole) {");
+            CHECK_CONTAINS(fwd, "if (fu_x < fu_head + 50257 - fu_kwhole) {");
+            CHECK_CONTAINS(fwd, "const int kb = fu_x < fu_head ? fu_x : fu_kwhole - fu_head + fu_x;");
+        }
+        free(fwd);
+    }
+    /* fwd+bwd f32: a cluster of 2 a row; the gradient's whole vectors stored as vectors, the
+     * edges by the row's first block */
+    char *fb = one_kernel_source(suites, "cross_entropy/cross_entropy_fwdbwd.fusion", odd_vocab, 2, FU_F32);
+    if (fb) {
+        CHECK_CONTAINS(fb, "const int kb = fu_kbase + fu_head + ((int)it * ");
+        CHECK_CONTAINS(fb, "if (kb < fu_kstop) {");
+        CHECK_CONTAINS(fb, "if (it0 == 0 && fu_rank == 0u) {");
+        CHECK_CONTAINS(fb, "*(uint4 *)(out1 + (50257 * o0 + k1)) = ");
+        CHECK_CONTAINS(fb, "out1[(50257 * o0 + k1)] = ");
+    }
+    free(fb);
+    const char *ln_odd[] = {"N=4096", "D=4097"};
+    char *ln = one_kernel_source(suites, "layer_norm/layer_norm_fwd.fusion", ln_odd, 2, FU_F32);
+    if (ln) {
+        CHECK_CONTAINS(ln, "= __ldg((const uint4 *)(in0 + (4097 * o0 + k1)));");
+        CHECK(count_of(ln, "(const uint4 *)(in1") == 0 && count_of(ln, "(const uint4 *)(in2") == 0);
+    }
+    free(ln);
+    char *masked = text_kernel_source("fusion masked\nparam N = 4096\nparam K = 16001\n"
+                                      "input x: f32[N, K]\ninput m: bool[N, K]\n"
+                                      "xm = where(m, x, -inf)\ny = softmax(xm, axis=-1)\noutput y\n");
+    if (masked) {
+        CHECK_CONTAINS(masked, "*(unsigned int *)(fu_rows + 65536 + ((int)it * 512 + threadIdx.x) * 4) = ");
+        CHECK(count_of(masked, "unsigned char *)(fu_rows") == 0);
+    }
+    free(masked);
+    /* each of them through NVRTC */
+    tc_list l = {0};
+    for (int d = 0; d < 2; d++) {
+        fu_dtype dt = d ? FU_BF16 : FU_F32;
+        tc_add_suite(&l, suites, "cross_entropy/cross_entropy_fwd.fusion", "odd_vocab", odd_vocab, 2, dt, NULL);
+        tc_add_suite(&l, suites, "cross_entropy/cross_entropy_bwd.fusion", "odd_vocab", odd_vocab, 2, dt, NULL);
+        tc_add_suite(&l, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", "odd_vocab", odd_vocab, 2, dt, NULL);
+        tc_add_suite(&l, suites, "layer_norm/layer_norm_fwd.fusion", "odd", ln_odd, 2, dt, NULL);
+    }
+    CHECK(l.errors == 0);
+    for (int i = 0; i < l.n; i++) plan_and_compile(rt, &l.v[i]);
+    tc_list_free(&l);
 }
 
 /* Outputs of one shape get a domain each when they share no computation and
@@ -525,6 +588,7 @@ int main(void)
     check_codegen_choices(suites);
     check_shared_memory_limits(suites);
     check_shared_memory_rows();
+    check_aligned_rows(rt, suites);
     check_output_domains(suites);
     check_output_views(rt);
 

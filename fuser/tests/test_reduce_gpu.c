@@ -12,6 +12,9 @@
  *     column gradients combined by the last blocks) at four sizes;
  *   - bounded_lse (log-sum-exps of tanh and sigmoid values: the constant shift and
  *     the FMA-pipe exp) in every row layout;
+ *   - rows of a length no multiple of the vector (aligned rows: vectors from each
+ *     row's first aligned element, the edges element by element) in every row
+ *     layout;
  *   - every case runs twice and gives the same bits.
  * With --time: the soft-capped cross entropy at 8192 x 32768 in both dtypes,
  * median of 20 launches (CUDA events; the 537 MB / 1.07 GB input is far above
@@ -253,6 +256,26 @@ int main(int argc, char **argv)
         run_case(rt, suites, "cross_entropy/cross_entropy_fwd.fusion", ce_warp, 2, dts[d], false);
         run_case(rt, suites, "softmax/softmax_bwd.fusion", sm, 2, dts[d], false);
         run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", ragged, 2, dts[d], false);
+    }
+    /* Rows whose length is no multiple of the vector (ALIGNED_ROWS): each row's vectors from
+     * its first aligned element, its edges element by element; the rows start at every residue
+     * of the vector. A block a row (the cross entropy forward at the odd vocabulary, its mean a
+     * grid reduction), rows from the queue kept in shared memory (cross entropy backward, the
+     * masked softmax's bool row in 4-byte slots), in registers (softmax backward at 4097), a warp
+     * a row (softmax at 257 columns), split over a cluster (fwd+bwd at V = 65537: f32 4 blocks,
+     * bf16 2; bwd at 256001: f32 8, bf16 4), the edges holding the target's logit (V = 1031). */
+    const char *ce_odd[] = {"N=67", "V=50257"}, *ce_queue[] = {"N=300", "V=50257"}, *msk[] = {"N=300"};
+    const char *sm_reg[] = {"N=600", "D=4097"}, *sm_warp[] = {"N=16384", "D=257"}, *cl_odd[] = {"N=24", "V=65537"};
+    const char *cl8_odd[] = {"N=9", "V=256001"}, *ce_small[] = {"N=515", "V=1031"};
+    for (int d = 0; suites && d < 2; d++) {
+        run_case(rt, suites, "cross_entropy/cross_entropy_fwd.fusion", ce_odd, 2, dts[d], false);
+        run_case(rt, suites, "cross_entropy/cross_entropy_bwd.fusion", ce_queue, 2, dts[d], false);
+        run_case(rt, data, "masked_softmax.fusion", msk, 1, dts[d], false);
+        run_case(rt, suites, "softmax/softmax_bwd.fusion", sm_reg, 2, dts[d], false);
+        run_case(rt, suites, "softmax/softmax_fwd.fusion", sm_warp, 2, dts[d], false);
+        run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", cl_odd, 2, dts[d], false);
+        run_case(rt, suites, "cross_entropy/cross_entropy_bwd.fusion", cl8_odd, 2, dts[d], false);
+        run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", ce_small, 2, dts[d], false);
     }
     for (int d = 0; timing && d < 2; d++) time_case(rt, data, dts[d]);
     fu_runtime_close(rt);

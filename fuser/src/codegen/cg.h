@@ -68,6 +68,11 @@ struct cg_ctx {
     int lane;                   /* current vector lane (a compile-time constant) */
     int vec;                    /* lanes per thread; 1 = scalar */
     int lane_var;               /* index of the variable the lane adds to; -1 = none */
+    /* The lane variable's value at lane 0 is a multiple of vec where these are all
+     * 0; else it is congruent to -sum(lane_align[v] * var_v) modulo vec: a row that
+     * starts at any element, read in vectors from its first aligned one (the
+     * reduction scheduler's aligned rows). */
+    long long lane_align[CG_MAXVARS];
 
     cg_param *params;
     int nparams;
@@ -164,7 +169,8 @@ char *cg_prelude_expand(const char *source);
 /* Contiguous offset of a tensor of `shape` at idx, as an affine-aware index. */
 void cg_offset(cg_ctx *c, int rank, const int64_t *shape, const int64_t *strides, const cg_index *idx,
                cg_index *out);
-/* Whether an offset advances by one element per lane from a vec-aligned base. */
+/* Whether an offset advances by one element per lane from a vec-aligned base
+ * (given what c->lane_align says of the lane variable's base). */
 bool cg_offset_vectorizable(const cg_ctx *c, const cg_index *off, int vec);
 /* The offset with the lane term removed (the lane-0 base), as a C expression. */
 void cg_offset_base_expr(const cg_ctx *c, const cg_index *off, char *buf, size_t n);

@@ -283,10 +283,13 @@ void cg_offset(cg_ctx *c, int rank, const int64_t *shape, const int64_t *strides
 bool cg_offset_vectorizable(const cg_ctx *c, const cg_index *off, int vec)
 {
     if (!off->affine || off->lane_coef != 1 || off->c % vec) return false;
+    /* The lane variable k's base is congruent to -sum(lane_align[v] var_v), so
+     * coef[k] k adds -coef[k] lane_align[v] to each other variable's coefficient
+     * (all 0 where k's base is a multiple of vec: then k drops out). */
+    long long k_coef = c->lane_var >= 0 ? off->coef[c->lane_var] : 0;
     for (int v = 0; v < c->nvars; v++) {
-        /* The lane variable's base is a multiple of vec by construction. */
         if (v == c->lane_var) continue;
-        if (off->coef[v] % vec) return false;
+        if ((off->coef[v] - k_coef * c->lane_align[v]) % vec) return false;
     }
     return true;
 }

@@ -25,8 +25,11 @@
  * (the count of non-ignored rows in a mean backward) and that depends on no
  * row reduction is computed by every block up front (the prologue).
  *
+ * A row whose length is no multiple of the vector is read in vectors from its
+ * first aligned element (a shift that depends on the row), its edges element
+ * by element (ALIGNED_ROWS).
  * fu_reduction_heuristics analyses the group and makes every decision above
- * into a red_params (the vector width, threads, warp rows, cluster and part,
+ * into a red_params (the vector width and its alignment, threads, warp rows, cluster and part,
  * the row cache and where it lives, each pass's batch, staged inputs, guard
  * and online-max reads, the values hoisted before each pass, the outputs'
  * classes, the grid, the queue, the workspace layout; its text in kp->config,
@@ -74,6 +77,20 @@
 #ifndef NARROW_VECTOR_REGISTER
 #define NARROW_VECTOR_REGISTER 1
 #endif
+/* A row whose length is not a multiple of the vector (an odd vocabulary:
+ * 50257) is read in full vectors from its first 16-byte aligned element, a
+ * shift that depends on the row; the edges, fewer than a vector's elements
+ * before that element and after the last whole vector, are taken element by
+ * element in the first batch of each pass (aligned_rows). Before, such rows
+ * took vectors of the largest width that divides the length: one element for
+ * an odd one, bf16 4093 x 50257 forward at 46.5% of copy (docs/perf.md v19).
+ * Not where column reductions keep an accumulator per row position (its
+ * columns would move from row to row), nor for rows of fewer than
+ * ALIGNED_ROWS_MIN_VECS vectors. 0 turns it off. */
+#ifndef ALIGNED_ROWS
+#define ALIGNED_ROWS 1
+#endif
+#define ALIGNED_ROWS_MIN_VECS 32
 /* The online log-sum-exp of a bf16 row of odd length takes each batch's max
  * first from the staged elements (as f32 rows do), one rescale per batch
  * instead of a compare and a possible rescale per element. 0 turns it off. */
@@ -354,6 +371,7 @@ typedef struct red_params {
     bool param_out[64];
     /* the block */
     int vec, threads, iters, passes;
+    bool aligned_rows;  /* vectors from each row's first aligned element, its edges element by element (ALIGNED_ROWS) */
     int warp_rows;      /* rows of a block at once, a warp each (WARP_ROWS), or 1: the block's threads a row */
     int cluster;        /* blocks a row is split over (CLUSTER_ROWS), or 1 */
     int64_t K_part;     /* a block's part of the row: K, or K / cluster rounded up to vectors */
@@ -971,7 +989,7 @@ static void plan_pass(red_params *p, const fu_group *g, int pass)
      * stays in registers between passes: without the branches ptxas spilled
      * the bf16 fused cross entropy (152 bytes; 312 -> 404 us). */
     int64_t covered = (int64_t)((p->iters + batch - 1) / batch) * batch * p->threads * p->vec;
-    bool exact = covered == p->K_part && p->K_part * p->cluster == p->K;
+    bool exact = covered == p->K_part && p->K_part * p->cluster == p->K && !p->aligned_rows; /* (whole vectors vary by row) */
     ps->guard = p->cluster > 1 && (!exact || p->ncache > 0) ? GUARD_PART : !exact || p->ncache > 0 ? GUARD_ROW : GUARD_NONE;
     /* unrolled where registers are indexed by the position: the row cache, the column accumulators */
     bool col_pass = false;
@@ -1204,7 +1222,8 @@ static void choose_config(red_params *p, const fu_group *g)
     p->vec = widest ? (int)(16 / widest) : 4;
     p->elem_bytes = widest ? (int)widest : 4;
     if (ninner != 1 || !p->inner[p->rank - 1]) p->vec = 1;
-    while (p->vec > 1 && p->D[p->rank - 1] % p->vec) p->vec /= 2;
+    p->aligned_rows = ALIGNED_ROWS && p->vec > 1 && p->K % p->vec && p->ncol == 0 && p->K >= ALIGNED_ROWS_MIN_VECS * p->vec;
+    while (!p->aligned_rows && p->vec > 1 && p->D[p->rank - 1] % p->vec) p->vec /= 2;
     /* A row's vectors over the threads: 8 iterations each where the row is
      * kept between passes (1024 threads hold 32 KiB-float rows),
      * else 16, at most 512 threads, so more rows are in flight per SM. */
@@ -1559,6 +1578,27 @@ static void emit_outer_vars(red_emit *r, const char *row)
     }
 }
 
+/* ALIGNED_ROWS, per row: the elements before its first aligned vector
+ * (fu_head: the row starts at element row * K of the domain, and the inputs
+ * laid out as the domain are aligned at its multiples of vec, as c->lane_align
+ * tells cg_offset_vectorizable), the end of its last whole vector (fu_kwhole),
+ * and with a cluster the end of this block's part of them (fu_kstop). */
+static void emit_row_alignment(red_emit *r, const char *row)
+{
+    const red_params *p = r->p;
+    if (!p->aligned_rows) return;
+    cg_ctx *c = &r->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    int neg_k = (int)((p->vec - p->K % p->vec) % p->vec); /* -K modulo vec */
+    cg_line(c, "const %s fu_head = (%s)(%s & %d) * %d & %d; // the row's elements before its first aligned vector", it, it,
+            row, p->vec - 1, neg_k, p->vec - 1);
+    cg_line(c, "const %s fu_kwhole = fu_head + ((%lld - fu_head) & ~%d); // the end of its last whole vector", it,
+            (long long)p->K, p->vec - 1);
+    if (p->cluster > 1)
+        cg_line(c, "const %s fu_kstop = fu_kend + fu_head < fu_kwhole ? fu_kend + fu_head : fu_kwhole; // ... of this block's part",
+                it);
+}
+
 static void full_index(red_emit *r, cg_index *idx)
 {
     cg_ctx *c = &r->w->cg;
@@ -1668,10 +1708,14 @@ static void emit_row_load(red_emit *r, fu_tensor t, const cg_index *idx, const c
     c->lane = 0;
 }
 
-/* Opens the block of one batch slot's work, guarded as plan_pass decided. */
+/* Opens the block of one batch slot's work, guarded as plan_pass decided
+ * (aligned rows: by the end of the row's whole vectors, fu_kwhole, or of this
+ * block's part of them, fu_kstop). */
 static void open_position_guard(red_emit *r)
 {
-    if (r->ps->guard == GUARD_PART) cg_line(&r->w->cg, "if (kb < fu_kend) {");
+    bool aligned = r->p->aligned_rows;
+    if (r->ps->guard == GUARD_PART) cg_line(&r->w->cg, "if (kb < %s) {", aligned ? "fu_kstop" : "fu_kend");
+    else if (r->ps->guard == GUARD_ROW && aligned) cg_line(&r->w->cg, "if (kb < fu_kwhole) {");
     else if (r->ps->guard == GUARD_ROW) cg_line(&r->w->cg, "if (kb < %lld) {", (long long)r->p->K);
     else cg_line(&r->w->cg, "{ // the batches cover the row exactly");
 }
@@ -1689,8 +1733,8 @@ static void open_batch_slot(red_emit *r)
     c->indent++;
     c->scope++;
     cg_line(c, "const int it = it0 + b;");
-    cg_line(c, "const %s kb = %s((%s)it * %d + %s) * %d;", it, p->cluster > 1 ? "fu_kbase + " : "", it, p->threads, p->tid,
-            p->vec);
+    cg_line(c, "const %s kb = %s%s((%s)it * %d + %s) * %d;", it, p->cluster > 1 ? "fu_kbase + " : "",
+            p->aligned_rows ? "fu_head + " : "", it, p->threads, p->tid, p->vec);
     open_position_guard(r);
     c->indent++;
     c->scope++;
@@ -1849,11 +1893,130 @@ static void emit_batch_ahead(red_emit *r, const char *row_expr, const char *comm
     c->scope++;
     cg_line(c, "const %s fu_row_ahead = %s;", it, row_expr);
     emit_outer_vars(r, "fu_row_ahead"); /* (this row's names, shadowed in this block) */
+    emit_row_alignment(r, "fu_row_ahead");
     emit_first_batch(r);
     c->scope--;
     cg_drop_scope(c);
     c->indent--;
     cg_line(c, "}");
+}
+
+/* The work of `vec` row positions from idx (a batch slot's vector, or one
+ * element of the row's edges): the pass's row reductions, its online
+ * log-sum-exps (the vector's max first, unless phase M took the batch's:
+ * batch_max) and its full-size outputs. */
+static void emit_elements(red_emit *r, int pass, const cg_index *idx, int vec, bool batch_max)
+{
+    const red_params *p = r->p;
+    const red_pass *ps = r->ps;
+    const fu_fusion *f = r->f;
+    cg_ctx *c = &r->w->cg;
+    /* per lane: the pass's row reductions and full-size outputs */
+    char outs[MAX_OUTS][16][32];
+    char online_e[MAX_REDS][16][32];
+    for (int lane = 0; lane < vec; lane++) {
+        c->lane = lane;
+        cg_index li[FU_MAX_RANK];
+        memcpy(li, idx, sizeof li);
+        cg_index_refresh(c, &li[p->rank - 1]);
+        for (int i = 0; i < p->nred; i++) {
+            const red_info *ri = &p->reds[i];
+            if (ri->pass == pass && ri->kind == RK_COL) { /* this thread's accumulator of the position */
+                char acc[48];
+                snprintf(acc, sizeof acc, "fu_col%d[it * %d + %d]", i, vec, lane);
+                fu_red_combine(c, ri->op, acc, cg_value(c, ri->in, li));
+                continue;
+            }
+            if (ri->pass != pass || !row_kind(ri->kind) || ri->online_sum >= 0) continue;
+            if (ri->online_max >= 0) {
+                snprintf(online_e[i][lane], sizeof online_e[i][lane], "%s", cg_value(c, online_source(f, ri), li));
+                continue;
+            }
+            fu_red_combine(c, ri->op, r->var[i], cg_value(c, ri->in, li));
+        }
+        for (int o = 0; o < ps->nout; o++) snprintf(outs[o][lane], sizeof outs[o][lane], "%s", cg_value(c, ps->out_t[o], li));
+    }
+    c->lane = 0;
+    for (int i = 0; i < p->nred; i++) {
+        const red_info *ri = &p->reds[i];
+        if (ri->pass != pass || ri->online_max < 0) continue;
+        const char *m = r->var[ri->online_max];
+        if (!batch_max || ps->batch_max[i] == BM_NONE) { /* the vector's max, then its terms */
+            cg_line(c, "float mx%d = %s;", i, online_e[i][0]);
+            for (int lane = 1; lane < vec; lane++) cg_line(c, "mx%d = fu_max(mx%d, %s);", i, i, online_e[i][lane]);
+            if (ri->const_shift) cg_line(c, "%s = fu_max(%s, mx%d);", m, m, i);
+            else cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, r->var[i], m, i, m, i);
+        } /* else phase M took the batch's max */
+        for (int lane = 0; lane < vec; lane++) {
+            if (!ri->const_shift) {
+                cg_line(c, "%s += fu_exp_sub(%s, %s);", r->var[i], online_e[i][lane], m);
+                continue;
+            }
+            bool poly = vec >= 4 && lane >= vec - poly_lanes(p, ri);
+            cg_line(c, "%s += fu_exp_shifted%s(%s, %.9gf);", r->var[i], poly ? "_poly" : "", online_e[i][lane],
+                    (double)(float)(ri->shift * 1.4426950408889634));
+        }
+    }
+    for (int o = 0; o < ps->nout; o++) {
+        const cg_param *par = fu_kw_output(r->w, ps->out_t[o]);
+        const fu_value *v = fu_val(f, ps->out_t[o]);
+        cg_index li[FU_MAX_RANK], off;
+        memcpy(li, idx, sizeof li);
+        cg_offset(c, v->rank, v->shape, v->strides, li, &off);
+        if (vec > 1 && cg_offset_vectorizable(c, &off, vec)) { /* (the offset's text decides, as in emit_row_load) */
+            char base[CG_EXPR], tmp[16];
+            cg_offset_base_expr(c, &off, base, sizeof base);
+            snprintf(tmp, sizeof tmp, "fu_o%d", o);
+            fu_kw_vector_store(r->w, par, base, tmp, (const char (*)[32])outs[o], vec);
+        } else {
+            for (int lane = 0; lane < vec; lane++) {
+                c->lane = lane;
+                cg_index_refresh(c, &off);
+                fu_kw_store(r->w, par, off.expr, outs[o][lane]);
+            }
+            c->lane = 0;
+        }
+    }
+}
+
+/* ALIGNED_ROWS: the row's edges, fewer than vec elements before its first
+ * aligned vector and after its last whole one, an element a thread (a row has
+ * 32 threads at least: ALIGNED_ROWS_MIN_VECS), in the pass's first batch:
+ * after that batch's loads are issued, so that the edges' loads are in flight
+ * with them. Read from memory: the staged and cached registers hold whole
+ * vectors. With a cluster, by the row's first block. */
+static void emit_row_edges(red_emit *r, int pass)
+{
+    const red_params *p = r->p;
+    if (!p->aligned_rows) return;
+    cg_ctx *c = &r->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    int saved_vec = c->vec, saved_lane_var = c->lane_var;
+    cg_line(c, "if (it0 == 0%s) { // the row's edges: its elements before the first aligned vector and after the last whole one",
+            p->cluster > 1 ? " && fu_rank == 0u" : "");
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s fu_x = %s;", it, p->tid);
+    cg_line(c, "if (fu_x < fu_head + %lld - fu_kwhole) {", (long long)p->K);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s kb = fu_x < fu_head ? fu_x : fu_kwhole - fu_head + fu_x;", it);
+    emit_inner_vars(r);
+    c->vec = 1;
+    c->lane_var = -1;
+    c->lane = 0;
+    r->in_pass = false; /* (no register holds an edge) */
+    cg_index idx[FU_MAX_RANK];
+    for (int a = 0; a < p->rank; a++) cg_index_var(&idx[a], a, c->var_names[a]);
+    emit_elements(r, pass, idx, 1, false);
+    c->vec = saved_vec;
+    c->lane_var = saved_lane_var;
+    for (int k = 0; k < 2; k++) {
+        c->scope--;
+        cg_drop_scope(c);
+        c->indent--;
+        cg_line(c, "}");
+    }
 }
 
 static void emit_pass(red_emit *r, int pass)
@@ -1893,76 +2056,12 @@ static void emit_pass(red_emit *r, int pass)
         c->indent--;
         cg_line(c, "}");
     }
+    emit_row_edges(r, pass);
     emit_batch_max(r, pass, idx);
     /* phase B: the arithmetic, reading what phase A loaded */
     open_batch_slot(r);
     r->in_pass = true;
-    /* per lane: the pass's row reductions and full-size outputs */
-    char outs[MAX_OUTS][16][32];
-    char online_e[MAX_REDS][16][32];
-    for (int lane = 0; lane < p->vec; lane++) {
-        c->lane = lane;
-        cg_index li[FU_MAX_RANK];
-        memcpy(li, idx, sizeof idx);
-        cg_index_refresh(c, &li[p->rank - 1]);
-        for (int i = 0; i < p->nred; i++) {
-            const red_info *ri = &p->reds[i];
-            if (ri->pass == pass && ri->kind == RK_COL) { /* this thread's accumulator of the position */
-                char acc[48];
-                snprintf(acc, sizeof acc, "fu_col%d[it * %d + %d]", i, p->vec, lane);
-                fu_red_combine(c, ri->op, acc, cg_value(c, ri->in, li));
-                continue;
-            }
-            if (ri->pass != pass || !row_kind(ri->kind) || ri->online_sum >= 0) continue;
-            if (ri->online_max >= 0) {
-                snprintf(online_e[i][lane], sizeof online_e[i][lane], "%s", cg_value(c, online_source(f, ri), li));
-                continue;
-            }
-            fu_red_combine(c, ri->op, r->var[i], cg_value(c, ri->in, li));
-        }
-        for (int o = 0; o < ps->nout; o++) snprintf(outs[o][lane], sizeof outs[o][lane], "%s", cg_value(c, ps->out_t[o], li));
-    }
-    c->lane = 0;
-    for (int i = 0; i < p->nred; i++) {
-        const red_info *ri = &p->reds[i];
-        if (ri->pass != pass || ri->online_max < 0) continue;
-        const char *m = r->var[ri->online_max];
-        if (ps->batch_max[i] == BM_NONE) { /* the vector's max, then its terms */
-            cg_line(c, "float mx%d = %s;", i, online_e[i][0]);
-            for (int lane = 1; lane < p->vec; lane++) cg_line(c, "mx%d = fu_max(mx%d, %s);", i, i, online_e[i][lane]);
-            if (ri->const_shift) cg_line(c, "%s = fu_max(%s, mx%d);", m, m, i);
-            else cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, r->var[i], m, i, m, i);
-        } /* else phase M took the batch's max */
-        for (int lane = 0; lane < p->vec; lane++) {
-            if (!ri->const_shift) {
-                cg_line(c, "%s += fu_exp_sub(%s, %s);", r->var[i], online_e[i][lane], m);
-                continue;
-            }
-            bool poly = lane >= p->vec - poly_lanes(p, ri);
-            cg_line(c, "%s += fu_exp_shifted%s(%s, %.9gf);", r->var[i], poly ? "_poly" : "", online_e[i][lane],
-                    (double)(float)(ri->shift * 1.4426950408889634));
-        }
-    }
-    for (int o = 0; o < ps->nout; o++) {
-        const cg_param *par = fu_kw_output(r->w, ps->out_t[o]);
-        const fu_value *v = fu_val(f, ps->out_t[o]);
-        cg_index li[FU_MAX_RANK], off;
-        memcpy(li, idx, sizeof idx);
-        cg_offset(c, v->rank, v->shape, v->strides, li, &off);
-        if (p->vec > 1 && cg_offset_vectorizable(c, &off, p->vec)) { /* (the offset's text decides, as in emit_row_load) */
-            char base[CG_EXPR], tmp[16];
-            cg_offset_base_expr(c, &off, base, sizeof base);
-            snprintf(tmp, sizeof tmp, "fu_o%d", o);
-            fu_kw_vector_store(r->w, par, base, tmp, (const char (*)[32])outs[o], p->vec);
-        } else {
-            for (int lane = 0; lane < p->vec; lane++) {
-                c->lane = lane;
-                cg_index_refresh(c, &off);
-                fu_kw_store(r->w, par, off.expr, outs[o][lane]);
-            }
-            c->lane = 0;
-        }
-    }
+    emit_elements(r, pass, idx, p->vec, true);
     r->in_pass = false;
     close_batch_slot(r);
     /* pass 1 keeps the row in this thread's slots for the later passes */
@@ -2447,6 +2546,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
     }
     emit_row_loop_head(r);
     emit_outer_vars(r, "row");
+    emit_row_alignment(r, "row");
     for (int k = 0; k < p->ncache; k++)
         cg_line(c, "alignas(16) %s fu_c%d[%d]; // '%s' kept in registers between passes",
                 cg_storage_type(fu_val(f, p->cache_t[k])->dtype), k, p->iters * p->vec, fu_val(f, p->cache_t[k])->name);
@@ -2540,6 +2640,14 @@ bool fu_reduction_emit(const fu_group *g, const void *params, fu_kernel_plan *kp
             snprintf(name, sizeof name, "%c%d", p->inner[a] ? 'k' : 'o', a);
             cg_add_var(c, name);
         }
+        if (p->aligned_rows) { /* the row's vectors start at -row * K modulo vec (emit_row_alignment) */
+            int64_t rows_after = 1;
+            for (int a = p->rank - 1; a >= 0; a--) {
+                if (p->inner[a]) continue;
+                c->lane_align[a] = (long long)((p->K % p->vec) * (rows_after % p->vec) % p->vec);
+                rows_after *= p->D[a];
+            }
+        }
         c->user = r;
         c->lookup_register = lookup_register;
         c->lookup_cache = lookup_cache;
@@ -2577,6 +2685,10 @@ static void config_text(const red_params *p, fu_kernel_plan *kp)
              "rows=%lld inner=%lld vec=%d threads=%d iters=%d passes=%d online_lse=%d cached_inputs=%d%s grid_reductions=%d%s",
              (long long)p->rows, (long long)p->K, p->vec, p->threads, p->iters, p->passes, p->nonline, p->ncache + p->nsmem,
              p->nsmem ? " (shared memory)" : p->ncache ? " (registers)" : "", p->ngrid, p->queue ? " row_queue=1" : "");
+    if (p->aligned_rows) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " aligned_rows=1");
+    }
     if (p->warp_rows > 1) {
         size_t n = strlen(kp->config);
         snprintf(kp->config + n, sizeof kp->config - n, " warp_rows=%d", p->warp_rows);
@@ -2625,12 +2737,12 @@ static char *params_json(const red_params *p, const fu_fusion *f)
         fu_sb_puts(&js, "}");
     }
     fu_sb_printf(&js,
-                 "], \"vec\": %d, \"threads\": %d, \"iters\": %d, \"passes\": %d, \"online_lse\": %d, \"mufu_rows\": %s, "
+                 "], \"vec\": %d, \"aligned_rows\": %s, \"threads\": %d, \"iters\": %d, \"passes\": %d, \"online_lse\": %d, \"mufu_rows\": %s, "
                  "\"warp_rows\": %d, \"cluster\": %d, \"part\": %lld, \"cluster_slots\": %d, \"block\": %d, \"grid\": %lld, "
                  "\"blocks_per_sm\": %d, \"min_blocks\": %d, \"shared_bytes\": %lld, \"queue\": %s, \"partials\": %lld, "
                  "\"grid_reductions\": %d, \"column_reductions\": %d, \"column_groups\": %lld, \"grid_sync\": %s, "
                  "\"workspace_bytes\": %zu, ",
-                 p->vec, p->threads, p->iters, p->passes, p->nonline, p->mufu_rows ? "true" : "false", p->warp_rows,
+                 p->vec, p->aligned_rows ? "true" : "false", p->threads, p->iters, p->passes, p->nonline, p->mufu_rows ? "true" : "false", p->warp_rows,
                  p->cluster, (long long)p->K_part,
                  p->nslots, p->block_threads, (long long)p->grid, p->blocks_per_sm, p->min_blocks, (long long)p->smem_bytes,
                  p->queue ? "true" : "false", (long long)p->partials, p->ngrid, p->ncol, (long long)p->col_groups,
