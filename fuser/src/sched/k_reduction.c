@@ -1751,6 +1751,15 @@ static void close_batch_slot(red_emit *r)
     cg_close(c); /* b */
 }
 
+/* The shift fu_m<i> of an online log-sum-exp's terms exp(x - m) once the
+ * running max m has taken the new elements: m, or 0 while m is -inf (every
+ * element so far -inf, a masked row's start: each term exp(-inf) = 0, where
+ * exp(x - m) would be exp(NaN) and poison the row; a NaN still gives NaN). */
+static void emit_term_shift(cg_ctx *c, int i, const char *m)
+{
+    cg_line(c, "const float fu_m%d = %s > -FU_INF ? %s : 0.0f; // the terms' shift (0 while all are -inf)", i, m, m);
+}
+
 /* Phase M of an online log-sum-exp: the max of the batch first, then one
  * rescale of the running sum per batch (not one per vector), so phase B adds
  * exp(x - m) with m fixed. */
@@ -1802,8 +1811,12 @@ static void emit_batch_max(red_emit *r, int pass, const cg_index *idx)
         char mb[80];
         if (ps->batch_max[i] == BM_PACKED_BF16) snprintf(mb, sizeof mb, "fu_max(fu_bf16x2_lo(mb%d), fu_bf16x2_hi(mb%d))", i, i);
         else snprintf(mb, sizeof mb, "mb%d", i);
-        if (ri->const_shift) cg_line(c, "%s = fu_max(%s, %s); // the terms' shift is a constant", m, m, mb);
-        else cg_line(c, "{ const float mx = %s; if (mx > %s) { %s *= fu_exp_sub(%s, mx); %s = mx; } }", mb, m, r->var[i], m, m);
+        if (ri->const_shift) {
+            cg_line(c, "%s = fu_max(%s, %s); // the terms' shift is a constant", m, m, mb);
+            continue;
+        }
+        cg_line(c, "{ const float mx = %s; if (mx > %s) { %s *= fu_exp_sub(%s, mx); %s = mx; } }", mb, m, r->var[i], m, m);
+        emit_term_shift(c, i, m);
     }
 }
 
@@ -1944,12 +1957,16 @@ static void emit_elements(red_emit *r, int pass, const cg_index *idx, int vec, b
         if (!batch_max || ps->batch_max[i] == BM_NONE) { /* the vector's max, then its terms */
             cg_line(c, "float mx%d = %s;", i, online_e[i][0]);
             for (int lane = 1; lane < vec; lane++) cg_line(c, "mx%d = fu_max(mx%d, %s);", i, i, online_e[i][lane]);
-            if (ri->const_shift) cg_line(c, "%s = fu_max(%s, mx%d);", m, m, i);
-            else cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, r->var[i], m, i, m, i);
-        } /* else phase M took the batch's max */
+            if (ri->const_shift) {
+                cg_line(c, "%s = fu_max(%s, mx%d);", m, m, i);
+            } else {
+                cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, r->var[i], m, i, m, i);
+                emit_term_shift(c, i, m);
+            }
+        } /* else phase M took the batch's max, and its terms' shift */
         for (int lane = 0; lane < vec; lane++) {
             if (!ri->const_shift) {
-                cg_line(c, "%s += fu_exp_sub(%s, %s);", r->var[i], online_e[i][lane], m);
+                cg_line(c, "%s += fu_exp_sub(%s, fu_m%d);", r->var[i], online_e[i][lane], i);
                 continue;
             }
             bool poly = vec >= 4 && lane >= vec - poly_lanes(p, ri);
