@@ -308,7 +308,7 @@ static void check_outer_params(const char *data)
 static void check_row_params(const char *data, const char *suites)
 {
     const char *ce[] = {"V=128256"}, *ln[] = {"N=16384", "D=768"}, *sr[] = {"C=5"};
-    const char *sr_many[] = {"N=1048576", "C=5"};
+    const char *sr_many[] = {"N=1048576", "C=5"}, *odd[] = {"N=4093", "V=50257"}, *odd_short[] = {"N=4093", "V=127"};
     const struct {
         const char *dir;
         const char *rel;
@@ -331,6 +331,12 @@ static void check_row_params(const char *data, const char *suites)
         /* 4099 rows of 5: 8 lanes a row, 8 rows a warp, 2 warps a block (SHORT_ROW_LANES) */
         {data, "short_rows.fusion", sr, 1, FU_F32, 1, 64,
          {"\"warp_rows\": 8,", "\"threads\": 8,", "\"iters\": 1,", "\"grid_reductions\": 1,", NULL}},
+        /* rows of an odd length: 16-byte vectors from each row's first aligned element
+         * (ALIGNED_ROWS), not vectors of one element; under 32 vectors a row they stay 1 wide */
+        {suites, "cross_entropy/cross_entropy_fwd.fusion", odd, 2, FU_BF16, 1, 512,
+         {"\"vec\": 8, \"aligned_rows\": true,", "\"iters\": 13,", NULL}},
+        {suites, "cross_entropy/cross_entropy_fwd.fusion", odd_short, 2, FU_F32, 1, 64,
+         {"\"vec\": 1, \"aligned_rows\": false,", NULL}},
         /* 1048576 rows of 5 overfill the GPU at a lane an element: 2 lanes of 3 (SHORT_ROW_ITERS) */
         {data, "short_rows.fusion", sr_many, 2, FU_F32, 1, 256,
          {"\"warp_rows\": 128,", "\"threads\": 2,", "\"iters\": 3,", "\"grid_reductions\": 1,", NULL}},
