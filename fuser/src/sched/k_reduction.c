@@ -28,9 +28,10 @@
  * A row whose length is no multiple of the vector is read in vectors from its
  * first aligned element (a shift that depends on the row), its edges element
  * by element (ALIGNED_ROWS).
+ *
  * fu_reduction_heuristics analyses the group and makes every decision above
- * into a red_params (the vector width and its alignment, threads, warp rows, cluster and part,
- * the row cache and where it lives, each pass's batch, staged inputs, guard
+ * into a red_params (the vector width and its alignment, threads, warp rows,
+ * cluster and part, the row cache and where it lives, each pass's batch, staged inputs, guard
  * and online-max reads, the values hoisted before each pass, the outputs'
  * classes, the grid, the queue, the workspace layout; its text in kp->config,
  * its JSON in kp->params_json); fu_reduction_emit writes the kernel from that
