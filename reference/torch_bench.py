@@ -12,9 +12,9 @@ rows, and the rows cannot drift from the fusion. Timing as run_suite's
 spin so that Python's dispatch is not on the clock; CUDA events around the
 call only; warm-up first; samples until (p75 - p25) / median is under 2%
 with at least 10, or the time limit; the repetition's time is the median),
-kernel counts and kernel_time_us (one cold call's kernels' summed durations,
-as run_suite's CUPTI figure; left out where it does not fit inside the call's
-event time) from torch.profiler, the bytes the fuser counted. It writes a run
+kernel counts and kernel_time_us (a cold call's kernels' summed durations,
+the median of 5 calls, as run_suite's CUPTI figure; left out where it does
+not fit inside the call's event time) from torch.profiler, the bytes the fuser counted. It writes a run
 file in docs/results-schema.md's schema with the variants torch_eager and
 torch_compile, which run_suite merges. An item whose fusion cannot be
 translated (or that raises) is a row with status "failed" and the reason.
@@ -218,25 +218,30 @@ class Bench:
         t.cuda.empty_cache()
         return 2 * n / statistics.median(times) / 1e9
 
+    PROFILED_CALLS = 5  # as run_suite's CUPTI records (suites/runner.c profile_calls)
+
     def kernels(self, fn):
-        """Kernels, memsets and copies the profiler saw in one call, and that
-        call's kernels' summed durations in us (the L2 flushed first, outside
-        the profiled span), as run_suite's CUPTI kernel_time_us: kernels only,
-        memsets and copies left out. None when the profiler cannot say; the
-        time alone None when the durations cannot be read."""
+        """Kernels, memsets and copies the profiler saw in a call, and the
+        median over PROFILED_CALLS calls of a call's kernels' summed durations
+        in us (the L2 flushed before each, outside the profiled span), as
+        run_suite's CUPTI kernel_time_us: kernels only, memsets and copies
+        left out. None when the profiler cannot say; the time alone None when
+        the durations cannot be read."""
         t = self.torch
         try:
             from torch.profiler import profile, ProfilerActivity
             fn()
             t.cuda.synchronize()
-            if self.flush is not None:
-                self.flush.zero_()
-            t.cuda.synchronize()
-            with profile(activities=[ProfilerActivity.CUDA]) as p:
-                fn()
+            calls = []
+            for _ in range(self.PROFILED_CALLS):
+                if self.flush is not None:
+                    self.flush.zero_()
                 t.cuda.synchronize()
-            events = [ev for ev in p.events() if ev.device_type == t.autograd.DeviceType.CUDA]
-            names = [ev.name for ev in events]
+                with profile(activities=[ProfilerActivity.CUDA]) as p:
+                    fn()
+                    t.cuda.synchronize()
+                calls.append([ev for ev in p.events() if ev.device_type == t.autograd.DeviceType.CUDA])
+            names = [ev.name for ev in calls[-1]]
             memsets = sum(1 for n in names if n.startswith("Memset"))
             copies = sum(1 for n in names if "Memcpy" in n)
             counts = (len(names) - memsets - copies, memsets, copies)
@@ -244,8 +249,13 @@ class Bench:
             print(f"torch_bench: the profiler failed ({ex!r}); no kernel counts", file=sys.stderr)
             return None
         try:
-            spans = [ev.time_range.elapsed_us() for ev in events if not ev.name.startswith("Memset") and "Memcpy" not in ev.name]
-            kernel_us = float(sum(spans)) if spans and all(x > 0 for x in spans) else None
+            per_call = []
+            for events in calls:
+                spans = [ev.time_range.elapsed_us() for ev in events if not ev.name.startswith("Memset") and "Memcpy" not in ev.name]
+                if not spans or not all(x > 0 for x in spans):
+                    raise ValueError("a kernel without a positive duration")
+                per_call.append(float(sum(spans)))
+            kernel_us = statistics.median(per_call)
         except Exception as ex:
             print(f"torch_bench: no kernel durations from the profiler ({ex!r})", file=sys.stderr)
             kernel_us = None
