@@ -1490,6 +1490,19 @@ typedef struct red_emit {
     bool in_pass;
 } red_emit;
 
+/* A block of one warp (a short row, or the small fusions' single rows) needs
+ * no exchange through shared memory: its reductions stay in the warp, without
+ * the two barriers of the block's (the same bits: the xor butterfly leaves
+ * every lane lane 0's value, which the exchange would hand every thread). */
+static bool one_warp_block(const red_params *p) { return p->block_threads == 32; }
+
+/* dst = src reduced over the block, every thread getting the result. */
+static void emit_block_reduce(red_emit *r, const char *dst, const char *src, fu_op op, const char *ct)
+{
+    if (one_warp_block(r->p)) cg_line(&r->w->cg, "%s = fu_warp_reduce(%s, %s);", dst, src, op_functor(op));
+    else cg_line(&r->w->cg, "%s = fu_block_reduce(%s, %s, %s);", dst, src, op_functor(op), smem_of(ct));
+}
+
 static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, void *user)
 {
     red_emit *r = user;
@@ -2108,8 +2121,13 @@ static void emit_pass(red_emit *r, int pass)
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
         int partner = joined[i] ? -1 : block_reduce_partner(r, pass, i, joined);
         if (partner >= 0) {
-            cg_line(c, "fu_block_reduce2(%s, %s, %s, %s, %s);", r->var[i], op_functor(ri->op), r->var[partner],
-                    op_functor(p->reds[partner].op), smem_of(ct));
+            if (one_warp_block(p)) {
+                cg_line(c, "%s = fu_warp_reduce(%s, %s);", r->var[i], r->var[i], op_functor(ri->op));
+                cg_line(c, "%s = fu_warp_reduce(%s, %s);", r->var[partner], r->var[partner], op_functor(p->reds[partner].op));
+            } else {
+                cg_line(c, "fu_block_reduce2(%s, %s, %s, %s, %s);", r->var[i], op_functor(ri->op), r->var[partner],
+                        op_functor(p->reds[partner].op), smem_of(ct));
+            }
             joined[partner] = true;
         }
         if (ri->online_max >= 0) {
@@ -2119,7 +2137,7 @@ static void emit_pass(red_emit *r, int pass)
                 if (p->warp_rows > 1) cg_line(c, "fu_lse_shifted_lanes<%d>(%s, %s, %.9gf);", p->threads, m, r->var[i], sh);
                 else cg_line(c, "fu_lse_shifted_block(%s, %s, %.9gf, (float *)fu_smem);", m, r->var[i], sh);
             } else if (p->warp_rows > 1 && p->threads < 32) cg_line(c, "fu_lse_lanes<%d>(%s, %s);", p->threads, m, r->var[i]);
-            else if (p->warp_rows > 1) cg_line(c, "fu_lse_warp(%s, %s);", m, r->var[i]);
+            else if (p->warp_rows > 1 || one_warp_block(p)) cg_line(c, "fu_lse_warp(%s, %s);", m, r->var[i]);
             else cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, r->var[i]);
             if (p->cluster > 1)
                 cg_line(c, "fu_lse_cluster<%d>(%s, %s, (float *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
@@ -2129,8 +2147,7 @@ static void emit_pass(red_emit *r, int pass)
             if (p->warp_rows > 1 && p->threads < 32)
                 cg_line(c, "%s = fu_lanes_reduce<%d>(%s, %s);", r->var[i], p->threads, r->var[i], op_functor(ri->op));
             else if (p->warp_rows > 1) cg_line(c, "%s = fu_warp_reduce(%s, %s);", r->var[i], r->var[i], op_functor(ri->op));
-            else if (partner < 0 && !joined[i])
-                cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", r->var[i], r->var[i], op_functor(ri->op), smem_of(ct));
+            else if (partner < 0 && !joined[i]) emit_block_reduce(r, r->var[i], r->var[i], ri->op, ct);
             if (p->cluster > 1)
                 cg_line(c, "%s = fu_cluster_reduce<%d>(%s, %s, (%s *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
                         r->var[i], p->cluster, r->var[i], op_functor(ri->op), ct, p->nslots, i);
@@ -2160,7 +2177,7 @@ static void emit_grid_prologue(red_emit *r, int i)
     row_index(p, c, x, idx);
     fu_red_combine(c, ri->op, "acc", cg_value(c, ri->in, idx));
     cg_close(c);
-    cg_line(c, "%s = fu_block_reduce(acc, %s, %s);", r->var[i], op_functor(ri->op), smem_of(ct));
+    emit_block_reduce(r, r->var[i], "acc", ri->op, ct);
     fu_red_round(c, ri->op, fu_val(f, ri->out)->dtype, r->var[i]);
     cg_close(c);
     r->avail[i] = true;
@@ -2476,7 +2493,7 @@ static void emit_grid_combine(red_emit *r)
         fu_red_combine(c, ri->op, r->var[i], v);
         c->indent--;
         cg_line(c, "}");
-        cg_line(c, "%s = fu_block_reduce(%s, %s, %s);", r->var[i], r->var[i], op_functor(ri->op), smem_of(ct));
+        emit_block_reduce(r, r->var[i], r->var[i], ri->op, ct);
         fu_red_round(c, ri->op, fu_val(f, ri->out)->dtype, r->var[i]);
         r->avail[i] = true;
     }
