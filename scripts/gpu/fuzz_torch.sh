@@ -8,14 +8,20 @@
 #      processes at once (their times are thrown away; bounded by FUZZ_TORCH_WARM_S, default 120 s),
 #      so that the timed run compiles from the Inductor and Triton caches on disk; meanwhile
 #      `fuser plan --json` of every fusion (the lower bounds) into plans.jsonl;
-#   3. after every warmer has ended: ONE run_suite FOLDER --with-torch --repetitions 1
-#      --time-limit 0.05 (the fuser checked against the interpreter and timed, then one
-#      torch_bench.py process for eager and torch.compile), bounded so that everything ends
-#      FUZZ_TORCH_BUDGET_S (default 405) after the start;
-#   4. scripts/fuzz_vs_torch run.json plans.jsonl, printed last (its last line: the numbers in short).
+#   3. after every warmer has ended, four timed rounds in the order fuser, torch.compile,
+#      torch.compile, fuser: `run_suite FOLDER --repetitions 1 --time-limit 0.05` (the fuser
+#      checked against the interpreter and timed) into fuser1.json and fuser2.json, and
+#      reference/torch_bench.py (torch.compile only, the same sampling) into torch1.json and
+#      torch2.json. The two sides are timed minutes apart in different processes, and on these
+#      3-13 us fusions the card's drift between two such moments was 5-10% (docs/perf.md v26); in
+#      this order a drift that goes one way over the four rounds weighs on both sides alike.
+#      Everything ends FUZZ_TORCH_BUDGET_S (default 405) after the start (a round that would
+#      start with under 30 s left is left out, and the summary says which ran);
+#   4. scripts/fuzz_vs_torch over the rounds' run files and plans.jsonl (each side's time the
+#      median of its rounds), printed last (its last line: the numbers in short).
 # Without a GPU or PyTorch it goes as far as it can (kernels against the bound) and says why.
 # Logs under ${OUT:-/tmp/out}/fuzz_torch/: fusions/, items.json, plans.jsonl (and plans/), warm_K.log,
-# run.json, run_suite.txt, run_suite.err (torch_bench.py's progress too), summary.txt.
+# fuser1.json, torch1.json, torch2.json, fuser2.json and each round's .txt and .err, summary.txt.
 # shellcheck source=part.sh
 . "$(dirname "$0")/part.sh" fuzz_torch
 cd "$here" || exit 2
@@ -36,7 +42,7 @@ say() { echo "fuzz_torch.sh: [$(( $(date +%s) - t0 )) s] $*"; }
 
 # 1. the fusions, their plans compiled, PyTorch's items
 dir=$out/fusions
-rm -rf "$dir" "$out"/warm_* "$out/run.json" "$out/summary.txt"
+rm -rf "$dir" "$out"/warm_* "$out"/fuser[12].* "$out"/torch[12].* "$out/summary.txt"
 "$fz" write --count 200 --seed 7 --out "$dir" >"$out/write.log" 2>&1 || { cat "$out/write.log"; exit 1; }
 timeout -k 5 120 "$rs" "$dir" --write-fusions "$out/items.json" >"$out/items.log" 2>&1
 say "run_suite --write-fusions: exit $? ($(grep -c FAILED "$out/items.log") failed to plan or compile; items.log)"
@@ -79,26 +85,39 @@ if [ ${#pids[@]} -gt 0 ]; then
   [ "$left" -eq 0 ] || say "note: $left processes still on the GPU after the warm-up"
 fi
 
-# 3. the one timed run: the fuser, then one torch_bench.py process (eager and torch.compile)
-limit=$((deadline - $(date +%s)))
-[ "$limit" -ge 60 ] || limit=60
-say "run_suite --with-torch (at most $limit s)"
-timeout -k 10 "$limit" "$rs" "$dir" --with-torch --repetitions 1 --time-limit 0.05 --out "$out/run.json" \
-  >"$out/run_suite.txt" 2>"$out/run_suite.err"
-rc=$?
-say "run_suite: exit $rc$([ $rc -eq 124 ] && echo ' (timed out: no run.json)')"
-grep -E '^torch_bench: PyTorch' "$out/run_suite.err" | head -n 1
-grep -E '^run_suite: ' "$out/run_suite.err" | head -n 8 # its own lines: PyTorch's rows merged or why not, failures
-echo "torch.compile ready in (s, from the cache): $(grep -o 'torch_compile/[^:]*: rep 1/1: .*ready in [0-9.]* s' "$out/run_suite.err" |
+# 3. four timed rounds: fuser, torch.compile, torch.compile, fuser
+rounds=()
+round() { # NAME COMMAND...: one round, bounded by the deadline
+  local name=$1 limit=$((deadline - $(date +%s)))
+  shift
+  if [ "$limit" -lt 30 ]; then say "$name: left out ($limit s left)"; return; fi
+  timeout -k 10 "$limit" "$@" --out "$out/$name.json" >"$out/$name.txt" 2>"$out/$name.err"
+  local rc=$?
+  say "$name: exit $rc$([ $rc -eq 124 ] && echo ' (timed out)')"
+  [ -s "$out/$name.json" ] && rounds+=("$out/$name.json")
+}
+fuser_round() { round "$1" "$rs" "$dir" --repetitions 1 --time-limit 0.05; }
+torch_round() {
+  if [ ${#pids[@]} -eq 0 ] || [ ! -s "$out/items.json" ]; then say "$1: no PyTorch with a GPU"; return; fi
+  round "$1" python3 reference/torch_bench.py --fusions "$out/items.json" --variants torch_compile \
+    --repetitions 1 --time-limit 0.05 --mode cold
+}
+fuser_round fuser1
+torch_round torch1
+torch_round torch2
+fuser_round fuser2
+grep -E '^torch_bench: PyTorch' "$out/torch1.err" 2>/dev/null | head -n 1
+grep -hE '^run_suite: ' "$out/fuser1.err" "$out/fuser2.err" 2>/dev/null | head -n 8 # its own lines: failures
+echo "torch.compile ready in (s, from the cache): $(grep -o 'torch_compile/[^:]*: rep 1/1: .*ready in [0-9.]* s' "$out/torch1.err" 2>/dev/null |
   sed 's/.*ready in \([0-9.]*\) s/\1/' | sort -n | awk '{a[NR] = $1; s += $1} END {if (NR) printf "median %s, max %s, total %.0f", a[int((NR + 1) / 2)], a[NR], s; else printf "none"}')"
-tail -n 1 "$out/run_suite.txt"
 
 # 4. the summary
 echo
-if [ -s "$out/run.json" ]; then
-  scripts/fuzz_vs_torch "$out/run.json" "$out/plans.jsonl" | tee "$out/summary.txt"
+if [ ${#rounds[@]} -gt 0 ]; then
+  echo "rounds: $(printf '%s ' "${rounds[@]##*/}")"
+  scripts/fuzz_vs_torch "${rounds[@]}" "$out/plans.jsonl" | tee "$out/summary.txt"
 else
-  echo "fuzz_torch.sh: no run.json; the kernels of the plans against their bounds:"
+  echo "fuzz_torch.sh: no timed round; the kernels of the plans against their bounds:"
   python3 - "$out/plans.jsonl" <<'EOF' | tee "$out/summary.txt"
 import collections, json, sys
 c = collections.Counter()

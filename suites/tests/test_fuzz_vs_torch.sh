@@ -93,6 +93,25 @@ expect "in short: 7 fusions; at the lower bound 5 of 6; kernels <= torch.compile
 printf '%s\n' "$out" | grep -A3 '^worst' | tail -n 2 | grep -q 'fz_d f32.*1.09.*  1  *3  *1$' ||
     { echo "FAIL: fz_d is not second worst, unmarked"; fails=$((fails + 1)); }
 
+# rounds in several run files (fuzz_torch.sh: fuser, torch, torch, fuser): the rows taken
+# together, a side's time the median over the files; split the rows above by variant and add a
+# second fuser round of fz_b at 16 us: fz_b's fuser time is then the median of 20 and 16 (18)
+python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+run = json.load(open(f"{d}/run.json"))
+rows = run["benchmarks"]
+for name, keep in (("fuser1", lambda e: e.get("variant") == "fuser"), ("torch1", lambda e: e.get("variant") != "fuser")):
+    json.dump({"context": run["context"], "benchmarks": [e for e in rows if keep(e)]}, open(f"{d}/{name}.json", "w"))
+b = [dict(e, real_time=16) for e in rows if e.get("suite") == "fz_b" and e.get("variant") == "fuser"]
+json.dump({"context": run["context"], "benchmarks": b}, open(f"{d}/fuser2.json", "w"))
+PY
+out=$("$root/scripts/fuzz_vs_torch" "$tmp/fuser1.json" "$tmp/torch1.json" "$tmp/fuser2.json" "$tmp/plans.jsonl" 2>&1)
+[ $? -eq 0 ] || { echo "FAIL: three run files: exit $?"; fails=$((fails + 1)); }
+expect "7 fusions (fuser rows), 6 plans"
+expect "  fz_b f32                                     18.00      10.00   1.80   1.50       3       2     1  slower"
+expect "in short: 7 fusions; at the lower bound 5 of 6; kernels <= torch.compile 3 of 7 (42.9%); not slower 3 of 7 (42.9%)"
+
 # bad inputs: exit 2 with a line
 printf 'not json' >"$tmp/bad.json"
 "$root/scripts/fuzz_vs_torch" "$tmp/bad.json" "$tmp/plans.jsonl" >/dev/null 2>"$tmp/err"
