@@ -51,7 +51,10 @@ row() {
 for p in "a 2 2" "b 1 3" "c 1 1" "d 1 1" "e 2 2" "g 1 1"; do
     # shellcheck disable=SC2086 # the words of p
     set -- $p
-    echo "{\"fusion\": \"fz_$1\", \"segments\": $3, \"copies\": 0, \"lower_bound\": $2, \"kernels\": []}"
+    k="[]" # fz_a and fz_b: their kernels' schedulers named (the table by plan shape)
+    [ "$1" = a ] && k='[{"scheduler": "reduction"}, {"scheduler": "pointwise"}]'
+    [ "$1" = b ] && k='[{"scheduler": "reduction"}, {"scheduler": "pointwise"}, {"scheduler": "pointwise"}]'
+    echo "{\"fusion\": \"fz_$1\", \"segments\": $3, \"copies\": 0, \"lower_bound\": $2, \"kernels\": $k}"
 done >"$tmp/plans.jsonl"
 
 out=$("$root/scripts/fuzz_vs_torch" "$tmp/run.json" "$tmp/plans.jsonl" 2>&1)
@@ -84,6 +87,11 @@ expect "worst 4 by time ratio"
 expect "  fz_b f32                                     20.00      10.00   2.00   1.50       3       2     1  slower"
 expect "  fz_a f32                                     10.00      12.00   0.83   0.80       2       2     2"
 expect "the fuser needs more kernels than torch.compile: 1"
+# by plan shape: fz_c and fz_d have no kernels named (ratios 1.04 and 1.09: median 1.065; both not
+# slower), fz_a and fz_b one shape each
+expect "  (no kernel)                                     2          2  1.065  1.065"
+expect "  reduction,pointwise                             1          1  0.833  0.800"
+expect "  reduction,pointwise,pointwise                   1          0  2.000  1.500"
 expect "  fz_b f32                                       3       2     1"
 expect "fuser not slower by kernel time:        2 of 4 with both (50.0%); 2 of 7 fusions (28.6%)"
 expect "kernel-time ratio fuser / torch.compile: median 1.065, geometric mean 1.080, max 1.500"
