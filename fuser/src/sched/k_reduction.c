@@ -2468,8 +2468,10 @@ static void emit_grid_combine(red_emit *r)
             cg_line(c, "if (fu_rank != 0u) fu_g%d = %s;", i, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
         if (p->warp_rows > 1) { /* the warps' parts (each lane holds its warp's), in warp order */
             const fu_dtype dt = fu_val(f, ri->out)->dtype;
-            cg_line(c, "fu_g%d = fu_block_reduce(fu_lane == 0 ? fu_g%d : %s, %s, %s);", i, i, fu_red_identity(ri->op, dt),
-                    op_functor(ri->op), smem_of(cg_compute_type(dt)));
+            char dst[16], src[96];
+            snprintf(dst, sizeof dst, "fu_g%d", i);
+            snprintf(src, sizeof src, "fu_lane == 0 ? fu_g%d : %s", i, fu_red_identity(ri->op, dt));
+            emit_block_reduce(r, dst, src, ri->op, cg_compute_type(dt));
         }
         cg_line(c, "if (threadIdx.x == 0) fu_ws[blockIdx.x * %d + %d] = (double)fu_g%d;", p->ngrid, ri->grid_slot, i);
     }
