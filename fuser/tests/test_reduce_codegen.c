@@ -257,6 +257,57 @@ static const char *body_of(const char *src)
     return b ? b : "";
 }
 
+static size_t count_in(const char *s, const char *needle)
+{
+    size_t n = 0;
+    for (const char *q = strstr(s, needle); q; q = strstr(q + 1, needle)) n++;
+    return n;
+}
+
+/* A block of one warp reduces within the warp (docs/perf.md v26): rows of `cols` f32 each, their
+ * sum and max (one pass: a pair), a softmax (an online log-sum-exp) and the sum of everything
+ * (a grid reduction after the rows). At 128 columns a row is 32 vectors, one warp's; at 512 it
+ * takes 128 threads and the block's exchange. */
+static void check_one_warp_blocks(void)
+{
+    for (int wide = 0; wide < 2; wide++) {
+        fu_fusion *f = fu_fusion_new("one_warp");
+        const int64_t shape[2] = {7, wide ? 512 : 128};
+        const int row[1] = {1}, all[2] = {0, 1};
+        fu_tensor x = fu_input(f, "x", FU_F32, 2, shape);
+        fu_tensor s = fu_reduce(f, FU_OP_SUM, x, 1, row, true, "s");
+        fu_tensor m = fu_reduce(f, FU_OP_RMAX, x, 1, row, true, "m");
+        fu_tensor d = fu_binary(f, FU_OP_DIV, fu_binary(f, FU_OP_SUB, x, m, "c"), s, "d");
+        fu_tensor y = fu_softmax(f, d, 1, "y");
+        fu_output(f, y);
+        fu_output(f, fu_reduce(f, FU_OP_SUM, y, 2, all, false, "t"));
+        fu_plan_options o;
+        fu_plan_options_default(&o);
+        o.sm_count = 132;
+        fu_plan *p = NULL;
+        fu_error err = {0};
+        CHECK(fu_plan_build(f, &o, &p, &err) == FU_OK && p->nkernels == 1);
+        const char *src = p && p->nkernels == 1 ? p->kernels[0].source : NULL;
+        const char *body = body_of(src);
+        CHECK(p && p->nkernels == 1 && p->kernels[0].block == (wide ? 128u : 32u));
+        if (!wide) {
+            CHECK_CONTAINS(body, "= fu_warp_reduce(r0, fu_op_sum());");  /* the pair, one after the other */
+            CHECK_CONTAINS(body, "= fu_warp_reduce(r1, fu_op_max());");
+            CHECK_CONTAINS(body, "fu_lse_warp(");
+            /* (the only barriers left: the grid reduction's election of the last block) */
+            CHECK(!strstr(body, "fu_block_reduce") && !strstr(body, "fu_lse_block("));
+            CHECK(count_in(body, "__syncthreads()") == 2);
+        } else {
+            CHECK_CONTAINS(body, "fu_block_reduce2(");
+            CHECK_CONTAINS(body, "fu_lse_block(");
+            CHECK(!strstr(body, "fu_lse_warp("));
+        }
+        fu_plan_free(p);
+        fu_fusion_free(f);
+    }
+    printf("one-warp blocks: reductions within the warp at 32 threads, through shared memory at 128\n");
+}
+
 /* The outer scheduler's parameters for column_reductions: every field it
  * decides, with the values its launch and its kernel text carry. */
 static void check_outer_params(const char *data)
@@ -393,6 +444,7 @@ int main(void)
     check_div_const_bf16();
     check_value_ranges();
     check_shift_limits();
+    check_one_warp_blocks();
     check_outer_params(data);
     const char *suites = getenv("FUSER_SUITES_DIR");
     CHECK(suites != NULL);
