@@ -14,9 +14,9 @@ call only; warm-up first; samples until (p75 - p25) / median is under 2%
 with at least 10, or the time limit; the repetition's time is the median),
 kernel counts and kernel_time_us (a cold call's kernels' summed durations,
 the median of 5 calls, as run_suite's CUPTI figure; left out where it does
-not fit inside the call's event time) from torch.profiler, the bytes the fuser counted. It writes a run
-file in docs/results-schema.md's schema with the variants torch_eager and
-torch_compile, which run_suite merges. An item whose fusion cannot be
+not fit inside the call's event time) from torch.profiler, the bytes the
+fuser counted. It writes a run file in docs/results-schema.md's schema with
+the variants torch_eager and torch_compile, which run_suite merges. An item whose fusion cannot be
 translated (or that raises) is a row with status "failed" and the reason.
 
     python3 reference/torch_bench.py --fusions items.json --out torch.json

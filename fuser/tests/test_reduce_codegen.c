@@ -222,6 +222,18 @@ static void check_exp_poly(const char *kernel)
     for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) CHECK_CONTAINS(kernel, constants[i]);
 }
 
+/* f planned for 132 SMs, checked to be one kernel (NULL where it does not plan). */
+static fu_plan *plan_one_kernel(const fu_fusion *f)
+{
+    fu_plan_options o;
+    fu_plan_options_default(&o);
+    o.sm_count = 132;
+    fu_plan *p = NULL;
+    fu_error err = {0};
+    CHECK(fu_plan_build(f, &o, &p, &err) == FU_OK && p->nkernels == 1);
+    return p;
+}
+
 /* The row log-sum-exp of a bounded source takes the constant shift only where
  * the bound is near zero: 8 tanh(x) does, 1000 + 8 tanh(x) does not (the
  * FFMA's argument would lose the digits of every term). */
@@ -235,12 +247,7 @@ static void check_shift_limits(void)
                                      "capped");
         if (far) capped = fu_binary(f, FU_OP_ADD, capped, fu_full(f, 0, NULL, 1000.0, FU_F32, "k1000"), "far");
         fu_output(f, fu_log_softmax(f, capped, 1, "logp"));
-        fu_plan_options o;
-        fu_plan_options_default(&o);
-        o.sm_count = 132;
-        fu_plan *p = NULL;
-        fu_error err = {0};
-        CHECK(fu_plan_build(f, &o, &p, &err) == FU_OK && p->nkernels == 1);
+        fu_plan *p = plan_one_kernel(f);
         const char *js = p && p->nkernels == 1 ? p->kernels[0].params_json : NULL;
         CHECK(js && (strstr(js, "\"lse_shift\"") != NULL) == !far);
         CHECK(p && p->nkernels == 1 && (strstr(p->kernels[0].source, "fu_exp_shifted(") != NULL) == !far);
@@ -264,7 +271,7 @@ static size_t count_in(const char *s, const char *needle)
     return n;
 }
 
-/* A block of one warp reduces within the warp (docs/perf.md v26): rows of `cols` f32 each, their
+/* A block of one warp reduces within the warp (docs/perf.md v26): 7 rows of f32, their
  * sum and max (one pass: a pair), a softmax (an online log-sum-exp) and the sum of everything
  * (a grid reduction after the rows). At 128 columns a row is 32 vectors, one warp's; at 512 it
  * takes 128 threads and the block's exchange. */
@@ -281,12 +288,7 @@ static void check_one_warp_blocks(void)
         fu_tensor y = fu_softmax(f, d, 1, "y");
         fu_output(f, y);
         fu_output(f, fu_reduce(f, FU_OP_SUM, y, 2, all, false, "t"));
-        fu_plan_options o;
-        fu_plan_options_default(&o);
-        o.sm_count = 132;
-        fu_plan *p = NULL;
-        fu_error err = {0};
-        CHECK(fu_plan_build(f, &o, &p, &err) == FU_OK && p->nkernels == 1);
+        fu_plan *p = plan_one_kernel(f);
         const char *src = p && p->nkernels == 1 ? p->kernels[0].source : NULL;
         const char *body = body_of(src);
         CHECK(p && p->nkernels == 1 && p->kernels[0].block == (wide ? 128u : 32u));

@@ -2121,9 +2121,9 @@ static void emit_pass(red_emit *r, int pass)
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
         int partner = joined[i] ? -1 : block_reduce_partner(r, pass, i, joined);
         if (partner >= 0) {
-            if (one_warp_block(p)) {
-                cg_line(c, "%s = fu_warp_reduce(%s, %s);", r->var[i], r->var[i], op_functor(ri->op));
-                cg_line(c, "%s = fu_warp_reduce(%s, %s);", r->var[partner], r->var[partner], op_functor(p->reds[partner].op));
+            if (one_warp_block(p)) { /* within the warp, each on its own */
+                emit_block_reduce(r, r->var[i], r->var[i], ri->op, ct);
+                emit_block_reduce(r, r->var[partner], r->var[partner], p->reds[partner].op, ct);
             } else {
                 cg_line(c, "fu_block_reduce2(%s, %s, %s, %s, %s);", r->var[i], op_functor(ri->op), r->var[partner],
                         op_functor(p->reds[partner].op), smem_of(ct));
