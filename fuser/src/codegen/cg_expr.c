@@ -624,9 +624,9 @@ static const char *gather_value(cg_ctx *c, const fu_node *n, const cg_index *idx
         fu_shape_contiguous_strides(ix->rank, ix->shape, mul);
         index_linear(c, ix->rank, iidx, mul, &pos);
         snprintf(jname, sizeof jname, "j%d", c->tmp++);
-        cg_line(c, "long long %s = %s;", jname, j);
-        cg_line(c, "if (%s < 0 || %s >= %lld) { fu_report_index(fu_err, %d, %s, (long long)%s); %s = 0; }", jname, jname,
-                (long long)extent, (int)(n - f->nodes), jname, pos.expr, jname);
+        /* noted, not reported here (fu_index_note): no call between this gather's loads and the next */
+        cg_line(c, "const long long %s = fu_oob.check(%s, %lld, %d, (long long)%s);", jname, j, (long long)extent,
+                (int)(n - f->nodes), pos.expr);
         memo_add(c, n->output, jkey, jname);
     }
     for (int i = 0; i < x->rank; i++) {

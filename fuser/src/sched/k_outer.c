@@ -515,7 +515,6 @@ static void emit_kernel(outer_emit *e, const fu_group *g, const fu_kernel_plan *
     cg_ctx *c = &e->w->cg;
     const char *it = c->index64 ? "long long" : "int";
     fu_kw_signature(e->w, kp, (unsigned)p->threads, (unsigned)p->min_blocks, p->split);
-    cg_open(c);
     cg_line(c, "// [%lld rows] x [%lld columns]: %d columns a thread, %d x %d threads, %lld column blocks x %lld row splits",
             (long long)p->Rn, (long long)p->C, p->vec, p->tx, p->ty, (long long)p->gx, (long long)p->splits);
     cg_line(c, "__shared__ double fu_part[%d]; // one value per thread and column: the block's partials", p->part_slots);

@@ -409,7 +409,6 @@ bool fu_pw_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char 
         return false;
     }
     fu_kw_signature(&w, kp, PW_THREADS, pp->resident, false);
-    cg_open(&w.cg);
     bool any = false;
     for (int d = 0; d < pp->ndoms; d++) {
         if (pp->doms[d].nblocks == 0) continue;

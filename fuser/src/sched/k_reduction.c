@@ -2563,7 +2563,6 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
     const fu_fusion *f = r->f;
     fu_kernel_writer *w = r->w;
     fu_kw_signature(w, kp, (unsigned)p->block_threads, (unsigned)p->min_blocks, p->workspace);
-    cg_open(c);
     cg_line(c, "__shared__ double fu_smem[64];");
     if (p->nsmem)
         cg_line(c, "extern __shared__ __align__(16) unsigned char fu_rows[]; // %lld bytes: the row, each thread's own slots",

@@ -624,7 +624,6 @@ static void det_emit(const fu_group *g, const fu_node *s, const det_params *d, f
     det_keys_fill(&keys, d, c, (int)(s - f->nodes));
     const char *const *kv = keys.kv;
     fu_kw_signature(w, kp, (unsigned)d->threads, (unsigned)d->per_sm, false);
-    cg_open(c);
     fu_kw_template(c, block_text, kv);
     if (d->conc > 1)
         cg_line(c, "const int fu_rl = threadIdx.x %% %d, fu_r0 = threadIdx.x / %d; // lane in a row, first row", d->tpr, d->tpr);
@@ -844,7 +843,6 @@ static void atomic_emit(const fu_group *g, const fu_node *s, const atomic_params
     const int64_t n = a->n;
     fu_kw_signature(w, kp, (unsigned)threads, 1, false);
     const char *it = c->index64 ? "long long" : "int";
-    cg_open(c);
     cg_line(c, "const %s e = (%s)blockIdx.x * %d + threadIdx.x;%s", it, it, threads,
             vec > 1 ? " // a vector of the source" : "");
     cg_line(c, "if (e >= %lld) return;", (long long)n);

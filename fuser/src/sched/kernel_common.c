@@ -8,6 +8,9 @@
 
 #include "plan.h"
 
+#define INDEX_NOTE_MARKER "  // @fu_index_note@\n"
+#define INDEX_NOTE_DECL "  fu_index_note fu_oob(fu_err); // the thread's first out-of-range index, reported on exit\n"
+
 bool fu_group_has_op_kind(const fu_group *g, fu_op_kind kind)
 {
     for (int i = 0; i < g->f->nnodes; i++)
@@ -160,6 +163,29 @@ void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned thr
         fu_sb_puts(&w->sb, "    double *__restrict__ fu_ws, // partials of grid reductions (per block, or per row)\n"
                            "    unsigned int *__restrict__ fu_count, // [0] blocks finished, [1] row queue, [2] grid barrier; left at 0\n");
     fu_sb_puts(&w->sb, "    unsigned long long *__restrict__ fu_err) // first out-of-range index: op+1, value, position\n");
+    cg_open(&w->cg);
+    fu_sb_puts(&w->sb, INDEX_NOTE_MARKER);
+}
+
+/* The marker line that fu_kw_signature leaves at the top of the body: fu_kw_finish replaces it with
+ * the declaration of the gathers' index note where the body checks an index, and drops it elsewhere. */
+static char *resolve_index_note(char *text)
+{
+    char *at = text ? strstr(text, INDEX_NOTE_MARKER) : NULL;
+    if (!at) return text;
+    size_t mlen = strlen(INDEX_NOTE_MARKER);
+    const char *decl = strstr(at + mlen, "fu_oob.check(") ? INDEX_NOTE_DECL : "";
+    size_t head = (size_t)(at - text), tail = strlen(at + mlen), dlen = strlen(decl);
+    char *out = fu_malloc(head + dlen + tail + 1);
+    if (!out) {
+        fu_free(text);
+        return NULL;
+    }
+    memcpy(out, text, head);
+    memcpy(out + head, decl, dlen);
+    memcpy(out + head + dlen, at + mlen, tail + 1);
+    fu_free(text);
+    return out;
 }
 
 const cg_param *fu_kw_output(const fu_kernel_writer *w, fu_tensor t)
@@ -222,7 +248,7 @@ bool fu_kw_finish(fu_kernel_writer *w, fu_kernel_plan *kp, char *why, size_t nwh
         return false;
     }
     kp->params = fu_malloc((size_t)(w->nparams ? w->nparams : 1) * sizeof *kp->params);
-    char *text = fu_sb_take(&w->sb);
+    char *text = resolve_index_note(fu_sb_take(&w->sb));
     kp->source = text ? cg_prelude_expand(text) : NULL;
     fu_free(text);
     cg_free(&w->cg);
