@@ -271,7 +271,7 @@ static size_t count_in(const char *s, const char *needle)
     return n;
 }
 
-/* A block of one warp reduces within the warp (docs/perf.md v26): 7 rows of f32, their
+/* A block of one warp reduces within the warp (docs/perf.md v26): 200 rows of f32, their
  * sum and max (one pass: a pair), a softmax (an online log-sum-exp) and the sum of everything
  * (a grid reduction after the rows). At 128 columns a row is 32 vectors, one warp's; at 512 it
  * takes 128 threads and the block's exchange. */
@@ -279,7 +279,7 @@ static void check_one_warp_blocks(void)
 {
     for (int wide = 0; wide < 2; wide++) {
         fu_fusion *f = fu_fusion_new("one_warp");
-        const int64_t shape[2] = {7, wide ? 512 : 128};
+        const int64_t shape[2] = {200, wide ? 512 : 128}; /* (more than one block's loop: k_block.c) */
         const int row[1] = {1}, all[2] = {0, 1};
         fu_tensor x = fu_input(f, "x", FU_F32, 2, shape);
         fu_tensor s = fu_reduce(f, FU_OP_SUM, x, 1, row, true, "s");
@@ -536,7 +536,8 @@ int main(void)
      * layouts of the row scheduler and in the outer scheduler (bf16_sums: 2 kernels) */
     {
         tc_list l = {0};
-        tc_case *c = tc_add_suite(&l, data, "bf16_sums.fusion", "codegen", NULL, 0, FU_F32, NULL);
+        const char *rows[1] = {"N=1000"}; /* (more than one block's loop: k_block.c) */
+        tc_case *c = tc_add_suite(&l, data, "bf16_sums.fusion", "codegen", rows, 1, FU_F32, NULL);
         fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
         CHECK(p != NULL && p->nkernels == 2);
         for (int k = 0; p && k < p->nkernels; k++) CHECK_CONTAINS(body_of(p->kernels[k].source), "= fu_round_bf16(r0);");

@@ -43,6 +43,7 @@ static const expect cases[] = {
     {"segment/units_kept_min_of_colmax.fusion", {NULL}, 1, false},
     {"segment/small_full_mean_centered.fusion", {NULL}, 1, false},
     {"segment/grid_output_beside_rows.fusion", {NULL}, 1, false},
+    {"segment/one_block_stages.fusion", {NULL}, 1, false},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */
@@ -166,6 +167,42 @@ static void check_debug_boundary(const char *dir)
     tu_output_free(&r);
 }
 
+/* A small fusion whose reductions take other axes than the last and are read back at other
+ * indices: one kernel of the one-block scheduler, a stage a reduction (k_block.c); the same
+ * math on 10 times the rows is more than one block's loop and splits. */
+static void check_one_block(const char *dir)
+{
+    for (int big = 0; big < 2; big++) {
+        const char *sets[1] = {"R=480"};
+        tc_list l = {0};
+        tc_case *c = tc_add_suite(&l, dir, "segment/one_block_stages.fusion", "segment", sets, big, FU_F32, NULL);
+        fu_error err = {0};
+        fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
+        CHECK(p != NULL);
+        if (p && !big) {
+            CHECK(p->nkernels == 1 && p->kernels[0].sched == FU_SCHED_BLOCK && p->kernels[0].grid == 1 &&
+                  p->kernels[0].block == 1024);
+            const char *src = p->nkernels == 1 ? p->kernels[0].source : "";
+            CHECK_CONTAINS(p->kernels[0].config, "m=48x96/16");      /* 16 threads an element */
+            CHECK_CONTAINS(p->kernels[0].config, "ws=4096x3/1");     /* 4 passes of a thread an element */
+            CHECK_CONTAINS(p->kernels[0].config, "wm=1x4096/1024");  /* the whole block on one element */
+            CHECK_CONTAINS(src, "__syncthreads(); // stage 6 is complete");
+            CHECK_CONTAINS(src, "for (int w = 1; w < 32; w++) acc = fu_op_max()(acc, ((const float *)fu_part)");
+            CHECK_CONTAINS(src, "acc = fu_round_bf16(acc); // a value of bf16");
+            CHECK(!strstr(src, "fu_ws") && !strstr(src, "atomic")); /* no grid-wide step */
+        }
+        if (p && big) {
+            CHECK(p->nkernels > 1 && p->lower_bound == 2);
+            for (int k = 0; k < p->nkernels; k++)
+                CHECK(p->kernels[k].sched != FU_SCHED_BLOCK || !strstr(p->kernels[k].config, " m=")); /* 480 x 96: too many */
+        }
+        printf("one block (R=%s): %d kernel%s, bound %d\n", big ? "480" : "48", p ? p->nkernels : -1,
+               p && p->nkernels == 1 ? "" : "s", p ? p->lower_bound : -1);
+        fu_plan_free(p);
+        tc_list_free(&l);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *suites = getenv("FUSER_SUITES_DIR");
@@ -190,6 +227,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof suite_cases / sizeof suite_cases[0]; i++)
         check_case(rt, suites, &suite_cases[i], nsets(&suite_cases[i]) > 0);
     check_debug_boundary(argv[1]);
+    check_one_block(argv[1]);
     check_atomic_bf16_form(suites);
     fu_runtime_close(rt);
     tu_remove_tree(cache);

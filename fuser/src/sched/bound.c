@@ -19,7 +19,10 @@
  * (the last block can finish them). It ignores what no fuser can avoid only
  * sometimes (a row value read at another row, say), so it may be lower than
  * the real minimum, never higher. Outputs of no elements need no kernel, nor
- * an output that is an input's bytes (fu_output_is_input_view: copied).
+ * an output that is an input's bytes (fu_output_is_input_view: copied). Nor is
+ * a boundary forced before a value that one block can compute from the inputs
+ * (block_local: the one-block scheduler): within a block a grid-wide value is
+ * a barrier.
  */
 #include <string.h>
 
@@ -56,18 +59,20 @@ static int find_row_kind(row_kind *kinds, int *nkinds, const fu_value *x, const 
     return (*nkinds)++;
 }
 
-/* What an op that is no reduction, scatter or segment_set depends on. */
-static dep combine(const fu_fusion *f, const fu_node *n, const dep *deps)
+/* What an op that is no reduction, scatter or segment_set depends on. local: one block can
+ * compute the op's value from what earlier kernels left (block_local). */
+static dep combine(const fu_fusion *f, const fu_node *n, const dep *deps, bool local)
 {
     dep d = {0, DEP_FREE, -1};
     for (int k = 0; k < n->ninputs; k++)
         if (deps[n->inputs[k]].level > d.level) d.level = deps[n->inputs[k]].level;
     int64_t numel = fu_tensor_numel(f, n->output);
-    bool forced = false;
+    bool forced = false, after_scatter = false;
     for (int k = 0; k < n->ninputs; k++) {
         const dep *in = &deps[n->inputs[k]];
         if (in->level < d.level || in->kind == DEP_FREE) continue;
-        if (in->kind == DEP_SCATTER || (in->kind == DEP_GRID && numel > fu_tensor_numel(f, n->inputs[k]))) forced = true;
+        if (in->kind == DEP_SCATTER) after_scatter = true;
+        else if (in->kind == DEP_GRID && numel > fu_tensor_numel(f, n->inputs[k])) forced = true;
         else if (in->kind == DEP_GRID) d.kind = DEP_GRID;
         else if (d.kind == DEP_ROWS && d.row_kind != in->row_kind) forced = true;
         else if (d.kind != DEP_GRID) {
@@ -75,8 +80,22 @@ static dep combine(const fu_fusion *f, const fu_node *n, const dep *deps)
             d.row_kind = in->row_kind;
         }
     }
-    if (forced) return (dep){d.level + 1, DEP_FREE, -1};
+    if (forced && local && !after_scatter) return (dep){d.level, DEP_GRID, -1}; /* one block's barrier */
+    if (forced || after_scatter) return (dep){d.level + 1, DEP_FREE, -1};
     return d;
+}
+
+/* Whether one block can compute the value of n (no scatter, no segment_set) at `level` from
+ * what the kernels of lower levels left in memory: every input is such a value (local) or
+ * one of a lower level, and a reduction reads few elements (the one-block scheduler,
+ * k_block.c). Its other limits (shared memory, stages, outputs) are left out, so that the
+ * bound stays at or under what the planner does. */
+static bool block_local(const fu_fusion *f, const fu_node *n, const dep *deps, const bool *local, int level)
+{
+    if (fu_op_kind_of(n->op) == FU_KIND_REDUCE && fu_tensor_numel(f, n->inputs[0]) > FU_BLOCK_MAX_ELEMS) return false;
+    for (int k = 0; k < n->ninputs; k++)
+        if (!local[n->inputs[k]] && deps[n->inputs[k]].level >= level) return false;
+    return true;
 }
 
 int fu_kernels_lower_bound(const fu_fusion *f)
@@ -89,6 +108,13 @@ int fu_kernels_lower_bound(const fu_fusion *f)
         fu_free(kinds);
         return 1;
     }
+    bool *local = fu_calloc((size_t)f->nvalues + 1, sizeof *local);
+    if (!local) {
+        fu_free(deps);
+        fu_free(kinds);
+        return 1;
+    }
+    for (int t = 0; t < f->nvalues; t++) local[t] = f->values[t].producer < 0;
     int nkinds = 0;
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
@@ -96,11 +122,13 @@ int fu_kernels_lower_bound(const fu_fusion *f)
         dep d;
         if (n->op == FU_OP_RESHAPE) {
             d = deps[n->inputs[0]]; /* the same bytes: a view, never a boundary of its own */
+            local[n->output] = local[n->inputs[0]];
         } else if (n->op == FU_OP_SEGMENT_SET) {
             d = (dep){deps[n->inputs[0]].level + 1, DEP_FREE, -1};
+            local[n->output] = true; /* the input, left in memory by the kernel before */
         } else if (kind == FU_KIND_SCATTER) {
-            d = combine(f, n, deps);
-            d.kind = DEP_SCATTER;
+            d = combine(f, n, deps, false);
+            d.kind = DEP_SCATTER; /* (not local: the one-block scheduler takes no scatter) */
         } else if (kind == FU_KIND_REDUCE) {
             const fu_value *x = fu_val(f, n->inputs[0]);
             const dep *in = &deps[n->inputs[0]];
@@ -121,8 +149,14 @@ int fu_kernels_lower_bound(const fu_fusion *f)
                 else if (single_row) d = (dep){in->level, DEP_ROWS, in->row_kind};
                 else d = (dep){in->level, DEP_GRID, -1}; /* across the rows of another kind: grid-wide */
             }
+            local[n->output] = block_local(f, n, deps, local, d.level);
         } else {
-            d = combine(f, n, deps);
+            int level = 0;
+            for (int k = 0; k < n->ninputs; k++)
+                if (deps[n->inputs[k]].level > level) level = deps[n->inputs[k]].level;
+            local[n->output] = block_local(f, n, deps, local, level);
+            d = combine(f, n, deps, local[n->output]);
+            if (d.level > level) local[n->output] = true; /* past a boundary: from memory */
         }
         deps[n->output] = d;
     }
@@ -137,5 +171,6 @@ int fu_kernels_lower_bound(const fu_fusion *f)
     }
     fu_free(deps);
     fu_free(kinds);
+    fu_free(local);
     return kernels;
 }

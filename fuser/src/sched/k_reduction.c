@@ -2876,6 +2876,16 @@ bool fu_reduction_heuristics(const fu_group *g, void **params, fu_kernel_plan *k
             ok = false;
         }
     }
+    /* a grid-wide step (the last block's, or a grid barrier) over blocks that one block could
+     * replace: the one-block scheduler takes the group with a barrier instead */
+    if (ok && p->grid > 1 && (p->ngrid > 0 || p->ncol > 0)) {
+        char small[256];
+        if (fu_block_fits(f, g->in_group, g->outputs, g->noutputs, small, sizeof small)) {
+            snprintf(why, nwhy, "reduction: a grid-wide step over %lld blocks where one block does (one_block)",
+                     (long long)p->grid);
+            ok = false;
+        }
+    }
     if (!ok) {
         fu_reduction_free(p);
         return false;

@@ -16,6 +16,7 @@ typedef enum fu_sched {
     FU_SCHED_OUTER,     /* reductions over non-innermost axes, read coalesced along the kept axis */
     FU_SCHED_REDUCTION, /* row reductions, online softmax, passes over a row, grid reduction */
     FU_SCHED_SCATTER,   /* index_add / scatter_add */
+    FU_SCHED_BLOCK,     /* a small group in one block: reductions over any axes, staged in shared memory */
     FU_SCHED_COUNT
 } fu_sched;
 const char *fu_sched_name(fu_sched s);
@@ -119,6 +120,18 @@ bool fu_reduction_emit(const fu_group *g, const void *params, fu_kernel_plan *kp
 void fu_reduction_free(void *params);
 bool fu_scatter_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_scatter_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
+bool fu_block_can_schedule(const fu_group *g, char *why, size_t nwhy);
+bool fu_block_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
+bool fu_block_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
+/* The largest loop of the one-block scheduler (the elements a reduction reads, or an output's):
+ * 16 a thread at 1024 threads. */
+#ifndef FU_BLOCK_MAX_ELEMS
+#define FU_BLOCK_MAX_ELEMS 16384
+#endif
+/* Whether the one-block scheduler takes the nodes in_group with these outputs (k_block.c: no
+ * scatter, every loop small); why not, where not. */
+bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *outputs, int noutputs, char *why,
+                   size_t nwhy);
 /* Whether scatter node s of f is planned with atomic adds (else each block owns its rows). */
 bool fu_scatter_is_atomic(const fu_fusion *f, const fu_node *s, const fu_plan_options *opts);
 
@@ -155,8 +168,9 @@ bool fu_kw_begin(fu_kernel_writer *w, const fu_group *g, fu_kernel_plan *kp, con
  * its outputs), for a heuristics step that sizes the kernel from them before
  * emit writes it: their count (at most 64), or -1 and why. */
 int fu_kw_params(const fu_group *g, cg_param params[64], char *why, size_t nwhy);
-/* Emits the extern "C" signature with __launch_bounds__(threads, min_blocks):
- * min_blocks > 1 caps registers so that many blocks fit on an SM. */
+/* Emits the extern "C" signature with __launch_bounds__(threads, min_blocks)
+ * (min_blocks > 1 caps registers so that many blocks fit on an SM) and opens
+ * the body ("{"): end it with cg_close before fu_kw_finish. */
 void fu_kw_signature(fu_kernel_writer *w, const fu_kernel_plan *kp, unsigned threads, unsigned min_blocks, bool workspace);
 bool fu_kw_finish(fu_kernel_writer *w, fu_kernel_plan *kp, char *why, size_t nwhy);
 void fu_kw_abort(fu_kernel_writer *w);

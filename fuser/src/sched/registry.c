@@ -51,6 +51,7 @@ static const fu_scheduler registry[] = {
     {FU_SCHED_OUTER, "outer_reduction", can_reduction, fu_outer_heuristics, fu_outer_emit, fu_free},
     {FU_SCHED_REDUCTION, "reduction", can_reduction, fu_reduction_heuristics, fu_reduction_emit, fu_reduction_free},
     {FU_SCHED_POINTWISE, "pointwise", fu_pw_can_schedule, fu_pw_heuristics, fu_pw_emit, fu_free},
+    {FU_SCHED_BLOCK, "one_block", fu_block_can_schedule, fu_block_heuristics, fu_block_emit, fu_free},
 };
 _Static_assert(sizeof registry / sizeof registry[0] == FU_SCHED_COUNT, "one registry row per fu_sched");
 

@@ -1,0 +1,423 @@
+/*
+ * k_block.c -- the one-block scheduler: a small group in one block, whatever
+ * axes its reductions take.
+ *
+ * A group whose every loop is small (FU_BLOCK_MAX_ELEMS: the elements a
+ * reduction reads, the elements of an output) runs as one block of up to
+ * 1024 threads. Each reduction, in the order of the fusion, is a stage: the
+ * block computes every element of its result (tpo threads an element, each
+ * over every tpo-th reduced element, then combined by shuffles and, past a
+ * warp, through shared memory in warp order: the same bits every run), keeps
+ * the result in shared memory, and waits at a barrier. Then the block writes
+ * each output by a loop over its elements. Values read from a stage come from
+ * shared memory at any index, so a reduction over other axes than the last
+ * one, a row value read at another row, or a full reduction read at full size
+ * need no grid-wide step: what splits such a fusion into several kernels
+ * elsewhere (the grid-wide values of bound.c) is one block's barrier here.
+ * At these sizes a launch costs more than the work (a few microseconds on the
+ * H200 against a few hundred nanoseconds of loads), so one launch is the
+ * point. torch.compile runs such fusions as one kernel of one block too.
+ *
+ * It comes last in the registry: a group the other schedulers take in one
+ * kernel stays theirs, except a grid reduction of a group this one takes
+ * (k_reduction.c refuses it: the last-block step costs more than a barrier).
+ * fu_block_heuristics makes the decisions into a block_params (text in
+ * kp->config, JSON in kp->params_json); fu_block_emit writes the kernel from
+ * that struct alone.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+#include "reduce_common.h"
+
+#define BLOCK_MAX_THREADS 1024
+#define BLOCK_MAX_STAGES 32
+#define BLOCK_STAGE_BYTES (32 * 1024) /* the stages' results in static shared memory (48 KiB at most) */
+
+typedef struct block_stage {
+    int node;
+    fu_tensor out, in;
+    fu_op op;
+    fu_dtype acc_dt; /* the result's dtype; accumulated in its compute type */
+    int rank;        /* the input's shape and the axes reduced */
+    int64_t D[FU_MAX_RANK];
+    bool reduced[FU_MAX_RANK];
+    int64_t O, K;   /* elements of the result, reduced elements each */
+    int tpo;        /* threads an element (a power of two) */
+    int64_t passes; /* rounds of the block over the result's elements */
+    int64_t offset; /* bytes into fu_stage */
+} block_stage;
+
+/* The one-block scheduler's decisions. */
+typedef struct block_params {
+    int threads;
+    int nstage;
+    block_stage st[BLOCK_MAX_STAGES];
+    int64_t stage_bytes;
+} block_params;
+
+/* fu_block_emit's state. */
+typedef struct block_emit {
+    const block_params *p;
+    const fu_fusion *f;
+    fu_kernel_writer *w;
+    int done;      /* stages complete (readable) */
+    char name[32]; /* the variable block_lookup_register returns (the caller's memo copies it) */
+} block_emit;
+
+/* Bytes of a stage's element: its dtype's compute type (cg_compute_type). */
+static int64_t acc_bytes(fu_dtype dt) { return dt == FU_F64 || dt == FU_I32 || dt == FU_I64 ? 8 : 4; }
+
+/* A stage's bytes in fu_stage: its elements, rounded up to 16 bytes (16 where it has none). */
+static int64_t stage_bytes(const fu_fusion *f, fu_tensor out)
+{
+    int64_t b = (fu_tensor_numel(f, out) * acc_bytes(fu_val(f, out)->dtype) + 15) / 16 * 16;
+    return b > 0 ? b : 16;
+}
+
+static int64_t next_pow2(int64_t n)
+{
+    int64_t p = 1;
+    while (p < n) p *= 2;
+    return p;
+}
+
+bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *outputs, int noutputs, char *why,
+                   size_t nwhy)
+{
+    int nstage = 0;
+    int64_t bytes = 0;
+    for (int i = 0; i < f->nnodes; i++) {
+        if (!in_group[i]) continue;
+        const fu_node *n = &f->nodes[i];
+        fu_op_kind k = fu_op_kind_of(n->op);
+        if (k == FU_KIND_SCATTER || n->op == FU_OP_SEGMENT_SET) {
+            snprintf(why, nwhy, "one block: '%s' is a %s", fu_val(f, n->output)->name, fu_op_name(n->op));
+            return false;
+        }
+        if (k != FU_KIND_REDUCE) continue;
+        if (n->op != FU_OP_SUM && n->op != FU_OP_RMAX && n->op != FU_OP_RMIN) {
+            snprintf(why, nwhy, "one block: '%s' is not a sum, max or min", fu_val(f, n->output)->name);
+            return false;
+        }
+        int64_t reads = fu_tensor_numel(f, n->inputs[0]);
+        if (reads > FU_BLOCK_MAX_ELEMS) {
+            snprintf(why, nwhy, "one block: '%s' reduces %lld elements (more than %d)", fu_val(f, n->output)->name,
+                     (long long)reads, FU_BLOCK_MAX_ELEMS);
+            return false;
+        }
+        if (++nstage > BLOCK_MAX_STAGES) {
+            snprintf(why, nwhy, "one block: more than %d reductions", BLOCK_MAX_STAGES);
+            return false;
+        }
+        bytes += stage_bytes(f, n->output);
+        if (bytes > BLOCK_STAGE_BYTES) {
+            snprintf(why, nwhy, "one block: the reductions' results take more than %d bytes", BLOCK_STAGE_BYTES);
+            return false;
+        }
+    }
+    for (int k = 0; k < noutputs; k++) {
+        int64_t n = fu_tensor_numel(f, outputs[k]);
+        if (n > FU_BLOCK_MAX_ELEMS) {
+            snprintf(why, nwhy, "one block: output '%s' has %lld elements (more than %d)", fu_val(f, outputs[k])->name,
+                     (long long)n, FU_BLOCK_MAX_ELEMS);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool fu_block_can_schedule(const fu_group *g, char *why, size_t nwhy)
+{
+    return fu_block_fits(g->f, g->in_group, g->outputs, g->noutputs, why, nwhy);
+}
+
+static int stage_of(const block_params *p, fu_tensor t)
+{
+    for (int s = 0; s < p->nstage; s++)
+        if (p->st[s].out == t) return s;
+    return -1;
+}
+
+/* Threads an element: enough for every reduced element while the block covers
+ * every result element in one round; one where the results alone fill it. */
+static void size_stage(block_stage *s, int threads)
+{
+    int64_t per = s->O > 0 ? threads / s->O : threads;
+    int64_t fit = 1;
+    while (fit * 2 <= per) fit *= 2;
+    int64_t want = next_pow2(s->K > 0 ? s->K : 1);
+    s->tpo = (int)(want < fit ? want : fit);
+    int64_t groups = threads / s->tpo;
+    s->passes = (s->O + groups - 1) / groups;
+}
+
+bool fu_block_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    const fu_fusion *f = g->f;
+    *params = NULL;
+    block_params *p = fu_calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(why, nwhy, "out of memory");
+        return false;
+    }
+    int64_t widest = 1; /* the largest loop: threads enough for one element each */
+    for (int i = 0; i < f->nnodes; i++) {
+        const fu_node *n = &f->nodes[i];
+        if (!g->in_group[i] || fu_op_kind_of(n->op) != FU_KIND_REDUCE) continue;
+        block_stage *s = &p->st[p->nstage++];
+        const fu_value *x = fu_val(f, n->inputs[0]);
+        s->node = i;
+        s->out = n->output;
+        s->in = n->inputs[0];
+        s->op = n->op;
+        s->acc_dt = fu_val(f, n->output)->dtype;
+        s->rank = x->rank;
+        memcpy(s->D, x->shape, sizeof s->D);
+        fu_reduced_axes(&n->attrs, x->rank, s->reduced);
+        s->O = s->K = 1;
+        for (int a = 0; a < x->rank; a++) {
+            if (s->reduced[a]) s->K *= x->shape[a];
+            else s->O *= x->shape[a];
+        }
+        s->offset = p->stage_bytes;
+        p->stage_bytes += stage_bytes(f, s->out);
+        int64_t work = s->O * next_pow2(s->K > 0 ? s->K : 1);
+        if (work > widest) widest = work;
+    }
+    for (int k = 0; k < g->noutputs; k++)
+        if (fu_tensor_numel(f, g->outputs[k]) > widest) widest = fu_tensor_numel(f, g->outputs[k]);
+    widest = next_pow2(widest);
+    p->threads = (int)(widest < 32 ? 32 : widest > BLOCK_MAX_THREADS ? BLOCK_MAX_THREADS : widest);
+    for (int s = 0; s < p->nstage; s++) size_stage(&p->st[s], p->threads);
+    kp->sched = FU_SCHED_BLOCK;
+    kp->grid = 1;
+    kp->block = (unsigned)p->threads;
+    kp->shared_bytes = 0;
+    kp->workspace_bytes = 0;
+    size_t n = (size_t)snprintf(kp->config, sizeof kp->config, "one block: threads=%d stages=%d stage_bytes=%lld",
+                                p->threads, p->nstage, (long long)p->stage_bytes);
+    for (int s = 0; s < p->nstage && n < sizeof kp->config; s++)
+        n += (size_t)snprintf(kp->config + n, sizeof kp->config - n, "%s%s=%lldx%lld/%d", s ? " " : "; ",
+                              fu_val(f, p->st[s].out)->name, (long long)p->st[s].O, (long long)p->st[s].K, p->st[s].tpo);
+    fu_strbuf js;
+    fu_sb_init(&js);
+    fu_sb_printf(&js, "{\"threads\": %d, \"stage_bytes\": %lld, \"stages\": [", p->threads, (long long)p->stage_bytes);
+    for (int s = 0; s < p->nstage; s++)
+        fu_sb_printf(&js, "%s{\"value\": \"%s\", \"elements\": %lld, \"reduced\": %lld, \"threads_per_element\": %d, "
+                          "\"passes\": %lld, \"offset\": %lld}",
+                     s ? ", " : "", fu_val(f, p->st[s].out)->name, (long long)p->st[s].O, (long long)p->st[s].K,
+                     p->st[s].tpo, (long long)p->st[s].passes, (long long)p->st[s].offset);
+    fu_sb_puts(&js, "]}");
+    kp->params_json = fu_sb_take(&js);
+    *params = p;
+    return true;
+}
+
+/* A stage's result at idx, from shared memory (complete stages only). */
+static const char *block_lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, void *user)
+{
+    block_emit *e = user;
+    int s = stage_of(e->p, t);
+    if (s < 0) return NULL;
+    const fu_value *v = fu_val(e->f, t);
+    if (s >= e->done) {
+        cg_fail(c, "one block: '%s' is read before its stage", v->name);
+        return NULL;
+    }
+    int64_t strides[FU_MAX_RANK];
+    fu_shape_contiguous_strides(v->rank, v->shape, strides);
+    cg_index off;
+    cg_offset(c, v->rank, v->shape, strides, idx, &off);
+    snprintf(e->name, sizeof e->name, "s%d", c->tmp++);
+    const char *ct = cg_compute_type(e->p->st[s].acc_dt);
+    cg_line(c, "const %s %s = ((const %s *)(fu_stage + %lld))[%s];", ct, e->name, ct, (long long)e->p->st[s].offset,
+            off.expr);
+    return e->name;
+}
+
+/* Declares the variables of the axes of `shape` that `pick` selects (all when
+ * NULL), from the flat position `flat` over those axes; fills idx for them. */
+static void axis_vars(cg_ctx *c, int rank, const int64_t *shape, const bool *pick, bool want, const char *flat,
+                      const char *prefix, cg_index *idx)
+{
+    const char *it = c->index64 ? "long long" : "int";
+    int64_t stride = 1;
+    for (int a = rank - 1; a >= 0; a--) {
+        if (pick && pick[a] != want) continue;
+        char name[24];
+        snprintf(name, sizeof name, "%s%d", prefix, a);
+        int var = cg_add_var(c, name);
+        if (shape[a] == 1) cg_line(c, "const %s %s = 0;", it, name);
+        else if (stride == 1) cg_line(c, "const %s %s = %s %% %lld;", it, name, flat, (long long)shape[a]);
+        else cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, name, flat, (long long)stride, (long long)shape[a]);
+        cg_index_var(&idx[a], var, name);
+        stride *= shape[a];
+    }
+}
+
+/* acc over the tpo threads of an element (consecutive lanes; past a warp, the
+ * warps' values through fu_part in warp order); the element's first thread
+ * holds the result. Every thread of the block runs it. */
+static void emit_combine(cg_ctx *c, const block_stage *s, const char *acc)
+{
+    const char *fn = s->op == FU_OP_SUM ? "fu_op_sum()" : s->op == FU_OP_RMAX ? "fu_op_max()" : "fu_op_min()";
+    int width = s->tpo < 32 ? s->tpo : 32;
+    if (width > 1)
+        cg_line(c, "for (int m = %d; m > 0; m >>= 1) %s = %s(%s, __shfl_xor_sync(0xffffffffu, %s, m));", width / 2, acc,
+                fn, acc, acc);
+    if (s->tpo <= 32) return;
+    const char *ct = cg_compute_type(s->acc_dt);
+    cg_line(c, "if ((threadIdx.x & 31) == 0) ((%s *)fu_part)[threadIdx.x >> 5] = %s;", ct, acc);
+    cg_line(c, "__syncthreads();");
+    cg_line(c, "if (kf == 0)");
+    cg_line(c, "  for (int w = 1; w < %d; w++) %s = %s(%s, ((const %s *)fu_part)[(threadIdx.x >> 5) + w]);", s->tpo / 32,
+            acc, fn, acc, ct);
+    cg_line(c, "__syncthreads(); // fu_part is read");
+}
+
+static void emit_stage(block_emit *e, int si)
+{
+    const block_params *p = e->p;
+    const block_stage *s = &p->st[si];
+    cg_ctx *c = &e->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    const char *ct = cg_compute_type(s->acc_dt);
+    const fu_value *out = fu_val(e->f, s->out);
+    char shape[160];
+    fu_shape_str(s->rank, s->D, shape, sizeof shape);
+    cg_line(c, "// stage %d: %s = %s over %s: %lld elements of %lld each, %d thread%s an element", si, out->name,
+            fu_op_name(s->op), shape, (long long)s->O, (long long)s->K, s->tpo, s->tpo == 1 ? "" : "s");
+    cg_open(c);
+    if (s->passes > 1) { /* (only where an element takes one warp or less: no barrier inside) */
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (%s pass = 0; pass < %lld; pass++) { // every thread: the shuffles need whole warps", it,
+                (long long)s->passes);
+        c->indent++;
+        c->scope++;
+        cg_line(c, "const %s t = pass * %d + threadIdx.x;", it, p->threads);
+    } else {
+        cg_line(c, "const %s t = threadIdx.x;", it);
+    }
+    cg_line(c, "const %s o = t / %d, kf = t %% %d; // the element, the thread's first reduced element", it, s->tpo, s->tpo);
+    cg_line(c, "%s acc = %s;", ct, fu_red_identity(s->op, s->acc_dt));
+    cg_line(c, "if (o < %lld) {", (long long)s->O);
+    c->indent++;
+    c->scope++;
+    c->nvars = 0;
+    cg_index idx[FU_MAX_RANK];
+    char prefix[16];
+    snprintf(prefix, sizeof prefix, "o%d_", si);
+    axis_vars(c, s->rank, s->D, s->reduced, false, "o", prefix, idx);
+    cg_line(c, "#pragma unroll 4");
+    cg_line(c, "for (%s k = kf; k < %lld; k += %d) {", it, (long long)s->K, s->tpo);
+    c->indent++;
+    c->scope++;
+    snprintf(prefix, sizeof prefix, "k%d_", si);
+    axis_vars(c, s->rank, s->D, s->reduced, true, "k", prefix, idx);
+    fu_red_combine(c, s->op, "acc", cg_value(c, s->in, idx));
+    cg_close(c);
+    c->scope--;
+    c->indent--;
+    cg_drop_scope(c);
+    cg_line(c, "}");
+    emit_combine(c, s, "acc");
+    fu_red_round(c, s->op, s->acc_dt, "acc");
+    cg_line(c, "if (o < %lld && kf == 0) ((%s *)(fu_stage + %lld))[o] = acc;", (long long)s->O, ct, (long long)s->offset);
+    if (s->passes > 1) {
+        c->scope--;
+        c->indent--;
+        cg_drop_scope(c);
+        cg_line(c, "}");
+    }
+    cg_close(c);
+    cg_line(c, "__syncthreads(); // stage %d is complete", si);
+    e->done = si + 1;
+}
+
+/* Outputs of one shape share a loop (and what they compute in common). */
+static void emit_outputs(block_emit *e, const fu_group *g)
+{
+    const block_params *p = e->p;
+    const fu_fusion *f = e->f;
+    cg_ctx *c = &e->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    bool *done = fu_calloc((size_t)g->noutputs + 1, sizeof *done);
+    if (!done) {
+        cg_fail(c, "one block: out of memory");
+        return;
+    }
+    for (int k = 0; k < g->noutputs; k++) {
+        if (done[k]) continue;
+        const fu_value *v = fu_val(f, g->outputs[k]);
+        int64_t n = fu_shape_numel(v->rank, v->shape);
+        if (n == 0) continue; /* nothing to write */
+        char shape[160];
+        fu_shape_str(v->rank, v->shape, shape, sizeof shape);
+        cg_line(c, "// outputs of shape %s: %lld elements", shape, (long long)n);
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (%s pass = 0; pass < %lld; pass++) {", it, (long long)((n + p->threads - 1) / p->threads));
+        c->indent++;
+        c->scope++;
+        cg_line(c, "const %s e = pass * %d + threadIdx.x;", it, p->threads);
+        bool ragged = n % p->threads != 0;
+        /* the last pass's spare threads compute the last element again and store nothing: no
+         * branch between the passes' loads */
+        if (ragged) cg_line(c, "const %s ec = e < %lld ? e : %lld;", it, (long long)n, (long long)(n - 1));
+        c->nvars = 0;
+        cg_index idx[FU_MAX_RANK];
+        axis_vars(c, v->rank, v->shape, NULL, false, ragged ? "ec" : "e", "d", idx);
+        char vals[16][32];
+        int nv = 0;
+        fu_tensor ts[16];
+        for (int j = k; j < g->noutputs && nv < 16; j++) {
+            const fu_value *u = fu_val(f, g->outputs[j]);
+            if (done[j] || u->rank != v->rank || memcmp(u->shape, v->shape, (size_t)v->rank * sizeof *v->shape)) continue;
+            done[j] = true;
+            ts[nv] = g->outputs[j];
+            snprintf(vals[nv++], sizeof vals[0], "%s", cg_value(c, g->outputs[j], idx));
+        }
+        if (ragged) cg_line(c, "if (e < %lld) {", (long long)n);
+        if (ragged) c->indent++;
+        for (int j = 0; j < nv; j++) fu_kw_store(e->w, fu_kw_output(e->w, ts[j]), "e", vals[j]);
+        if (ragged) c->indent--;
+        if (ragged) cg_line(c, "}");
+        c->scope--;
+        c->indent--;
+        cg_drop_scope(c);
+        cg_line(c, "}");
+    }
+    fu_free(done);
+}
+
+bool fu_block_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    const block_params *p = params;
+    fu_kernel_writer *w = fu_calloc(1, sizeof *w);
+    if (!w) {
+        snprintf(why, nwhy, "out of memory");
+        return false;
+    }
+    block_emit e = {p, g->f, w, 0, ""};
+    bool ok = fu_kw_begin(w, g, kp, "one block (every reduction a stage in shared memory)", why, nwhy);
+    if (ok) {
+        cg_ctx *c = &w->cg;
+        c->user = &e;
+        c->lookup_register = block_lookup_register;
+        fu_kw_signature(w, kp, (unsigned)p->threads, 1, false);
+        if (p->nstage) {
+            cg_line(c, "__shared__ __align__(16) unsigned char fu_stage[%lld]; // the reductions' results",
+                    (long long)p->stage_bytes);
+            cg_line(c, "__shared__ double fu_part[32]; // a value a warp, where an element takes several warps");
+        }
+        for (int s = 0; s < p->nstage && !c->failed; s++) emit_stage(&e, s);
+        emit_outputs(&e, g);
+        cg_close(c);
+        ok = fu_kw_finish(w, kp, why, nwhy);
+    } else {
+        fu_kw_abort(w);
+    }
+    fu_free(w);
+    return ok;
+}
