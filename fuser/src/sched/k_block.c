@@ -277,6 +277,9 @@ static void emit_combine(cg_ctx *c, const block_stage *s, const char *acc)
     cg_line(c, "__syncthreads(); // fu_part is read");
 }
 
+/* A stage: every thread runs the same unrolled loops, its loads all issued before the first
+ * result is needed (a thread past the last element, or past the last reduced element of its
+ * own, reads the last one again and adds the identity), then the shuffles. */
 static void emit_stage(block_emit *e, int si)
 {
     const block_params *p = e->p;
@@ -284,11 +287,14 @@ static void emit_stage(block_emit *e, int si)
     cg_ctx *c = &e->w->cg;
     const char *it = c->index64 ? "long long" : "int";
     const char *ct = cg_compute_type(s->acc_dt);
+    const char *id = fu_red_identity(s->op, s->acc_dt);
     const fu_value *out = fu_val(e->f, s->out);
     char shape[160];
     fu_shape_str(s->rank, s->D, shape, sizeof shape);
     cg_line(c, "// stage %d: %s = %s over %s: %lld elements of %lld each, %d thread%s an element", si, out->name,
             fu_op_name(s->op), shape, (long long)s->O, (long long)s->K, s->tpo, s->tpo == 1 ? "" : "s");
+    e->done = si + 1;
+    if (s->O == 0) return; /* no elements: nothing reads it */
     cg_open(c);
     if (s->passes > 1) { /* (only where an element takes one warp or less: no barrier inside) */
         cg_line(c, "#pragma unroll");
@@ -301,30 +307,40 @@ static void emit_stage(block_emit *e, int si)
         cg_line(c, "const %s t = threadIdx.x;", it);
     }
     cg_line(c, "const %s o = t / %d, kf = t %% %d; // the element, the thread's first reduced element", it, s->tpo, s->tpo);
-    cg_line(c, "%s acc = %s;", ct, fu_red_identity(s->op, s->acc_dt));
-    cg_line(c, "if (o < %lld) {", (long long)s->O);
-    c->indent++;
-    c->scope++;
+    const bool ragged_o = s->passes * (p->threads / s->tpo) != s->O, ragged_k = s->K % s->tpo != 0;
+    if (ragged_o) cg_line(c, "const %s oc = o < %lld ? o : %lld;", it, (long long)s->O, (long long)(s->O - 1));
+    cg_line(c, "%s acc = %s;", ct, id);
     c->nvars = 0;
     cg_index idx[FU_MAX_RANK];
     char prefix[16];
     snprintf(prefix, sizeof prefix, "o%d_", si);
-    axis_vars(c, s->rank, s->D, s->reduced, false, "o", prefix, idx);
-    cg_line(c, "#pragma unroll 4");
-    cg_line(c, "for (%s k = kf; k < %lld; k += %d) {", it, (long long)s->K, s->tpo);
-    c->indent++;
-    c->scope++;
-    snprintf(prefix, sizeof prefix, "k%d_", si);
-    axis_vars(c, s->rank, s->D, s->reduced, true, "k", prefix, idx);
-    fu_red_combine(c, s->op, "acc", cg_value(c, s->in, idx));
-    cg_close(c);
-    c->scope--;
-    c->indent--;
-    cg_drop_scope(c);
-    cg_line(c, "}");
+    axis_vars(c, s->rank, s->D, s->reduced, false, ragged_o ? "oc" : "o", prefix, idx);
+    if (s->K > 0) {
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (%s j = 0; j < %lld; j++) {", it, (long long)((s->K + s->tpo - 1) / s->tpo));
+        c->indent++;
+        c->scope++;
+        cg_line(c, "const %s k = kf + j * %d;", it, s->tpo);
+        if (ragged_k) cg_line(c, "const %s kc = k < %lld ? k : %lld;", it, (long long)s->K, (long long)(s->K - 1));
+        snprintf(prefix, sizeof prefix, "k%d_", si);
+        axis_vars(c, s->rank, s->D, s->reduced, true, ragged_k ? "kc" : "k", prefix, idx);
+        const char *v = cg_value(c, s->in, idx);
+        if (ragged_k) {
+            cg_line(c, "const %s in_%d = k < %lld ? (%s)%s : %s;", ct, si, (long long)s->K, ct, v, id);
+            char masked[32];
+            snprintf(masked, sizeof masked, "in_%d", si);
+            fu_red_combine(c, s->op, "acc", masked);
+        } else {
+            fu_red_combine(c, s->op, "acc", v);
+        }
+        cg_close(c);
+    }
     emit_combine(c, s, "acc");
     fu_red_round(c, s->op, s->acc_dt, "acc");
-    cg_line(c, "if (o < %lld && kf == 0) ((%s *)(fu_stage + %lld))[o] = acc;", (long long)s->O, ct, (long long)s->offset);
+    if (ragged_o)
+        cg_line(c, "if (o < %lld && kf == 0) ((%s *)(fu_stage + %lld))[o] = acc;", (long long)s->O, ct, (long long)s->offset);
+    else
+        cg_line(c, "if (kf == 0) ((%s *)(fu_stage + %lld))[o] = acc;", ct, (long long)s->offset);
     if (s->passes > 1) {
         c->scope--;
         c->indent--;
@@ -333,7 +349,6 @@ static void emit_stage(block_emit *e, int si)
     }
     cg_close(c);
     cg_line(c, "__syncthreads(); // stage %d is complete", si);
-    e->done = si + 1;
 }
 
 /* Outputs of one shape share a loop (and what they compute in common). */
