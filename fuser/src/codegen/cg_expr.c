@@ -596,6 +596,12 @@ static void reshape_index(cg_ctx *c, const fu_value *in, const fu_value *out, co
     }
 }
 
+/* GATHER_INDEX_NOTE=0 reports a bad index where it is checked, a branch around a call (the
+ * v26 form, for A/B: scripts/gpu/variants.sh); 1 notes it in fu_index_note. */
+#ifndef GATHER_INDEX_NOTE
+#define GATHER_INDEX_NOTE 1
+#endif
+
 static const char *gather_value(cg_ctx *c, const fu_node *n, const cg_index *idx, const char *key)
 {
     const fu_fusion *f = c->f;
@@ -625,8 +631,14 @@ static const char *gather_value(cg_ctx *c, const fu_node *n, const cg_index *idx
         index_linear(c, ix->rank, iidx, mul, &pos);
         snprintf(jname, sizeof jname, "j%d", c->tmp++);
         /* noted, not reported here (fu_index_note): no call between this gather's loads and the next */
-        cg_line(c, "const long long %s = fu_oob.check(%s, %lld, %d, (long long)%s);", jname, j, (long long)extent,
-                (int)(n - f->nodes), pos.expr);
+        if (GATHER_INDEX_NOTE) {
+            cg_line(c, "const long long %s = fu_oob.check(%s, %lld, %d, (long long)%s);", jname, j, (long long)extent,
+                    (int)(n - f->nodes), pos.expr);
+        } else {
+            cg_line(c, "long long %s = %s;", jname, j);
+            cg_line(c, "if (%s < 0 || %s >= %lld) { fu_report_index(fu_err, %d, %s, (long long)%s); %s = 0; }", jname,
+                    jname, (long long)extent, (int)(n - f->nodes), jname, pos.expr, jname);
+        }
         memo_add(c, n->output, jkey, jname);
     }
     for (int i = 0; i < x->rank; i++) {
