@@ -169,7 +169,7 @@ static void check_debug_boundary(const char *dir)
 
 /* A small fusion whose reductions take other axes than the last and are read back at other
  * indices: one kernel of the one-block scheduler, a stage a reduction (k_block.c); the same
- * math on 10 times the rows is more than one block's loop and splits. */
+ * math on 60 times the rows is more than one block's work and splits. */
 static void check_one_block(const char *dir)
 {
     for (int big = 0; big < 2; big++) {
@@ -183,9 +183,11 @@ static void check_one_block(const char *dir)
             CHECK(p->nkernels == 1 && p->kernels[0].sched == FU_SCHED_BLOCK && p->kernels[0].grid == 1 &&
                   p->kernels[0].block == 1024);
             const char *src = p->nkernels == 1 ? p->kernels[0].source : "";
-            CHECK_CONTAINS(p->kernels[0].config, "m=48x96/16");      /* 16 threads an element */
-            CHECK_CONTAINS(p->kernels[0].config, "ws=4096x3/1");     /* 4 passes of a thread an element */
-            CHECK_CONTAINS(p->kernels[0].config, "wm=1x4096/1024");  /* the whole block on one element */
+            CHECK_CONTAINS(p->kernels[0].config, "m=8x96/128");      /* an element over 4 warps */
+            CHECK_CONTAINS(p->kernels[0].config, "bm=40x24/16");     /* 16 threads an element */
+            CHECK_CONTAINS(p->kernels[0].config, "ws=1536x2/1");     /* 2 passes of a thread an element */
+            CHECK_CONTAINS(p->kernels[0].config, "wm=1x1536/1024");  /* the whole block on one element */
+            CHECK_CONTAINS(src, "for (int w = 1; w < 4; w++) acc = fu_op_max()(acc, ((const float *)fu_part)");
             CHECK_CONTAINS(src, "__syncthreads(); // stage 6 is complete");
             CHECK_CONTAINS(src, "for (int w = 1; w < 32; w++) acc = fu_op_max()(acc, ((const float *)fu_part)");
             CHECK_CONTAINS(src, "acc = fu_round_bf16(acc); // a value of bf16");
@@ -196,7 +198,7 @@ static void check_one_block(const char *dir)
             for (int k = 0; k < p->nkernels; k++)
                 CHECK(p->kernels[k].sched != FU_SCHED_BLOCK || !strstr(p->kernels[k].config, " m=")); /* 480 x 96: too many */
         }
-        printf("one block (R=%s): %d kernel%s, bound %d\n", big ? "480" : "48", p ? p->nkernels : -1,
+        printf("one block (R=%s): %d kernel%s, bound %d\n", big ? "480" : "8", p ? p->nkernels : -1,
                p && p->nkernels == 1 ? "" : "s", p ? p->lower_bound : -1);
         fu_plan_free(p);
         tc_list_free(&l);

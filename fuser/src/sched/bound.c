@@ -85,17 +85,41 @@ static dep combine(const fu_fusion *f, const fu_node *n, const dep *deps, bool l
     return d;
 }
 
+/* Scratch of block_local's walk: a stamp per node, a stack of nodes. */
+typedef struct cone_walk {
+    int *seen;
+    int *stack;
+    int stamp;
+} cone_walk;
+
 /* Whether one block can compute the value of n (no scatter, no segment_set) at `level` from
  * what the kernels of lower levels left in memory: every input is such a value (local) or
- * one of a lower level, and a reduction reads few elements (the one-block scheduler,
- * k_block.c). Its other limits (shared memory, stages, outputs) are left out, so that the
- * bound stays at or under what the planner does. */
-static bool block_local(const fu_fusion *f, const fu_node *n, const dep *deps, const bool *local, int level)
+ * one of a lower level, and the reductions it needs at this level read at most
+ * FU_BLOCK_MAX_WORK elements together (the one-block scheduler, k_block.c, whose group holds
+ * at least those). Its other limits (shared memory, stages, outputs) are left out, so that
+ * the bound stays at or under what the planner does. */
+static bool block_local(const fu_fusion *f, const fu_node *n, const dep *deps, const bool *local, int level,
+                        cone_walk *w)
 {
-    if (fu_op_kind_of(n->op) == FU_KIND_REDUCE && fu_tensor_numel(f, n->inputs[0]) > FU_BLOCK_MAX_ELEMS) return false;
     for (int k = 0; k < n->ninputs; k++)
         if (!local[n->inputs[k]] && deps[n->inputs[k]].level >= level) return false;
-    return true;
+    int64_t work = 0;
+    int top = 0;
+    w->stamp++;
+    w->seen[n - f->nodes] = w->stamp;
+    w->stack[top++] = (int)(n - f->nodes);
+    while (top > 0) {
+        const fu_node *m = &f->nodes[w->stack[--top]];
+        if (fu_op_kind_of(m->op) == FU_KIND_REDUCE) work += fu_tensor_numel(f, m->inputs[0]);
+        for (int k = 0; k < m->ninputs; k++) {
+            fu_tensor t = m->inputs[k];
+            int p = f->values[t].producer;
+            if (p < 0 || deps[t].level < level || w->seen[p] == w->stamp) continue;
+            w->seen[p] = w->stamp;
+            w->stack[top++] = p;
+        }
+    }
+    return work <= FU_BLOCK_MAX_WORK;
 }
 
 int fu_kernels_lower_bound(const fu_fusion *f)
@@ -109,9 +133,13 @@ int fu_kernels_lower_bound(const fu_fusion *f)
         return 1;
     }
     bool *local = fu_calloc((size_t)f->nvalues + 1, sizeof *local);
-    if (!local) {
+    cone_walk walk = {fu_calloc((size_t)f->nnodes + 1, sizeof(int)), fu_calloc((size_t)f->nnodes + 1, sizeof(int)), 0};
+    if (!local || !walk.seen || !walk.stack) {
         fu_free(deps);
         fu_free(kinds);
+        fu_free(local);
+        fu_free(walk.seen);
+        fu_free(walk.stack);
         return 1;
     }
     for (int t = 0; t < f->nvalues; t++) local[t] = f->values[t].producer < 0;
@@ -149,12 +177,12 @@ int fu_kernels_lower_bound(const fu_fusion *f)
                 else if (single_row) d = (dep){in->level, DEP_ROWS, in->row_kind};
                 else d = (dep){in->level, DEP_GRID, -1}; /* across the rows of another kind: grid-wide */
             }
-            local[n->output] = block_local(f, n, deps, local, d.level);
+            local[n->output] = block_local(f, n, deps, local, d.level, &walk);
         } else {
             int level = 0;
             for (int k = 0; k < n->ninputs; k++)
                 if (deps[n->inputs[k]].level > level) level = deps[n->inputs[k]].level;
-            local[n->output] = block_local(f, n, deps, local, level);
+            local[n->output] = block_local(f, n, deps, local, level, &walk);
             d = combine(f, n, deps, local[n->output]);
             if (d.level > level) local[n->output] = true; /* past a boundary: from memory */
         }
@@ -172,5 +200,7 @@ int fu_kernels_lower_bound(const fu_fusion *f)
     fu_free(deps);
     fu_free(kinds);
     fu_free(local);
+    fu_free(walk.seen);
+    fu_free(walk.stack);
     return kernels;
 }

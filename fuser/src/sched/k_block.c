@@ -2,9 +2,9 @@
  * k_block.c -- the one-block scheduler: a small group in one block, whatever
  * axes its reductions take.
  *
- * A group whose every loop is small (FU_BLOCK_MAX_ELEMS: the elements a
- * reduction reads, the elements of an output) runs as one block of up to
- * 1024 threads. Each reduction, in the order of the fusion, is a stage: the
+ * A small group (its reductions read at most FU_BLOCK_MAX_WORK elements
+ * together, an output has at most FU_BLOCK_MAX_ELEMS) runs as one block of up
+ * to 1024 threads. Each reduction, in the order of the fusion, is a stage: the
  * block computes every element of its result (tpo threads an element, each
  * over every tpo-th reduced element, then combined by shuffles and, past a
  * warp, through shared memory in warp order: the same bits every run), keeps
@@ -16,7 +16,11 @@
  * elsewhere (the grid-wide values of bound.c) is one block's barrier here.
  * At these sizes a launch costs more than the work (a few microseconds on the
  * H200 against a few hundred nanoseconds of loads), so one launch is the
- * point. torch.compile runs such fusions as one kernel of one block too.
+ * point. torch.compile runs such fusions as one kernel of one block too. The
+ * work limit is one SM's: past ~8K elements read by the reductions (each
+ * element's math done again by every stage that reads it) one block ran
+ * slower than several kernels over the whole GPU (H100, docs/perf.md v27:
+ * 11 of the 16 generated fusions above it, 2 of the 29 under it).
  *
  * It comes last in the registry: a group the other schedulers take in one
  * kernel stays theirs, except a grid reduction of a group this one takes
@@ -87,7 +91,7 @@ bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *ou
                    size_t nwhy)
 {
     int nstage = 0;
-    int64_t bytes = 0;
+    int64_t bytes = 0, work = 0;
     for (int i = 0; i < f->nnodes; i++) {
         if (!in_group[i]) continue;
         const fu_node *n = &f->nodes[i];
@@ -101,10 +105,10 @@ bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *ou
             snprintf(why, nwhy, "one block: '%s' is not a sum, max or min", fu_val(f, n->output)->name);
             return false;
         }
-        int64_t reads = fu_tensor_numel(f, n->inputs[0]);
-        if (reads > FU_BLOCK_MAX_ELEMS) {
-            snprintf(why, nwhy, "one block: '%s' reduces %lld elements (more than %d)", fu_val(f, n->output)->name,
-                     (long long)reads, FU_BLOCK_MAX_ELEMS);
+        work += fu_tensor_numel(f, n->inputs[0]);
+        if (work > FU_BLOCK_MAX_WORK) {
+            snprintf(why, nwhy, "one block: the reductions up to '%s' read %lld elements (more than %d)",
+                     fu_val(f, n->output)->name, (long long)work, FU_BLOCK_MAX_WORK);
             return false;
         }
         if (++nstage > BLOCK_MAX_STAGES) {

@@ -123,13 +123,17 @@ bool fu_scatter_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, 
 bool fu_block_can_schedule(const fu_group *g, char *why, size_t nwhy);
 bool fu_block_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_block_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
-/* The largest loop of the one-block scheduler (the elements a reduction reads, or an output's):
- * 16 a thread at 1024 threads. */
+/* The one-block scheduler's limits (k_block.c): the elements all its reductions read together
+ * (one SM does that work: measured, docs/perf.md v27), and the elements of an output (16 a
+ * thread at 1024 threads). */
+#ifndef FU_BLOCK_MAX_WORK
+#define FU_BLOCK_MAX_WORK 8192
+#endif
 #ifndef FU_BLOCK_MAX_ELEMS
 #define FU_BLOCK_MAX_ELEMS 16384
 #endif
 /* Whether the one-block scheduler takes the nodes in_group with these outputs (k_block.c: no
- * scatter, every loop small); why not, where not. */
+ * scatter, little work); why not, where not. */
 bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *outputs, int noutputs, char *why,
                    size_t nwhy);
 /* Whether scatter node s of f is planned with atomic adds (else each block owns its rows). */
