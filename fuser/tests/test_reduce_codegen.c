@@ -435,6 +435,44 @@ static void check_row_params(const char *data, const char *suites)
     }
 }
 
+/* A gathered index is checked by a compare and a select, and the kernel's fu_index_note reports
+ * the first bad one when the thread leaves (docs/perf.md v27): no branch or call between the
+ * label's load and the row's. Kernels without a gather declare no note: the embedding
+ * backward's scatter reports where it checks (it must not add), the QKV split gathers nothing. */
+static void check_index_note(const char *suites)
+{
+    static const struct {
+        const char *rel;
+        bool note;
+    } cases[] = {
+        {"cross_entropy/cross_entropy_bwd.fusion", true},
+        {"cross_entropy/cross_entropy_fwdbwd.fusion", true},
+        {"embedding/embedding_fwd.fusion", true},
+        {"embedding/embedding_bwd.fusion", false},
+        {"qkv_split/qkv_split.fusion", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tc_list l = {0};
+        fu_error err = {0};
+        tc_case *c = tc_add_suite(&l, suites, cases[i].rel, "codegen", NULL, 0, FU_BF16, NULL);
+        fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
+        CHECK(p != NULL && p->nkernels >= 1);
+        for (int k = 0; p && k < p->nkernels; k++) {
+            const char *body = body_of(p->kernels[k].source);
+            if (cases[i].note) {
+                CHECK_CONTAINS(body, "  fu_index_note fu_oob(fu_err); // the thread's first out-of-range index");
+                CHECK_CONTAINS(body, " = fu_oob.check(");
+                CHECK(!strstr(body, "fu_report_index(fu_err"));
+            } else {
+                CHECK(!strstr(p->kernels[k].source, "fu_index_note") && !strstr(body, "@fu_index_note@"));
+            }
+        }
+        fu_plan_free(p);
+        tc_list_free(&l);
+    }
+    printf("index note: in the kernels that gather, in none other\n");
+}
+
 int main(void)
 {
     const char *data = getenv("FUSER_TEST_DATA");
@@ -451,6 +489,7 @@ int main(void)
     const char *suites = getenv("FUSER_SUITES_DIR");
     CHECK(suites != NULL);
     if (suites) check_row_params(data, suites);
+    if (suites) check_index_note(suites);
     char cache[512];
     if (!tu_make_temp_dir(cache, sizeof cache, "reduce-codegen")) return 1;
     fu_runtime_options ro = {0};
