@@ -127,14 +127,9 @@ int fu_kernels_lower_bound(const fu_fusion *f)
     if (f->nnodes == 0) return 0;
     dep *deps = fu_calloc((size_t)f->nvalues + 1, sizeof *deps);
     row_kind *kinds = fu_calloc((size_t)f->nnodes + 1, sizeof *kinds);
-    if (!deps || !kinds) {
-        fu_free(deps);
-        fu_free(kinds);
-        return 1;
-    }
     bool *local = fu_calloc((size_t)f->nvalues + 1, sizeof *local);
     cone_walk walk = {fu_calloc((size_t)f->nnodes + 1, sizeof(int)), fu_calloc((size_t)f->nnodes + 1, sizeof(int)), 0};
-    if (!local || !walk.seen || !walk.stack) {
+    if (!deps || !kinds || !local || !walk.seen || !walk.stack) {
         fu_free(deps);
         fu_free(kinds);
         fu_free(local);

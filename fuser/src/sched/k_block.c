@@ -345,12 +345,7 @@ static void emit_stage(block_emit *e, int si)
         cg_line(c, "if (o < %lld && kf == 0) ((%s *)(fu_stage + %lld))[o] = acc;", (long long)s->O, ct, (long long)s->offset);
     else
         cg_line(c, "if (kf == 0) ((%s *)(fu_stage + %lld))[o] = acc;", ct, (long long)s->offset);
-    if (s->passes > 1) {
-        c->scope--;
-        c->indent--;
-        cg_drop_scope(c);
-        cg_line(c, "}");
-    }
+    if (s->passes > 1) cg_close(c);
     cg_close(c);
     cg_line(c, "__syncthreads(); // stage %d is complete", si);
 }
@@ -402,10 +397,7 @@ static void emit_outputs(block_emit *e, const fu_group *g)
         for (int j = 0; j < nv; j++) fu_kw_store(e->w, fu_kw_output(e->w, ts[j]), "e", vals[j]);
         if (ragged) c->indent--;
         if (ragged) cg_line(c, "}");
-        c->scope--;
-        c->indent--;
-        cg_drop_scope(c);
-        cg_line(c, "}");
+        cg_close(c);
     }
     fu_free(done);
 }
