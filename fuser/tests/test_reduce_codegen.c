@@ -273,13 +273,13 @@ static size_t count_in(const char *s, const char *needle)
 
 /* A block of one warp reduces within the warp (docs/perf.md v26): 200 rows of f32, their
  * sum and max (one pass: a pair), a softmax (an online log-sum-exp) and the sum of everything
- * (a grid reduction after the rows). At 128 columns a row is 32 vectors, one warp's; at 512 it
- * takes 128 threads and the block's exchange. */
+ * (a grid reduction after the rows). At 128 columns a row is 32 vectors, one warp's; at 2048 it
+ * takes 128 threads (few rows: 4 vectors a thread, FEW_ROWS_ITERS) and the block's exchange. */
 static void check_one_warp_blocks(void)
 {
     for (int wide = 0; wide < 2; wide++) {
         fu_fusion *f = fu_fusion_new("one_warp");
-        const int64_t shape[2] = {200, wide ? 512 : 128}; /* (more than one block's loop: k_block.c) */
+        const int64_t shape[2] = {200, wide ? 2048 : 128}; /* (more than one block's loop: k_block.c) */
         const int row[1] = {1}, all[2] = {0, 1};
         fu_tensor x = fu_input(f, "x", FU_F32, 2, shape);
         fu_tensor s = fu_reduce(f, FU_OP_SUM, x, 1, row, true, "s");

@@ -234,6 +234,20 @@
 #ifndef FEW_ROWS_THREADS_PER_SM
 #define FEW_ROWS_THREADS_PER_SM 2048
 #endif
+/* ... but past FEW_ROWS_MIN_THREADS (a warp for each of an SM's 4 schedulers)
+ * only until a thread has FEW_ROWS_ITERS vectors: more warps cost more issue
+ * slots and a deeper block reduction than they save in chain length (Nsight
+ * Compute, cold L2: fz_7_43's single row of 768 on 1024 threads, 6320
+ * instructions, 4.00 us; torch.compile's 256 threads, 1236 instructions, 3.42
+ * us). Under 4 warps, fewer threads lost (fz_7_55's rows of 104 on 32
+ * threads: 2.24 us against 1.41 on 128; docs/perf.md v28). FEW_ROWS_ITERS 1
+ * gives a thread one vector, as before. */
+#ifndef FEW_ROWS_ITERS
+#define FEW_ROWS_ITERS 4
+#endif
+#ifndef FEW_ROWS_MIN_THREADS
+#define FEW_ROWS_MIN_THREADS 128
+#endif
 /* Where the domain has one row, outputs of other shapes up to this many elements are
  * written by the row's block after its passes (a thread an element, up to 1024
  * threads); larger ones go to a kernel of their own, where every SM takes part
@@ -1255,7 +1269,7 @@ static void choose_config(red_params *p, const fu_group *g)
             threads *= 2;
     }
     if (p->cluster == 1)
-        while (threads < 1024 && vecs > threads &&
+        while (threads < 1024 && vecs > (threads < FEW_ROWS_MIN_THREADS ? threads : (int64_t)threads * FEW_ROWS_ITERS) &&
                p->rows * threads * 2 <= (int64_t)g->opts->sm_count * FEW_ROWS_THREADS_PER_SM)
             threads *= 2;
     /* a warp a row where one warp holds it, with enough rows for two blocks an SM;
