@@ -43,6 +43,14 @@
  * then moves one vector, not one per output (1 GiB copies on the H200: 503.8
  * us at one vector per thread, 525.1 at four; the QKV split at 32x2048x6144:
  * bf16 396.7 -> 388.1 us, f32 778.9 -> 763.2; docs/perf.md v13). */
+/* A domain that fits one block at half its lanes gets half the lanes (down to
+ * one), so more of the block's threads share its elements: in a domain of
+ * 256 bf16 elements at 8 lanes, 32 threads did all the math while 224 idled
+ * (fz_7_177: 1.78 us of kernel against torch.compile's 1.12 at 2 elements a
+ * thread; docs/perf.md v28). 0 keeps the widest lanes. */
+#ifndef PW_SMALL_DOMAIN_LANES
+#define PW_SMALL_DOMAIN_LANES 1
+#endif
 #ifndef PW_SPLIT_OUTPUTS
 #define PW_SPLIT_OUTPUTS 1
 #endif
@@ -152,6 +160,8 @@ static int pick_vec(const fu_fusion *f, const pw_domain *d)
     int vec = (int)(16 / widest);
     int64_t inner = d->rank ? d->shape[d->rank - 1] : 1;
     while (vec > 1 && inner % vec) vec /= 2;
+    /* a domain within one block at half the lanes takes more threads instead */
+    while (PW_SMALL_DOMAIN_LANES && vec > 1 && d->numel * 2 <= (int64_t)PW_THREADS * vec) vec /= 2;
     return vec;
 }
 
