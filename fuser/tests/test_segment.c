@@ -44,6 +44,7 @@ static const expect cases[] = {
     {"segment/small_full_mean_centered.fusion", {NULL}, 1, false},
     {"segment/grid_output_beside_rows.fusion", {NULL}, 1, false},
     {"segment/one_block_stages.fusion", {NULL}, 1, false},
+    {"segment/one_block_slots.fusion", {NULL}, 1, false},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */
@@ -205,6 +206,31 @@ static void check_one_block(const char *dir)
     }
 }
 
+/* The one-block scheduler's issue slots (FU_BLOCK_MAX_SLOTS): at C = 2 the output loop is cheap
+ * and the block takes the fusion; at C = 16 the output is 16384 elements of a tanh and a division
+ * each, and it goes to a pointwise kernel over the GPU while the block keeps the reductions. */
+static void check_block_slots(const char *dir)
+{
+    for (int big = 0; big < 2; big++) {
+        const char *sets[1] = {"C=16"};
+        tc_list l = {0};
+        tc_case *c = tc_add_suite(&l, dir, "segment/one_block_slots.fusion", "segment", sets, big, FU_F32, NULL);
+        fu_error err = {0};
+        fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
+        CHECK(p != NULL);
+        if (p && !big) CHECK(p->nkernels == 1 && p->kernels[0].sched == FU_SCHED_BLOCK);
+        if (p && big) {
+            CHECK(p->nkernels == 2 && p->lower_bound == 1);
+            CHECK(p->nkernels == 2 && p->kernels[0].sched == FU_SCHED_BLOCK && p->kernels[1].sched == FU_SCHED_POINTWISE &&
+                  p->kernels[1].grid > 1);
+        }
+        printf("one block's slots (C=%s): %d kernel%s\n", big ? "16" : "2", p ? p->nkernels : -1,
+               p && p->nkernels == 1 ? "" : "s");
+        fu_plan_free(p);
+        tc_list_free(&l);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *suites = getenv("FUSER_SUITES_DIR");
@@ -230,6 +256,7 @@ int main(int argc, char **argv)
         check_case(rt, suites, &suite_cases[i], nsets(&suite_cases[i]) > 0);
     check_debug_boundary(argv[1]);
     check_one_block(argv[1]);
+    check_block_slots(argv[1]);
     check_atomic_bf16_form(suites);
     fu_runtime_close(rt);
     tu_remove_tree(cache);

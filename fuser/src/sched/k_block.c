@@ -87,6 +87,78 @@ static int64_t next_pow2(int64_t n)
     return p;
 }
 
+/* Issue slots an element of op's result costs, roughly: a transcendental or a division
+ * several, a view or a constant none. */
+static int op_slots(fu_op op)
+{
+    switch (op) {
+    case FU_OP_EXP: case FU_OP_LOG: case FU_OP_LOG1P: case FU_OP_TANH: case FU_OP_SIGMOID:
+    case FU_OP_SQRT: case FU_OP_RSQRT: case FU_OP_RECIPROCAL: case FU_OP_DIV: case FU_OP_POW:
+        return 4;
+    default: break;
+    }
+    switch (fu_op_kind_of(op)) {
+    case FU_KIND_UNARY: case FU_KIND_BINARY: case FU_KIND_WHERE: case FU_KIND_CAST: case FU_KIND_REDUCE:
+        return 1;
+    case FU_KIND_GATHER:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+/* The slots an element of t costs in the block: 2 (its index, its store) and every op of its
+ * cone in the group, down to the group's inputs (a load each) and the stages it reads (a
+ * shared-memory read each). seen and stack: f->nnodes ints each; stamp: a fresh mark. */
+static int64_t element_slots(const fu_fusion *f, const bool *in_group, fu_tensor t, int *seen, int *stack, int stamp)
+{
+    int64_t slots = 2;
+    int top = 0;
+    int p = f->values[t].producer;
+    if (p < 0 || !in_group[p]) return slots + 1;
+    seen[p] = stamp;
+    stack[top++] = p;
+    while (top > 0) {
+        const fu_node *n = &f->nodes[stack[--top]];
+        slots += op_slots(n->op);
+        if (fu_op_kind_of(n->op) == FU_KIND_REDUCE) continue; /* read from its stage */
+        for (int k = 0; k < n->ninputs; k++) {
+            int q = f->values[n->inputs[k]].producer;
+            if (q < 0 || !in_group[q]) {
+                slots++; /* a load */
+                continue;
+            }
+            if (seen[q] == stamp) continue;
+            seen[q] = stamp;
+            stack[top++] = q;
+        }
+    }
+    return slots;
+}
+
+/* The issue slots of the whole block: every stage's reduced elements and every output's
+ * elements, each at its element_slots (a stage computes its input's cone again). */
+static int64_t block_slots(const fu_fusion *f, const bool *in_group, const fu_tensor *outputs, int noutputs)
+{
+    int *seen = fu_calloc((size_t)f->nnodes + 1, sizeof *seen), *stack = fu_calloc((size_t)f->nnodes + 1, sizeof *stack);
+    if (!seen || !stack) {
+        fu_free(seen);
+        fu_free(stack);
+        return INT64_MAX;
+    }
+    int64_t total = 0;
+    int stamp = 0;
+    for (int i = 0; i < f->nnodes; i++)
+        if (in_group[i] && fu_op_kind_of(f->nodes[i].op) == FU_KIND_REDUCE)
+            total += fu_tensor_numel(f, f->nodes[i].inputs[0]) *
+                     element_slots(f, in_group, f->nodes[i].inputs[0], seen, stack, ++stamp);
+    for (int k = 0; k < noutputs; k++)
+        total += fu_tensor_numel(f, outputs[k]) * element_slots(f, in_group, outputs[k], seen, stack, ++stamp);
+    fu_free(seen);
+    fu_free(stack);
+    return total;
+}
+
 bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *outputs, int noutputs, char *why,
                    size_t nwhy)
 {
@@ -128,6 +200,12 @@ bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *ou
                      (long long)n, FU_BLOCK_MAX_ELEMS);
             return false;
         }
+    }
+    int64_t slots = block_slots(f, in_group, outputs, noutputs);
+    if (slots > FU_BLOCK_MAX_SLOTS) {
+        snprintf(why, nwhy, "one block: its elements take ~%lld issue slots (more than %d)", (long long)slots,
+                 FU_BLOCK_MAX_SLOTS);
+        return false;
     }
     return true;
 }

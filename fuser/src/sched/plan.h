@@ -124,13 +124,20 @@ bool fu_block_can_schedule(const fu_group *g, char *why, size_t nwhy);
 bool fu_block_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_block_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
 /* The one-block scheduler's limits (k_block.c): the elements all its reductions read together
- * (one SM does that work: measured, docs/perf.md v27), and the elements of an output (16 a
- * thread at 1024 threads). */
+ * (one SM does that work: measured, docs/perf.md v27), the elements of an output (16 a thread
+ * at 1024 threads), and the issue slots of all its elements (k_block.c's block_slots: each
+ * stage's and output's elements times the ops of their cones). Past ~160K slots one SM's
+ * loops cost more than a second launch over the whole GPU (H200, docs/perf.md v28: fz_7_155,
+ * 269K slots, 11.7 us in one block against 7.4 in two kernels; fz_7_180, 201K, 7.7 against
+ * 6.3; under it fz_7_162, 137K, 6.2 against 6.9, and fz_7_7, 31K, 3.8 against 6.5). */
 #ifndef FU_BLOCK_MAX_WORK
 #define FU_BLOCK_MAX_WORK 8192
 #endif
 #ifndef FU_BLOCK_MAX_ELEMS
 #define FU_BLOCK_MAX_ELEMS 16384
+#endif
+#ifndef FU_BLOCK_MAX_SLOTS
+#define FU_BLOCK_MAX_SLOTS 160000
 #endif
 /* Whether the one-block scheduler takes the nodes in_group with these outputs (k_block.c: no
  * scatter, little work); why not, where not. */
