@@ -18,7 +18,10 @@
 #      Everything ends FUZZ_TORCH_BUDGET_S (default 405) after the start (a round that would
 #      start with under 30 s left is left out, and the summary says which ran);
 #   4. scripts/fuzz_vs_torch over the rounds' run files and plans.jsonl (each side's time the
-#      median of its rounds), printed last (its last line: the numbers in short).
+#      median of its rounds), printed last (its last line: the numbers in short). With
+#      FUZZ_TORCH_BEFORE=DIR (an earlier call's fuzz_torch folder, carried: its fuser1.json,
+#      torch1.json, torch2.json, fuser2.json), also the split of the fusions into unchanged and
+#      changed kernels against that call (--before: how much of a step is the machine).
 # Without a GPU or PyTorch it goes as far as it can (kernels against the bound) and says why.
 # Logs under ${OUT:-/tmp/out}/fuzz_torch/: fusions/, items.json, plans.jsonl (and plans/), warm_K.log,
 # fuser1.json, torch1.json, torch2.json, fuser2.json and each round's .txt and .err, summary.txt.
@@ -115,7 +118,12 @@ echo "torch.compile ready in (s, from the cache): $(grep -o 'torch_compile/[^:]*
 echo
 if [ ${#rounds[@]} -gt 0 ]; then
   echo "rounds: $(printf '%s ' "${rounds[@]##*/}")"
-  scripts/fuzz_vs_torch "${rounds[@]}" "$out/plans.jsonl" | tee "$out/summary.txt"
+  before=()
+  if [ -n "${FUZZ_TORCH_BEFORE:-}" ]; then
+    earlier=$(for r in fuser1 torch1 torch2 fuser2; do [ -f "$FUZZ_TORCH_BEFORE/$r.json" ] && printf '%s,' "$FUZZ_TORCH_BEFORE/$r.json"; done)
+    if [ -n "$earlier" ]; then before=(--before "${earlier%,}"); else echo "fuzz_torch.sh: FUZZ_TORCH_BEFORE=$FUZZ_TORCH_BEFORE holds no round's run file"; fi
+  fi
+  scripts/fuzz_vs_torch "${rounds[@]}" "$out/plans.jsonl" "${before[@]}" | tee "$out/summary.txt"
 else
   echo "fuzz_torch.sh: no timed round; the kernels of the plans against their bounds:"
   python3 - "$out/plans.jsonl" <<'EOF' | tee "$out/summary.txt"

@@ -2,7 +2,8 @@
 # test_fuzz_vs_torch.sh (unit; python3, no PyTorch, no GPU): scripts/fuzz_vs_torch on a small
 # made-up run JSON and plans, checking the numbers it prints: the histograms against the lower
 # bound and against torch.compile, the fractions (with the 5% and the spread rule; by kernel time), the
-# grouped failures, the worst by time and the fusions needing more kernels; bad inputs exit 2.
+# grouped failures, the worst by time and the fusions needing more kernels, --before's split of an
+# earlier run into unchanged and changed kernels; bad inputs exit 2.
 set -u
 root=${FUSEBENCH_SOURCE_DIR:?}
 command -v python3 >/dev/null 2>&1 || { echo "test_fuzz_vs_torch: no python3: skipped"; exit 77; }
@@ -119,6 +120,43 @@ out=$("$root/scripts/fuzz_vs_torch" "$tmp/fuser1.json" "$tmp/torch1.json" "$tmp/
 expect "7 fusions (fuser rows), 6 plans"
 expect "  fz_b f32                                     18.00      10.00   1.80   1.50       3       2     1  slower"
 expect "in short: 7 fusions; at the lower bound 5 of 6; kernels <= torch.compile 3 of 7 (42.9%); not slower 3 of 7 (42.9%)"
+
+# --before: an earlier comparison of the same fusions. fz_a and fz_c keep their kernels (the same
+# kernel_source_hash): fz_a was slower then (the machine: the median of 15 and 11 against 12),
+# fz_c as now; fz_b's kernels changed (hash b1 -> b2): 30 against 10 then, 20 now; fz_d changed
+# too, not slower then and now (the spreads). So unchanged: 2, not slower 1 then and 2 now, median
+# ratios (13/12, 10.4/10) then and (10/12, 10.4/10) now; changed: 2, 1 then and 1 now.
+python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+run = json.load(open(f"{d}/run.json"))
+now_hash = {"fz_a": "a1", "fz_b": "b2", "fz_c": "c1", "fz_d": "d2"}
+then_hash = {"fz_a": "a1", "fz_b": "b1", "fz_c": "c1", "fz_d": "d1"}
+then_us = {"fz_a": 15, "fz_b": 30}
+now, then = [], []
+for e in run["benchmarks"]:
+    if e.get("suite") not in now_hash:
+        continue
+    n = dict(e)
+    t = dict(e)
+    if e.get("variant") == "fuser":
+        n["kernel_source_hash"] = now_hash[e["suite"]]
+        t["kernel_source_hash"] = then_hash[e["suite"]]
+        if e["suite"] in then_us and e.get("repetition_index", 0) == 0:
+            t["real_time"] = then_us[e["suite"]]
+    now.append(n)
+    then.append(t)
+json.dump({"context": run["context"], "benchmarks": now}, open(f"{d}/now.json", "w"))
+json.dump({"context": run["context"], "benchmarks": then}, open(f"{d}/then.json", "w"))
+PY
+out=$("$root/scripts/fuzz_vs_torch" "$tmp/now.json" "$tmp/plans.jsonl" --before "$tmp/then.json" 2>&1)
+[ $? -eq 0 ] || { echo "FAIL: --before: exit $?"; fails=$((fails + 1)); }
+expect "4 fusions timed on both sides in both"
+expect "  kernels unchanged (the machine)     2               1     2             1.062  0.937"
+expect "  kernels changed                     2               1     1             2.045  1.545"
+expect "    fz_b f32                                   3.00* ->   2.00*"
+"$root/scripts/fuzz_vs_torch" "$tmp/now.json" "$tmp/plans.jsonl" --before "$tmp/missing.json" >/dev/null 2>"$tmp/err"
+[ $? -eq 2 ] || { echo "FAIL: a bad --before run file does not exit 2"; fails=$((fails + 1)); }
 
 # bad inputs: exit 2 with a line
 printf 'not json' >"$tmp/bad.json"
