@@ -122,6 +122,8 @@ void cg_index_var(cg_index *ix, int var, const char *name);
 /* Re-renders an affine index's expression (after changing c->lane or a coefficient). */
 void cg_index_refresh(const cg_ctx *c, cg_index *ix);
 void cg_index_const(cg_index *ix, long long v);
+/* v as a C++ float literal in buf: "0.0f", "2.5e-05f" (never "0f", which is no literal). */
+void cg_f32_literal(double v, char *buf, size_t n);
 
 /* Value of t at idx (t's rank entries); returns a variable name (static
  * storage inside the memo) or "0" on failure (c->failed is set). */

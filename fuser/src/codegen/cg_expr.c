@@ -525,6 +525,8 @@ static void float_literal(double v, int digits, const char *suffix, char *buf, s
     snprintf(buf, n, "%s%s%s", num, has_point ? "" : ".0", suffix);
 }
 
+void cg_f32_literal(double v, char *buf, size_t n) { float_literal((double)(float)v, 9, "f", buf, n); }
+
 static void literal(double v, fu_dtype dt, char *buf, size_t n)
 {
     if (dt == FU_BOOL) snprintf(buf, n, "%s", v != 0 ? "true" : "false");

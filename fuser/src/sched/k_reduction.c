@@ -1998,8 +1998,9 @@ static void emit_elements(red_emit *r, int pass, const cg_index *idx, int vec, b
                 continue;
             }
             bool poly = vec >= 4 && lane >= vec - poly_lanes(p, ri);
-            cg_line(c, "%s += fu_exp_shifted%s(%s, %.9gf);", r->var[i], poly ? "_poly" : "", online_e[i][lane],
-                    (double)(float)(ri->shift * 1.4426950408889634));
+            char shift2[40];
+            cg_f32_literal(ri->shift * 1.4426950408889634, shift2, sizeof shift2);
+            cg_line(c, "%s += fu_exp_shifted%s(%s, %s);", r->var[i], poly ? "_poly" : "", online_e[i][lane], shift2);
         }
     }
     for (int o = 0; o < ps->nout; o++) {
@@ -2147,9 +2148,10 @@ static void emit_pass(red_emit *r, int pass)
         if (ri->online_max >= 0) {
             const char *m = r->var[ri->online_max];
             if (ri->const_shift) { /* max and sum as they are, then the one rescale to exp(x - m) */
-                double sh = (double)(float)ri->shift;
-                if (p->warp_rows > 1) cg_line(c, "fu_lse_shifted_lanes<%d>(%s, %s, %.9gf);", p->threads, m, r->var[i], sh);
-                else cg_line(c, "fu_lse_shifted_block(%s, %s, %.9gf, (float *)fu_smem);", m, r->var[i], sh);
+                char sh[40]; /* (a shift of 0 must print as 0.0f) */
+                cg_f32_literal(ri->shift, sh, sizeof sh);
+                if (p->warp_rows > 1) cg_line(c, "fu_lse_shifted_lanes<%d>(%s, %s, %s);", p->threads, m, r->var[i], sh);
+                else cg_line(c, "fu_lse_shifted_block(%s, %s, %s, (float *)fu_smem);", m, r->var[i], sh);
             } else if (p->warp_rows > 1 && p->threads < 32) cg_line(c, "fu_lse_lanes<%d>(%s, %s);", p->threads, m, r->var[i]);
             else if (p->warp_rows > 1 || one_warp_block(p)) cg_line(c, "fu_lse_warp(%s, %s);", m, r->var[i]);
             else cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, r->var[i]);
