@@ -112,6 +112,48 @@ static void scale_float_inputs(fu_host_tensor *in, int n, double scale)
     }
 }
 
+/* False where the fusion the planner made of f (degenerate and small reductions rewritten,
+ * common ops merged, dead ops dropped: what the kernels compute) interprets to values other
+ * than f decomposed, within the GPU's tolerances (reported). Against the decomposed fusion,
+ * not f: a composite's decomposition rounds where the interpreter's composite does not (a
+ * mean's f32 sum before its division), which the GPU check judges; here only the planner's
+ * rewrites are. Needs no GPU. */
+static bool check_rewrite(const fu_fusion *f, const fu_fusion *planned, const fu_host_tensor *in, const char *draw,
+                          FILE *log, fz_report *rep)
+{
+    int nout = fu_fusion_num_outputs(f);
+    fu_host_tensor *out = calloc((size_t)nout + 1, sizeof *out), *ref = calloc((size_t)nout + 1, sizeof *ref);
+    fu_fusion *dec = NULL;
+    fu_error err = {0};
+    bool ran = out && ref && fu_fusion_decompose(f, &dec, &err) == FU_OK && fu_interp_run(dec, in, ref, &err) == FU_OK;
+    bool planned_ran = ran && fu_fusion_num_inputs(planned) == fu_fusion_num_inputs(f) &&
+                       fu_fusion_num_outputs(planned) == nout && fu_interp_run(planned, in, out, &err) == FU_OK;
+    fu_fusion_free(dec);
+    if (!planned_ran) {
+        fprintf(log, "%s: the planned fusion does not interpret (%s): %s\n", fu_fusion_name(f), draw,
+                !out || !ref ? "out of memory" : err.message[0] ? err.message : "other inputs or outputs");
+        rep->rewrite_mismatches++;
+        rep->failures++;
+        free_tensors(out, 0);
+        free_tensors(ref, ran ? nout : 0);
+        return false;
+    }
+    bool ok = true;
+    for (int o = 0; o < nout; o++) {
+        double d = fz_difference(&out[o], &ref[o]), tol = fz_tolerance(ref[o].dtype);
+        if (d <= tol) continue;
+        fprintf(log, "%s: output '%s' (%s) of the planned fusion differs from the decomposed fusion's (%s): %.3g > %.3g\n",
+                fu_fusion_name(f), fu_tensor_name(f, fu_fusion_output(f, o)), fu_dtype_name(ref[o].dtype), draw, d, tol);
+        rep->rewrite_mismatches++;
+        rep->failures++;
+        ok = false;
+        break;
+    }
+    free_tensors(out, nout);
+    free_tensors(ref, nout);
+    return ok;
+}
+
 /* False where the GPU failed or differed (reported). */
 static bool check_gpu(fu_runtime *rt, const fu_fusion *f, const fu_plan_options *po, const fu_host_tensor *in,
                       const fu_host_tensor *ref, const char *draw, FILE *log, fz_report *rep)
@@ -189,8 +231,9 @@ void fz_check(fu_fusion *const *fusions, int n, fz_device dev, fu_runtime *rt, F
                         in && ref ? err.message : "out of memory");
                 rep->interp_failures++;
                 rep->failures++;
-            } else if (dev == FZ_GPU) {
-                ok = check_gpu(rt, f, &po, in, ref, draws[d].name, log, rep);
+            } else {
+                ok = check_rewrite(f, p->fusion, in, draws[d].name, log, rep);
+                if (ok && dev == FZ_GPU) ok = check_gpu(rt, f, &po, in, ref, draws[d].name, log, rep);
             }
             free_tensors(in, have_in ? nin : 0);
             free_tensors(ref, interp_ok ? nout : 0);
@@ -205,10 +248,10 @@ void fz_check(fu_fusion *const *fusions, int n, fz_device dev, fu_runtime *rt, F
 
 void fz_print_report(FILE *out, const fz_report *rep)
 {
-    fprintf(out, "fusions: %d  failures: %d (unplannable %d, interpreter %d, compile %d, gpu %d, mismatches %d, "
-                 "under the bound %d)  %.1f s\n",
-            rep->fusions, rep->failures, rep->unplannable, rep->interp_failures, rep->compile_failures,
-            rep->gpu_failures, rep->mismatches, rep->below_bound, rep->seconds);
+    fprintf(out, "fusions: %d  failures: %d (unplannable %d, interpreter %d, planned fusion %d, compile %d, gpu %d, "
+                 "mismatches %d, under the bound %d)  %.1f s\n",
+            rep->fusions, rep->failures, rep->unplannable, rep->interp_failures, rep->rewrite_mismatches,
+            rep->compile_failures, rep->gpu_failures, rep->mismatches, rep->below_bound, rep->seconds);
     fprintf(out, "%-22s", "kernels");
     for (int i = 0; i < 9; i++) fprintf(out, " %5s%s", i == 8 ? "8+" : (char[3]){(char)('0' + i), 0}, "");
     fprintf(out, "\n%-22s", "  fusions planned to");

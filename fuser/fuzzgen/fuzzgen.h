@@ -26,6 +26,7 @@ typedef enum fz_device {
 typedef struct fz_report {
     int fusions, failures;
     int unplannable, interp_failures, compile_failures, gpu_failures, mismatches;
+    int rewrite_mismatches;   /* the planner's fusion (decomposed, simplified) interprets to other values */
     int above_bound;          /* fusions planned to more kernels than the lower bound */
     int below_bound;          /* more than the bound allows: a bug in one of the two */
     int kernels_hist[9];      /* fusions by kernel count (8: 8 or more) */
