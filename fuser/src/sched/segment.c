@@ -5,7 +5,10 @@
  * 1. Composites are expanded (fu_fusion_decompose); identical ops are merged
  *    and dead ops dropped (so a fused forward+backward computes its row
  *    statistics once); degenerate shapes are rewritten (canonical_op: empty
- *    tensors, reductions over extent-0 and extent-1 axes).
+ *    tensors, reductions over extent-0 and extent-1 axes). Where the fusion has
+ *    reductions over at most 8 elements an output, it is planned a second time
+ *    with them unrolled into pointwise ops, and the plan with fewer kernels is
+ *    kept (fu_plan_build).
  * 2. segment_set outputs start a new level: everything that reads one runs in
  *    a later kernel.
  * 3. Each level is offered whole to the schedulers of the registry
@@ -113,6 +116,104 @@ static fu_tensor atomic_in_f32(fu_fusion *d, const fu_node *n, const fu_tensor *
     return fu_cast(d, sum, dt, name);
 }
 
+/* The most elements an output of a reduction may take for the reduction to be unrolled
+ * (unroll_small_reduction; Inductor's unroll_reductions_threshold is 8 too). */
+#ifndef UNROLL_REDUCTION_MAX
+#define UNROLL_REDUCTION_MAX 8
+#endif
+
+/* Whether t of d is computed from a reduction (anywhere in its cone). */
+static bool reads_a_reduction(const fu_fusion *d, fu_tensor t)
+{
+    int *stack = fu_malloc(((size_t)d->nnodes + 1) * sizeof *stack);
+    bool *seen = fu_calloc((size_t)d->nnodes + 1, sizeof *seen);
+    bool found = !stack || !seen; /* (out of memory: as if it did, so nothing is rewritten) */
+    int top = 0, p = d->values[t].producer;
+    if (!found && p >= 0) {
+        seen[p] = true;
+        stack[top++] = p;
+    }
+    while (!found && top > 0) {
+        const fu_node *m = &d->nodes[stack[--top]];
+        found = fu_op_kind_of(m->op) == FU_KIND_REDUCE;
+        for (int k = 0; k < m->ninputs && !found; k++) {
+            int q = d->values[m->inputs[k]].producer;
+            if (q < 0 || seen[q]) continue;
+            seen[q] = true;
+            stack[top++] = q;
+        }
+    }
+    fu_free(stack);
+    fu_free(seen);
+    return found;
+}
+
+/* A float sum, max or min over at most UNROLL_REDUCTION_MAX elements an output (the product
+ * of the reduced axes' extents) as pointwise ops: the input's slices at each reduced index,
+ * added (in a wider type, rounded once) or taken the maximum or minimum of, pairwise, then
+ * reshaped. A kernel then computes the value where it reads it, instead of a reduction
+ * splitting the group. Not over values that other reductions computed (below). Returns -1
+ * where n is not such a reduction. keep: the reduced axes of extent > 1. */
+static fu_tensor unroll_small_reduction(fu_fusion *d, const fu_node *n, fu_tensor x, const int *keep, int nkeep,
+                                        const fu_value *ov)
+{
+    const fu_value xv_copy = *fu_val(d, x), *xv = &xv_copy; /* (d's values move as the slices are added) */
+    bool is_float = xv->dtype == FU_F32 || xv->dtype == FU_F16 || xv->dtype == FU_BF16 || xv->dtype == FU_F64;
+    if (!is_float || ov->dtype != xv->dtype || (n->op != FU_OP_SUM && n->op != FU_OP_RMAX && n->op != FU_OP_RMIN))
+        return -1;
+    int64_t count = 1;
+    for (int k = 0; k < nkeep; k++) count *= xv->shape[keep[k]];
+    /* over the results of other reductions it stays a reduction: the row kernel combines
+     * rows' values over the grid, but reads no row's value at another row (fz_7_157: the
+     * min of 4 row maxima, one kernel as a reduction, two as slices) */
+    if (count > UNROLL_REDUCTION_MAX || reads_a_reduction(d, x)) return -1;
+    /* a sum adds in a wider type and rounds once, as the interpreter's double sum does:
+     * 16-bit in f32, f32 in f64. In f32 adds the 7 sigmoids of fz_11_172 minus their mean
+     * were 1.6e-5 from it, over f32's 1e-5 (the reductions' kernels add in f32 too); a
+     * conversion and a double add a term cost little beside the term's load */
+    const fu_dtype wide = n->op != FU_OP_SUM || xv->dtype == FU_F64 ? xv->dtype : xv->dtype == FU_F32 ? FU_F64 : FU_F32;
+    const bool widen = wide != xv->dtype;
+    const fu_op combine = n->op == FU_OP_SUM ? FU_OP_ADD : n->op == FU_OP_RMAX ? FU_OP_MAX : FU_OP_MIN;
+    const char *name = ov->name;
+    char part[FU_MAX_NAME + 16];
+    int64_t start[FU_MAX_RANK], stop[FU_MAX_RANK], step[FU_MAX_RANK];
+    for (int a = 0; a < xv->rank; a++) {
+        start[a] = 0;
+        stop[a] = xv->shape[a];
+        step[a] = 1;
+    }
+    fu_tensor terms[UNROLL_REDUCTION_MAX] = {x};
+    for (int64_t j = 0; j < count; j++) {
+        int64_t rest = j; /* j's digits over the kept-reduced axes, the last fastest */
+        for (int k = nkeep - 1; k >= 0; k--) {
+            start[keep[k]] = rest % xv->shape[keep[k]];
+            stop[keep[k]] = start[keep[k]] + 1;
+            rest /= xv->shape[keep[k]];
+        }
+        snprintf(part, sizeof part, "%.*s.at%lld", FU_MAX_NAME - 12, name, (long long)j);
+        fu_tensor term = fu_slice(d, x, start, stop, step, part);
+        if (widen) {
+            snprintf(part, sizeof part, "%.*s.wide%lld", FU_MAX_NAME - 12, name, (long long)j);
+            term = fu_cast(d, term, wide, part);
+        }
+        terms[j] = term;
+    }
+    /* pairwise, as a block's shuffles combine */
+    int level = 0;
+    for (int64_t n_terms = count; n_terms > 1; n_terms = (n_terms + 1) / 2, level++)
+        for (int64_t j = 0; j < n_terms / 2; j++) {
+            snprintf(part, sizeof part, "%.*s.acc%d_%lld", FU_MAX_NAME - 12, name, level, (long long)j);
+            terms[j] = fu_binary(d, combine, terms[2 * j], terms[2 * j + 1], part);
+            if (n_terms % 2 && j == n_terms / 2 - 1) terms[j + 1] = terms[n_terms - 1]; /* the odd one moves up */
+        }
+    fu_tensor acc = terms[0];
+    if (widen) {
+        snprintf(part, sizeof part, "%.*s.rounded", FU_MAX_NAME - 12, name);
+        acc = fu_cast(d, acc, xv->dtype, part);
+    }
+    return fu_reshape(d, acc, ov->rank, ov->shape, name);
+}
+
 /* Degenerate shapes, rewritten so that every scheduler sees only reductions
  * over axes of extent > 1 and non-empty tensors (issue 19 item 1):
  *   - an op whose output has no elements: full(shape, 0) (nothing to compute;
@@ -126,7 +227,7 @@ static fu_tensor atomic_in_f32(fu_fusion *d, const fu_node *n, const fu_tensor *
  *     from a reduction that keeps some axes.
  * Returns the tensor of d standing for n's output, or -1 to copy n as it is. */
 static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n, const fu_tensor *in,
-                              const fu_plan_options *opts)
+                              const fu_plan_options *opts, int *unroll)
 {
     const fu_value *ov = fu_val(f, n->output);
     const char *name = ov->name;
@@ -156,6 +257,11 @@ static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n
     }
     if (empty) return -1;
     if (nkeep == 0) return fu_reshape(d, in[0], ov->rank, ov->shape, name);
+    fu_tensor unrolled = *unroll >= 0 ? unroll_small_reduction(d, n, in[0], keep, nkeep, ov) : -1;
+    if (unrolled >= 0) {
+        ++*unroll;
+        return unrolled;
+    }
     char part[FU_MAX_NAME + 8];
     snprintf(part, sizeof part, "%.*s.r", FU_MAX_NAME - 3, name);
     /* one whose kept axes all have extent 1 is a reduction over every axis
@@ -174,8 +280,10 @@ static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n
     return fu_reshape(d, r, ov->rank, ov->shape, name);
 }
 
-/* Common-subexpression and dead-op elimination into a new fusion. */
-static fu_status simplify(const fu_fusion *f, const fu_plan_options *opts, fu_fusion **out, int *rewrites, fu_error *err)
+/* Common-subexpression and dead-op elimination into a new fusion. unroll: -1 keeps small
+ * reductions, else counts those unrolled. */
+static fu_status simplify(const fu_fusion *f, const fu_plan_options *opts, fu_fusion **out, int *rewrites, int *unroll,
+                          fu_error *err)
 {
     *rewrites = 0;
     bool *live = fu_calloc((size_t)f->nvalues, sizeof *live);
@@ -201,7 +309,7 @@ static fu_status simplify(const fu_fusion *f, const fu_plan_options *opts, fu_fu
         fu_tensor in[FU_MAX_OP_INPUTS];
         for (int k = 0; k < n->ninputs; k++) in[k] = map[n->inputs[k]];
         fu_fusion_set_location(d, NULL, n->line, n->column);
-        fu_tensor canon = canonical_op(d, f, n, in, opts);
+        fu_tensor canon = canonical_op(d, f, n, in, opts, unroll);
         if (canon >= 0) {
             map[n->output] = canon;
             *rewrites += n->op != FU_OP_FULL;
@@ -504,26 +612,21 @@ static fu_status plan_fusion(seg_ctx *s)
     return st;
 }
 
-fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan **out, fu_error *err)
+/* The plan of f with its small reductions unrolled (unroll 0: the count is left in *unroll)
+ * or kept (unroll -1). */
+static fu_status plan_once(const fu_fusion *f, const fu_plan_options *opts, int *unroll, fu_plan **out, fu_error *err)
 {
-    fu_error local;
-    if (!err) err = &local; /* the segmenter reports through err internally */
     *out = NULL;
-    fu_plan_options defaults;
-    if (!opts) {
-        fu_plan_options_default(&defaults);
-        opts = &defaults;
-    }
     fu_fusion *dec = NULL, *simple = NULL;
     fu_status st = fu_fusion_decompose(f, &dec, err);
     if (st) return st;
     int rewrites = 0;
-    st = simplify(dec, opts, &simple, &rewrites, err);
+    st = simplify(dec, opts, &simple, &rewrites, unroll, err);
     fu_fusion_free(dec);
     if (st) return st;
     if (rewrites) { /* again: what the rewrites left dead goes */
         fu_fusion *again = NULL;
-        st = simplify(simple, opts, &again, &rewrites, err);
+        st = simplify(simple, opts, &again, &rewrites, unroll, err);
         fu_fusion_free(simple);
         if (st) return st;
         simple = again;
@@ -571,6 +674,45 @@ fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan
     }
     *out = p;
     return FU_OK;
+}
+
+fu_status fu_plan_build(const fu_fusion *f, const fu_plan_options *opts, fu_plan **out, fu_error *err)
+{
+    fu_error local;
+    if (!err) err = &local; /* the segmenter reports through err internally */
+    *out = NULL;
+    fu_plan_options defaults;
+    if (!opts) {
+        fu_plan_options_default(&defaults);
+        opts = &defaults;
+    }
+    /* Small reductions kept (the row and outer schedulers are measured on them), unless the
+     * plan that unrolls them needs fewer kernels: each launch saved is ~2.6 us of a small
+     * fusion's time (docs/perf.md v28). fz_7_135's max over 4 then a log-softmax over the
+     * other axis: 2 kernels kept, 1 unrolled. */
+    int unrolled = 0, kept = -1;
+    fu_plan *u = NULL, *k = NULL;
+    fu_error scratch = {0};
+    fu_status su = plan_once(f, opts, &unrolled, &u, &scratch);
+    if (unrolled == 0) { /* nothing to unroll: the plan */
+        if (su != FU_OK) *err = scratch;
+        *out = u;
+        return su;
+    }
+    fu_status sk = plan_once(f, opts, &kept, &k, err);
+    if (su == FU_OK && (sk != FU_OK || u->nkernels < k->nkernels)) {
+        if (getenv("FUSER_DEBUG"))
+            fprintf(stderr, "fuser: '%s': %d small reduction%s unrolled: %d kernel%s (kept: %d)\n", f->name, unrolled,
+                    unrolled == 1 ? "" : "s", u->nkernels, u->nkernels == 1 ? "" : "s", sk == FU_OK ? k->nkernels : -1);
+        fu_plan_free(k);
+        err->status = FU_OK;
+        err->message[0] = '\0';
+        *out = u;
+        return FU_OK;
+    }
+    fu_plan_free(u);
+    *out = k;
+    return sk;
 }
 
 void fu_plan_free(fu_plan *p)
