@@ -9,7 +9,9 @@
  *       checks the N fusions of seed S (or every .fusion file of DIR) and
  *       prints the failures, then the kernel counts beside the lower bound;
  *       each fusion runs on the interpreter (and on the GPU against it) with
- *       two draws of inputs: normal(0, 1), then those scaled by 1/32
+ *       two draws of inputs: normal(0, 1), then those scaled by 1/32; the
+ *       planner's rewritten fusion is interpreted too, against the decomposed
+ *       fusion (no GPU needed)
  *
  * Exit status: 0 all passed, 1 some failed, 2 usage or I/O errors, 77 for
  * --device gpu where there is no GPU.
