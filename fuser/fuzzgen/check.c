@@ -118,20 +118,18 @@ static void scale_float_inputs(fu_host_tensor *in, int n, double scale)
  * not f: a composite's decomposition rounds where the interpreter's composite does not (a
  * mean's f32 sum before its division), which the GPU check judges; here only the planner's
  * rewrites are. Needs no GPU. */
-static bool check_rewrite(const fu_fusion *f, const fu_fusion *planned, const fu_host_tensor *in, const char *draw,
-                          FILE *log, fz_report *rep)
+static bool check_rewrite(const fu_fusion *f, const fu_fusion *dec, const fu_fusion *planned, const fu_host_tensor *in,
+                          const char *draw, FILE *log, fz_report *rep)
 {
     int nout = fu_fusion_num_outputs(f);
     fu_host_tensor *out = calloc((size_t)nout + 1, sizeof *out), *ref = calloc((size_t)nout + 1, sizeof *ref);
-    fu_fusion *dec = NULL;
     fu_error err = {0};
-    bool ran = out && ref && fu_fusion_decompose(f, &dec, &err) == FU_OK && fu_interp_run(dec, in, ref, &err) == FU_OK;
+    bool ran = out && ref && dec && fu_interp_run(dec, in, ref, &err) == FU_OK;
     bool planned_ran = ran && fu_fusion_num_inputs(planned) == fu_fusion_num_inputs(f) &&
                        fu_fusion_num_outputs(planned) == nout && fu_interp_run(planned, in, out, &err) == FU_OK;
-    fu_fusion_free(dec);
     if (!planned_ran) {
         fprintf(log, "%s: the planned fusion does not interpret (%s): %s\n", fu_fusion_name(f), draw,
-                !out || !ref ? "out of memory" : err.message[0] ? err.message : "other inputs or outputs");
+                !out || !ref || !dec ? "out of memory" : err.message[0] ? err.message : "other inputs or outputs");
         rep->rewrite_mismatches++;
         rep->failures++;
         free_tensors(out, 0);
@@ -219,6 +217,8 @@ void fz_check(fu_fusion *const *fusions, int n, fz_device dev, fu_runtime *rt, F
             for (int j = 0; j < p->nkernels; j++) batch_add(&b, fu_fusion_name(f), p->kernels[j].source, rt, log, rep);
         /* each draw on the interpreter, and on the GPU against it; the first failure ends the fusion's checks */
         int nin = fu_fusion_num_inputs(f), nout = fu_fusion_num_outputs(f);
+        fu_fusion *dec = NULL; /* what the planned fusion is judged against (check_rewrite) */
+        if (fu_fusion_decompose(f, &dec, &err) != FU_OK) dec = NULL;
         bool ok = true;
         for (size_t d = 0; ok && d < sizeof draws / sizeof draws[0]; d++) {
             fu_host_tensor *in = calloc((size_t)nin + 1, sizeof *in), *ref = calloc((size_t)nout + 1, sizeof *ref);
@@ -232,12 +232,13 @@ void fz_check(fu_fusion *const *fusions, int n, fz_device dev, fu_runtime *rt, F
                 rep->interp_failures++;
                 rep->failures++;
             } else {
-                ok = check_rewrite(f, p->fusion, in, draws[d].name, log, rep);
+                ok = check_rewrite(f, dec, p->fusion, in, draws[d].name, log, rep);
                 if (ok && dev == FZ_GPU) ok = check_gpu(rt, f, &po, in, ref, draws[d].name, log, rep);
             }
             free_tensors(in, have_in ? nin : 0);
             free_tensors(ref, interp_ok ? nout : 0);
         }
+        fu_fusion_free(dec);
         fu_plan_free(p);
     }
     if (dev == FZ_COMPILE) batch_flush(&b, rt, log, rep);

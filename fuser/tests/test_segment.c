@@ -170,17 +170,25 @@ static void check_debug_boundary(const char *dir)
     tu_output_free(&r);
 }
 
+/* The plan of a segment file (f32, 132 SMs) with one --set, or none where set is NULL. */
+static fu_plan *plan_segment_file(const char *dir, const char *rel, const char *set)
+{
+    const char *sets[1] = {set};
+    tc_list l = {0};
+    tc_case *c = tc_add_suite(&l, dir, rel, "segment", sets, set ? 1 : 0, FU_F32, NULL);
+    fu_error err = {0};
+    fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
+    tc_list_free(&l);
+    return p;
+}
+
 /* A small fusion whose reductions take other axes than the last and are read back at other
  * indices: one kernel of the one-block scheduler, a stage a reduction (k_block.c); the same
  * math on 60 times the rows is more than one block's work and splits. */
 static void check_one_block(const char *dir)
 {
     for (int big = 0; big < 2; big++) {
-        const char *sets[1] = {"R=480"};
-        tc_list l = {0};
-        tc_case *c = tc_add_suite(&l, dir, "segment/one_block_stages.fusion", "segment", sets, big, FU_F32, NULL);
-        fu_error err = {0};
-        fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
+        fu_plan *p = plan_segment_file(dir, "segment/one_block_stages.fusion", big ? "R=480" : NULL);
         CHECK(p != NULL);
         if (p && !big) {
             CHECK(p->nkernels == 1 && p->kernels[0].sched == FU_SCHED_BLOCK && p->kernels[0].grid == 1 &&
@@ -204,7 +212,6 @@ static void check_one_block(const char *dir)
         printf("one block (R=%s): %d kernel%s, bound %d\n", big ? "480" : "8", p ? p->nkernels : -1,
                p && p->nkernels == 1 ? "" : "s", p ? p->lower_bound : -1);
         fu_plan_free(p);
-        tc_list_free(&l);
     }
 }
 
@@ -214,11 +221,7 @@ static void check_one_block(const char *dir)
 static void check_block_slots(const char *dir)
 {
     for (int big = 0; big < 2; big++) {
-        const char *sets[1] = {"C=16"};
-        tc_list l = {0};
-        tc_case *c = tc_add_suite(&l, dir, "segment/one_block_slots.fusion", "segment", sets, big, FU_F32, NULL);
-        fu_error err = {0};
-        fu_plan *p = c ? tc_plan(c, 132, &err) : NULL;
+        fu_plan *p = plan_segment_file(dir, "segment/one_block_slots.fusion", big ? "C=16" : NULL);
         CHECK(p != NULL);
         if (p && !big) CHECK(p->nkernels == 1 && p->kernels[0].sched == FU_SCHED_BLOCK);
         if (p && big) {
@@ -229,7 +232,6 @@ static void check_block_slots(const char *dir)
         printf("one block's slots (C=%s): %d kernel%s\n", big ? "16" : "2", p ? p->nkernels : -1,
                p && p->nkernels == 1 ? "" : "s");
         fu_plan_free(p);
-        tc_list_free(&l);
     }
 }
 
