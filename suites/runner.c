@@ -167,12 +167,21 @@ static void free_host(fu_host_tensor *t, int n)
     free(t);
 }
 
+/* Whether output buffer out is one of the inputs' (a view, bind_views). */
+static bool is_view(const fu_fusion *f, const fu_devptr *din, fu_devptr out)
+{
+    for (int j = 0; din && j < fu_fusion_num_inputs(f); j++)
+        if (din[j] == out) return true;
+    return false;
+}
+
 static void free_io(fu_runtime *rt, const fu_fusion *f, fu_devptr **din, fu_devptr **dout)
 {
+    if (*dout)
+        for (int i = 0; i < fu_fusion_num_outputs(f); i++)
+            if (!is_view(f, *din, (*dout)[i])) fu_device_free(rt, (*dout)[i], NULL);
     if (*din)
         for (int i = 0; i < fu_fusion_num_inputs(f); i++) fu_device_free(rt, (*din)[i], NULL);
-    if (*dout)
-        for (int i = 0; i < fu_fusion_num_outputs(f); i++) fu_device_free(rt, (*dout)[i], NULL);
     free(*din);
     free(*dout);
     *din = *dout = NULL;
@@ -201,11 +210,26 @@ static fu_status alloc_io(fu_runtime *rt, const fu_fusion *f, const fu_host_tens
     return s;
 }
 
-static fu_status poison_outputs(fu_runtime *rt, const fu_fusion *f, const fu_devptr *dout, fu_error *err)
+/* The outputs the variant (state st) returns as views of an input get that
+ * input's buffer instead of their own. */
+static void bind_views(fu_runtime *rt, const hb_variant *v, void *st, const fu_fusion *f, const fu_devptr *din,
+                       fu_devptr *dout)
+{
+    for (int i = 0; v->output_view && i < fu_fusion_num_outputs(f); i++) {
+        int j = v->output_view(st, i);
+        if (j < 0 || j >= fu_fusion_num_inputs(f) || dout[i] == din[j]) continue;
+        fu_device_free(rt, dout[i], NULL);
+        dout[i] = din[j];
+    }
+}
+
+/* (not the views: they are the inputs) */
+static fu_status poison_outputs(fu_runtime *rt, const fu_fusion *f, const fu_devptr *din, const fu_devptr *dout,
+                                fu_error *err)
 {
     fu_status s = FU_OK;
     for (int i = 0; !s && i < fu_fusion_num_outputs(f); i++)
-        s = fu_device_memset8(rt, dout[i], 0xff, tensor_bytes(f, fu_fusion_output(f, i)), err);
+        if (!is_view(f, din, dout[i])) s = fu_device_memset8(rt, dout[i], 0xff, tensor_bytes(f, fu_fusion_output(f, i)), err);
     return s;
 }
 
@@ -374,7 +398,8 @@ static fu_status check_against_interpreter(hb_runner *r, hb_item *it, const fu_f
     if (!s) s = fu_random_inputs(f, r->o.seed, hin, err);
     if (!s) have_in = true;
     if (!s) s = alloc_io(r->rt, f, hin, &din, &dout, err);
-    if (!s) s = poison_outputs(r->rt, f, dout, err);
+    if (!s) bind_views(r->rt, it->variant, st, f, din, dout);
+    if (!s) s = poison_outputs(r->rt, f, din, dout, err);
     if (!s) s = it->variant->run(st, din, dout, err);
     if (!s && it->variant->check) s = it->variant->check(st, err);
     if (!s) s = fu_runtime_synchronize(r->rt, err);
@@ -585,7 +610,8 @@ static fu_status full_size_run(hb_runner *r, hb_item *it, bool *ok, fu_error *er
         return s;
     }
     s = alloc_io(r->rt, f, hin, &it->din, &it->dout, err);
-    if (!s) s = poison_outputs(r->rt, f, it->dout, err);
+    if (!s) bind_views(r->rt, it->variant, it->vstate, f, it->din, it->dout);
+    if (!s) s = poison_outputs(r->rt, f, it->din, it->dout, err);
     if (!s) s = call_item(it, err);
     if (!s && it->variant->check) s = it->variant->check(it->vstate, err);
     if (!s) s = fu_runtime_synchronize(r->rt, err);

@@ -197,6 +197,10 @@ typedef struct hb_variant {
      * is unavailable). May be NULL. */
     void (*launch_counts)(void *state, int *kernels, int *memsets, int *copies);
     void (*free)(void *state);
+    /* The case fusion's input whose bytes output i is, returned as a view of it
+     * (the runner then passes that input's buffer as the output, and the call
+     * writes nothing for it), or -1. May be NULL: no views. */
+    int (*output_view)(void *state, int output);
 } hb_variant;
 
 extern const hb_variant hb_variant_fuser;

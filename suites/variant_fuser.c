@@ -124,6 +124,17 @@ static void fuser_counts(void *p, int *kernels, int *memsets, int *copies)
     fu_exec_launch_counts(st->x, kernels, memsets, copies);
 }
 
+static int fuser_output_view(void *p, int output)
+{
+    fuser_state *st = p;
+    for (int k = 0; k < st->nout; k++)
+        if (st->out_map[k] == output) {
+            int v = fu_exec_output_view(st->x, k);
+            return v < 0 ? -1 : st->in_map[v];
+        }
+    return -1;
+}
+
 const hb_variant hb_variant_fuser = {
     .name = "fuser",
     .prepare = fuser_prepare,
@@ -131,4 +142,5 @@ const hb_variant hb_variant_fuser = {
     .check = fuser_check,
     .launch_counts = fuser_counts,
     .free = fuser_free,
+    .output_view = fuser_output_view,
 };

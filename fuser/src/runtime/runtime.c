@@ -669,6 +669,16 @@ fu_status fu_kernel_max_active_clusters(fu_kernel *k, unsigned grid, unsigned bl
     return FU_OK;
 }
 
+/* " (kernel ..., grid ..., block ..., shared ...)": what a launch's errors end with. Written
+ * only where there is an error: the host's time from a case's first event to its last
+ * launch is part of the case's time. */
+static void describe_launch(char *buf, size_t n, const fu_kernel *k, const unsigned grid[3], const unsigned block[3],
+                            size_t shared_bytes)
+{
+    snprintf(buf, n, " (kernel '%s' of '%s', grid %ux%ux%u, block %ux%ux%u, %zu B shared)", k->name, k->module->name,
+             grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes);
+}
+
 static fu_status launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3], const unsigned block[3],
                         size_t shared_bytes, void **args, bool cooperative, fu_error *err)
 {
@@ -680,16 +690,17 @@ static fu_status launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3], co
         return fu_error_set(err, FU_ERR_ARG, "fu_runtime_launch: kernel '%s' belongs to another runtime",
                             k->name);
     char where[256];
-    snprintf(where, sizeof where, " (kernel '%s' of '%s', grid %ux%ux%u, block %ux%ux%u, %zu B shared)",
-             k->name, k->module->name, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-             shared_bytes);
-    if ((s = allow_dynamic_shared(rt, k, shared_bytes, where, err))) return s;
+    if (shared_bytes > (size_t)k->dynamic_shared_limit) { /* (else allow_dynamic_shared has nothing to do) */
+        describe_launch(where, sizeof where, k, grid, block, shared_bytes);
+        if ((s = allow_dynamic_shared(rt, k, shared_bytes, where, err))) return s;
+    }
     CUresult r = cooperative ? rt->cu.LaunchCooperativeKernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1],
                                                               block[2], (unsigned)shared_bytes, rt->stream, args)
                              : rt->cu.LaunchKernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                                    (unsigned)shared_bytes, rt->stream, args, NULL);
     if (r != CUDA_SUCCESS) {
         s = fu_cu_error(rt, err, r, api, __FILE__, __LINE__);
+        describe_launch(where, sizeof where, k, grid, block, shared_bytes);
         fu_error_append(err, "%s", where);
         return s;
     }
@@ -698,6 +709,7 @@ static fu_status launch(fu_runtime *rt, fu_kernel *k, const unsigned grid[3], co
         r = rt->cu.StreamSynchronize(rt->stream);
         if (r != CUDA_SUCCESS) {
             fu_cu_error(rt, err, r, "cuStreamSynchronize after launch", __FILE__, __LINE__);
+            describe_launch(where, sizeof where, k, grid, block, shared_bytes);
             fu_error_append(err, "%s", where);
             return FU_ERR_RUNTIME;
         }
