@@ -11,7 +11,10 @@
  *      slice then run at full size is timed; every timed case has its floor
  *      (a copy of its bytes, timed the same way) and its fraction of it;
  *   5. the floor of a large case is a copy at about the copy bandwidth, and
- *      a small case's floor takes longer than its bytes at that bandwidth.
+ *      a small case's floor takes longer than its bytes at that bandwidth;
+ *   6. outputs that are an input's bytes are views of it: a case with a reshaped
+ *      input, a negation and an input itself launches one kernel and no copy,
+ *      and a case of views alone launches nothing; both match the interpreter.
  * Without a GPU: prints "test_harness_gpu: skipped: no GPU (...)" and exits 77.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -261,7 +264,7 @@ static void broken_free(void *p)
     free(b);
 }
 
-static const hb_variant broken = {"broken", broken_prepare, broken_run, broken_check, NULL, broken_free};
+static const hb_variant broken = {"broken", broken_prepare, broken_run, broken_check, NULL, broken_free, NULL};
 
 /* 5. The floor: 2 GiB moved (a 1 GiB copy) runs at about the copy bandwidth
  * (same method, same bytes: a sanity check of the byte accounting, not a
@@ -296,6 +299,45 @@ static void test_floor(fu_runtime *rt, double copy_gbps)
     hb_timer_close(t);
 }
 
+/* 6. Outputs that are an input's bytes are returned as views of it (PyTorch
+ * returns a view; torch.compile launches nothing for them): no copy is
+ * launched. VIEWS_MIXED: an input reshaped, a negation, an input itself (one
+ * kernel, one launch); VIEWS_ONLY: an input reshaped and permuted by the
+ * identity (no kernel, no launch). */
+static const char VIEWS_MIXED[] = "input x: f32[64, 48]\ninput y: f32[1000]\nflat = reshape(x, shape=[3072])\n"
+                                  "z = neg(y)\noutput flat\noutput z\noutput y\n";
+static const char VIEWS_ONLY[] = "input x: f32[64, 48]\nflat = reshape(x, shape=[3072])\n"
+                                 "same = permute(x, dims=[0, 1])\noutput flat\noutput same\n";
+
+static hb_suite *view_suite(const char *name, const char *body)
+{
+    char path[128], why[1200];
+    snprintf(path, sizeof path, "%s.fusion", name);
+    FILE *fp = fopen(path, "w");
+    CHECK(fp != NULL);
+    if (!fp) return NULL;
+    fprintf(fp, "fusion %s\n%s", name, body);
+    fclose(fp);
+    hb_suite *s = NULL;
+    CHECK(hb_suite_from_fusion(path, &s, why, sizeof why));
+    if (!s) fprintf(stderr, "%s\n", why);
+    return s;
+}
+
+/* One repetition of a view case: checked against the interpreter, and its
+ * launches are the kernels its computed outputs need, nothing for the views. */
+static int check_view_entry(const hb_entry *e)
+{
+    bool mixed = strcmp(e->suite, "test_harness_gpu_views") == 0;
+    double kernels = hb_entry_get_counter(e, "kernels"), launches = hb_entry_get_counter(e, "launches");
+    CHECK(e->status == HB_STATUS_OK);
+    CHECK(kernels == (mixed ? 1 : 0) && launches == kernels);
+    CHECK(hb_entry_get_counter(e, "max_rel_error") == 0);
+    printf("views: %s %s, %.0f kernel(s), %.0f launch(es), %.2f us\n", e->suite,
+           e->status == HB_STATUS_OK ? "ok" : e->error, kernels, launches, e->real_time);
+    return 1;
+}
+
 static void test_runner(fu_runtime *rt, const char *dir)
 {
     fu_error err;
@@ -327,14 +369,24 @@ static void test_runner(fu_runtime *rt, const char *dir)
     /* 2048 x 32768 = 67M logits: checked on a slice of rows, then run at full size */
     OK(hb_runner_add(r, cs, &cs->cases[2], &hb_variant_fuser, FU_BF16, &ce,
                      &err));
+    /* 6. outputs that are views, in the same runner (one measure a process) */
+    hb_suite *views[2] = {view_suite("test_harness_gpu_views", VIEWS_MIXED),
+                          view_suite("test_harness_gpu_only_views", VIEWS_ONLY)};
+    hb_size none = {0, {0}};
+    for (int i = 0; i < 2; i++)
+        if (views[i]) OK(hb_runner_add(r, views[i], &views[i]->cases[0], &hb_variant_fuser, FU_F32, &none, &err));
     CHECK(hb_runner_prepare(r, rt) == 0);
     OK(hb_runner_measure(r, "test_harness_gpu", 0, NULL, &err));
     hb_runner_print_table(r, stdout);
     CHECK(hb_runner_failures(r) == 1);
     const hb_entry *e;
     int n = hb_runner_entries(r, &e);
-    int good_reps = 0, good_aggs = 0, broken_reps = 0, broken_aggs = 0, ce_reps = 0;
+    int good_reps = 0, good_aggs = 0, broken_reps = 0, broken_aggs = 0, ce_reps = 0, view_reps = 0;
     for (int i = 0; i < n; i++) {
+        if (strstr(e[i].suite, "views")) {
+            if (!e[i].aggregate) view_reps += check_view_entry(&e[i]);
+            continue;
+        }
         bool is_broken = strcmp(e[i].variant, "broken") == 0;
         bool is_ce = strcmp(e[i].suite, "cross_entropy") == 0;
         if (e[i].aggregate) {
@@ -368,6 +420,7 @@ static void test_runner(fu_runtime *rt, const char *dir)
         CHECK_NEAR(hb_entry_get_counter(&e[i], "floor_fraction"), floor_us / e[i].real_time, 1e-9);
     }
     CHECK(good_reps == 2 && ce_reps == 2 && broken_reps == 2);
+    CHECK(view_reps == 4);
     CHECK(good_aggs >= 8); /* median, mean, stddev, cv of two cases */
     CHECK(broken_aggs == 0);  /* a failed case has no aggregates */
     hb_context c;
@@ -386,6 +439,11 @@ static void test_runner(fu_runtime *rt, const char *dir)
     }
     hb_runner_free(r);
     hb_suite_set_free(&set);
+    for (int i = 0; i < 2; i++) {
+        if (views[i]) hb_suite_free(views[i]);
+    }
+    remove("test_harness_gpu_views.fusion");
+    remove("test_harness_gpu_only_views.fusion");
 }
 
 int main(void)

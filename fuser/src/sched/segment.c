@@ -791,7 +791,8 @@ char *fu_plan_text(const fu_plan *p)
     }
     for (fu_tensor t = 0; t < f->nvalues; t++)
         if (p->copy_of[t] >= 0)
-            fu_sb_printf(&sb, "  output '%s': input '%s' under another shape, copied (no kernel)\n", f->values[t].name,
+            fu_sb_printf(&sb, "  output '%s': input '%s' under another shape: a view of it (no kernel; a copy where the "
+                         "caller gives the output its own buffer)\n", f->values[t].name,
                          f->values[p->copy_of[t]].name);
     if (p->nkernels > p->lower_bound)
         fu_sb_printf(&sb, "  (the math forces at least %d kernel%s)\n", p->lower_bound, p->lower_bound == 1 ? "" : "s");
