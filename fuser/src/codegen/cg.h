@@ -94,6 +94,12 @@ struct cg_ctx {
      * the variable holding that element, or NULL to load from memory. */
     const char *(*lookup_cache)(cg_ctx *c, fu_tensor t, const cg_index *offset, void *user);
 
+    /* Deferring (a scheduler computing ahead what it can): a register value not
+     * ready yet is CG_DEFERRED from lookup_register, and cg_value returns
+     * CG_DEFERRED for every value that needs it, without emitting it, while the
+     * parts that do not need it are emitted and remembered as usual. */
+    bool deferring;
+
     bool index64;               /* index arithmetic in long long (else int) */
     int failed;
     char error[512];
@@ -126,8 +132,10 @@ void cg_index_const(cg_index *ix, long long v);
 void cg_f32_literal(double v, char *buf, size_t n);
 
 /* Value of t at idx (t's rank entries); returns a variable name (static
- * storage inside the memo) or "0" on failure (c->failed is set). */
+ * storage inside the memo) or "0" on failure (c->failed is set); while
+ * c->deferring, CG_DEFERRED for a value that needs one not ready yet. */
 const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx);
+extern const char CG_DEFERRED[];
 
 const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t);
 

@@ -320,8 +320,13 @@ static const char *memo_find(cg_ctx *c, fu_tensor t, const char *key)
     return NULL;
 }
 
+const char CG_DEFERRED[] = "(deferred)";
+
+static bool deferred(const char *v) { return v == CG_DEFERRED; }
+
 static const char *memo_add(cg_ctx *c, fu_tensor t, const char *key, const char *var)
 {
+    if (deferred(var)) return CG_DEFERRED; /* (a view of a value not ready yet) */
     cg_memo *m = fu_malloc(sizeof *m);
     if (!m || fu_grow((void **)&c->memo, &c->cap_memo, c->nmemo + 1, sizeof *c->memo)) {
         fu_free(m);
@@ -619,6 +624,7 @@ static const char *gather_value(cg_ctx *c, const fu_node *n, const cg_index *idx
         for (int i = 0; i < ix->rank; i++) iidx[i] = idx[axis + i];
     }
     const char *j = cg_value(c, n->inputs[1], iidx);
+    if (deferred(j)) return CG_DEFERRED;
     int64_t extent = x->shape[axis];
     /* one checked position per distinct index value (shared by the lanes) */
     char jkey[64], jname[40];
@@ -731,7 +737,7 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
     if (c->lookup_register) {
         const char *r = c->lookup_register(c, t, idx, c->user);
         if (c->failed) return "0";
-        if (r) return memo_add(c, t, key, r);
+        if (r) return memo_add(c, t, key, r); /* (not remembered when deferred) */
     }
     const cg_param *p = cg_find_param(c, t);
     if (p) return load_external(c, p, t, idx, key);
@@ -753,9 +759,11 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
             broadcast_index(fu_val(f, pn->inputs[1]), v->rank, idx, sub[1]);
             const char *va = cg_value(c, pn->inputs[0], sub[0]);
             const char *vb = cg_value(c, pn->inputs[1], sub[1]);
+            if (deferred(va) || deferred(vb)) return CG_DEFERRED;
             return new_value(c, t, key, ct, "fu_exp_sub(%s, %s)", va, vb);
         }
         const char *a = cg_value(c, n->inputs[0], idx);
+        if (deferred(a)) return CG_DEFERRED;
         if (n->op == FU_OP_NEG) snprintf(raw, sizeof raw, "(-%s)", a);
         else if (n->op == FU_OP_RECIPROCAL) snprintf(raw, sizeof raw, "(%s(1) / %s)", ct, a);
         else if (n->op == FU_OP_LOGICAL_NOT) snprintf(raw, sizeof raw, "(!%s)", a);
@@ -772,6 +780,7 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         broadcast_index(b, v->rank, idx, sub[1]);
         const char *va = cg_value(c, n->inputs[0], sub[0]);
         const char *vb = cg_value(c, n->inputs[1], sub[1]);
+        if (deferred(va) || deferred(vb)) return CG_DEFERRED;
         char raw[512];
         double k = 0.0; /* set where kb (gcc -O3 cannot see it) */
         bool kb = fu_dtype_is_float(v->dtype) && constant_of(f, n->inputs[1], &k);
@@ -807,6 +816,7 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         const char *vc = cg_value(c, n->inputs[0], sub[0]);
         const char *va = cg_value(c, n->inputs[1], sub[1]);
         const char *vb = cg_value(c, n->inputs[2], sub[2]);
+        if (deferred(vc) || deferred(va) || deferred(vb)) return CG_DEFERRED;
         bool small = fu_dtype_is_int(v->dtype) && value_is_i32(c, va) && value_is_i32(c, vb);
         const char *r = new_value(c, t, key, ct, "(%s ? %s : %s)", vc, va, vb);
         if (small) mark_i32(c, r);
@@ -815,6 +825,7 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
     case FU_KIND_CAST: {
         const fu_value *in = fu_val(f, n->inputs[0]);
         const char *a = cg_value(c, n->inputs[0], idx);
+        if (deferred(a)) return CG_DEFERRED;
         char raw[512];
         /* every value of the input dtype is one of the output dtype, in the same
          * compute type: the value itself (no new variable, no conversion) */

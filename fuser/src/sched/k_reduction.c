@@ -255,6 +255,13 @@
 #ifndef SINGLE_ROW_MAX_ELEMS
 #define SINGLE_ROW_MAX_ELEMS 4096
 #endif
+/* 1: a single row's output of one element a thread computes before the passes what
+ * needs no reduction (emit_single_row_ahead). A gather after a warp sum waited on its
+ * index's load after the sum: x -> sum -> idx -> x[idx] took 3.58 us against 3.36 with
+ * idx loaded first (docs/perf.md v28's probe). 0: all of it after the passes. */
+#ifndef SINGLE_ROW_AHEAD
+#define SINGLE_ROW_AHEAD 1
+#endif
 /* Outputs that read no row value are written over the grid before the rows,
  * at most this many elements a thread (more threads a block where needed, up
  * to 1024); larger ones go to a kernel of their own. */
@@ -1502,6 +1509,9 @@ typedef struct red_emit {
     int pass;           /* the pass being emitted, and its plan */
     const red_pass *ps;
     bool in_pass;
+    /* single_out[o] computed ahead (emit_single_row_ahead): its element's index */
+    bool ahead[MAX_OUTS];
+    cg_index ahead_idx[MAX_OUTS][FU_MAX_RANK];
 } red_emit;
 
 /* A block of one warp (a short row, or the small fusions' single rows) needs
@@ -1526,6 +1536,7 @@ static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, 
     const red_info *ri = &p->reds[i];
     const fu_value *v = fu_val(r->f, t);
     if (!r->avail[i]) {
+        if (c->deferring) return CG_DEFERRED;
         cg_fail(c, "reduction: '%s' is needed before it can be computed", v->name);
         return NULL;
     }
@@ -2517,6 +2528,41 @@ static void emit_grid_combine(red_emit *r)
     }
 }
 
+/* The index of output v's element `elem` (a C variable): one variable an axis of extent
+ * above 1, declared here and added to the domain's. False (c failed) when none are left. */
+static bool output_element_index(cg_ctx *c, const fu_value *v, const char *elem, cg_index *idx)
+{
+    const char *it = c->index64 ? "long long" : "int";
+    if (c->nvars + v->rank > CG_MAXVARS) {
+        cg_fail(c, "reduction: no index variables left for output '%s'", v->name);
+        return false;
+    }
+    int64_t stride = 1;
+    for (int a = v->rank - 1; a >= 0; a--) {
+        if (v->shape[a] == 1) {
+            cg_index_const(&idx[a], 0);
+            continue;
+        }
+        char name[32];
+        snprintf(name, sizeof name, "fu_e%d_%d", c->tmp++, a);
+        cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, name, elem, (long long)stride, (long long)v->shape[a]);
+        cg_index_var(&idx[a], cg_add_var(c, name), name);
+        stride *= v->shape[a];
+    }
+    return true;
+}
+
+/* Output t's value at idx stored where idx puts it. */
+static void store_output_element(red_emit *r, fu_tensor t, const cg_index *idx)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_value *v = fu_val(r->f, t);
+    cg_index off;
+    const char *val = cg_value(c, t, idx);
+    cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+    fu_kw_store(r->w, fu_kw_output(r->w, t), off.expr, val);
+}
+
 /* Output t, of another shape than the row's, element by element from `first` in steps of
  * `step` (its inputs read from memory, the reductions from their registers): by the row's
  * block after the passes where there is one row (emit_single_row_output), over the grid
@@ -2526,41 +2572,65 @@ static void emit_output_elements(red_emit *r, fu_tensor t, const char *first, co
     cg_ctx *c = &r->w->cg;
     const fu_value *v = fu_val(r->f, t);
     const char *it = c->index64 ? "long long" : "int";
-    if (c->nvars + v->rank > CG_MAXVARS) {
-        cg_fail(c, "reduction: no index variables left for output '%s'", v->name);
-        return;
-    }
     cg_line(c, "for (%s fu_e = %s; fu_e < %lld; fu_e += %s) { // '%s' %s", it, first,
             (long long)fu_shape_numel(v->rank, v->shape), step, v->name, what);
     c->indent++;
     c->scope++;
-    cg_index idx[FU_MAX_RANK], off;
-    int64_t stride = 1;
-    for (int a = v->rank - 1; a >= 0; a--) {
-        if (v->shape[a] == 1) {
-            cg_index_const(&idx[a], 0);
-            continue;
-        }
-        char name[32];
-        snprintf(name, sizeof name, "fu_e%d_%d", c->tmp++, a);
-        cg_line(c, "const %s %s = (fu_e / %lld) %% %lld;", it, name, (long long)stride, (long long)v->shape[a]);
-        cg_index_var(&idx[a], cg_add_var(c, name), name);
-        stride *= v->shape[a];
-    }
-    const char *val = cg_value(c, t, idx);
-    cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
-    fu_kw_store(r->w, fu_kw_output(r->w, t), off.expr, val);
+    cg_index idx[FU_MAX_RANK];
+    if (output_element_index(c, v, "fu_e", idx)) store_output_element(r, t, idx);
     c->scope--;
     c->indent--;
     cg_drop_scope(c);
     cg_line(c, "}");
 }
 
-static void emit_single_row_output(red_emit *r, fu_tensor t)
+/* A single row's output of at most one element a thread, computed ahead where it can be
+ * (SINGLE_ROW_AHEAD): before the passes, each thread's element (clamped into the output,
+ * so every load is in bounds) gets the parts of its value that need no reduction, so
+ * that their loads (a gather's index, say) are in flight during the passes instead of
+ * starting after the last block reduction; emit_single_row_output adds the rest. */
+static void emit_single_row_ahead(red_emit *r)
 {
-    char step[16];
-    snprintf(step, sizeof step, "%d", r->p->block_threads);
-    emit_output_elements(r, t, r->p->tid, step, "of the single row");
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    if (!SINGLE_ROW_AHEAD || p->cluster > 1 || p->warp_rows > 1 || p->ngrid > 0) return;
+    for (int o = 0; o < p->nsingle_out; o++) {
+        const fu_value *v = fu_val(r->f, p->single_out[o]);
+        int64_t n = fu_shape_numel(v->rank, v->shape);
+        if (n > p->block_threads || n < 1) continue;
+        char elem[32];
+        snprintf(elem, sizeof elem, "fu_h%d", c->tmp++);
+        cg_line(c, "const int %s = threadIdx.x < %lldu ? (int)threadIdx.x : %lld; // '%s' of the single row, "
+                   "computed ahead", elem, (long long)n, (long long)n - 1, v->name);
+        if (!output_element_index(c, v, elem, r->ahead_idx[o])) return;
+        c->deferring = true;
+        cg_value(c, p->single_out[o], r->ahead_idx[o]);
+        c->deferring = false;
+        r->ahead[o] = true;
+    }
+}
+
+static void emit_single_row_output(red_emit *r, int o)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    fu_tensor t = p->single_out[o];
+    if (!r->ahead[o]) {
+        char step[16];
+        snprintf(step, sizeof step, "%d", p->block_threads);
+        emit_output_elements(r, t, p->tid, step, "of the single row");
+        return;
+    }
+    const fu_value *v = fu_val(r->f, t);
+    cg_line(c, "if (threadIdx.x < %lldu) { // '%s' of the single row, the rest of it",
+            (long long)fu_shape_numel(v->rank, v->shape), v->name);
+    c->indent++;
+    c->scope++;
+    store_output_element(r, t, r->ahead_idx[o]);
+    c->scope--;
+    c->indent--;
+    cg_drop_scope(c);
+    cg_line(c, "}");
 }
 
 static void emit_free_output(red_emit *r, fu_tensor t)
@@ -2608,6 +2678,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
     else if (p->first_batch_early) emit_first_batch_loads(r);
     cg_line(c, "// per-row values that need no reduction: loaded before the passes");
     emit_hoisted(r, 0);
+    emit_single_row_ahead(r);
     for (int pass = 1; pass <= p->passes; pass++) {
         emit_pass(r, pass);
         if (pass < p->passes) {
@@ -2627,7 +2698,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         cg_line(c, "if (%s == 0%s) %s[%s] = %s;", p->tid, p->cluster > 1 ? " && fu_rank == 0u" : "",
                 fu_kw_output(w, p->row_out[o])->name, off.expr, e);
     }
-    for (int o = 0; o < p->nsingle_out; o++) emit_single_row_output(r, p->single_out[o]);
+    for (int o = 0; o < p->nsingle_out; o++) emit_single_row_output(r, o);
     for (int i = 0; i < p->nred; i++) {
         const red_info *ri = &p->reds[i];
         if (!grid_kind(ri->kind)) continue;
