@@ -140,15 +140,6 @@ void fu_exec_launch_counts(const fu_executable *x, int *kernels, int *memsets, i
     *copies = x->ncopies;
 }
 
-/* A kernel all of whose outputs have no elements has nothing to do: it is
- * not launched (its grid would be empty). */
-static bool writes_nothing(const fu_fusion *f, const fu_kernel_plan *kp)
-{
-    for (int j = 0; j < kp->nparams; j++)
-        if (kp->params[j].is_output && fu_tensor_numel(f, kp->params[j].tensor) > 0) return false;
-    return true;
-}
-
 int fu_exec_output_view(const fu_executable *x, int i)
 {
     const fu_fusion *f = x->plan->fusion;
@@ -183,7 +174,6 @@ fu_status fu_exec_launch(fu_executable *x, const fu_devptr *inputs, const fu_dev
         const fu_kernel_plan *kp = &p->kernels[i];
         exec_kernel *k = &x->kernels[i];
         fu_status s = FU_OK;
-        if (writes_nothing(f, kp)) continue;
         if (kp->zero_before >= 0) {
             s = fu_device_memset8_async(x->rt, x->buffers[kp->zero_before], 0, tensor_bytes(f, kp->zero_before), err);
             x->nmemsets++;

@@ -614,6 +614,29 @@ static fu_status plan_fusion(seg_ctx *s)
 
 /* The plan of f with its small reductions unrolled (unroll 0: the count is left in *unroll)
  * or kept (unroll -1). */
+/* Kernels whose outputs all have no elements (an empty tensor's ops are constants,
+ * canonical_op) have nothing to do: dropped, neither compiled nor launched, so that a
+ * plan's kernels are the launches it makes (lower_bound counts none for them either). */
+static void drop_empty_kernels(fu_plan *p)
+{
+    int n = 0;
+    for (int i = 0; i < p->nkernels; i++) {
+        fu_kernel_plan *kp = &p->kernels[i];
+        bool writes = false;
+        for (int j = 0; j < kp->nparams && !writes; j++)
+            writes = kp->params[j].is_output && fu_tensor_numel(p->fusion, kp->params[j].tensor) > 0;
+        if (!writes) {
+            if (getenv("FUSER_DEBUG"))
+                fprintf(stderr, "fuser: '%s': kernel '%s' writes only empty tensors: dropped\n", p->fusion->name, kp->name);
+            fu_kernel_plan_clear(kp);
+            continue;
+        }
+        if (n != i) p->kernels[n] = *kp;
+        n++;
+    }
+    p->nkernels = n;
+}
+
 static fu_status plan_once(const fu_fusion *f, const fu_plan_options *opts, int *unroll, fu_plan **out, fu_error *err)
 {
     *out = NULL;
@@ -661,6 +684,7 @@ static fu_status plan_once(const fu_fusion *f, const fu_plan_options *opts, int 
         st = plan_fusion(&s);
     }
     fu_free(s.all_materialized);
+    if (st == FU_OK) drop_empty_kernels(p);
     if (st == FU_OK) {
         p->intermediates = fu_malloc((size_t)simple->nvalues * sizeof *p->intermediates);
         if (!p->intermediates) st = fu_error_set(err, FU_ERR_NOMEM, "out of memory");
