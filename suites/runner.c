@@ -352,6 +352,9 @@ static void prepare_item(hb_runner *r, hb_item *it)
         progress(r, "[%d/%d] %s: FAILED to plan or compile: %s", it->index + 1, r->nitems, it->name, it->error);
         return;
     }
+    /* the outputs the runner binds as views (bind_views) are not copied */
+    for (int i = 0; it->variant->output_view && i < fu_fusion_num_outputs(it->fusion); i++)
+        it->info.copies -= it->variant->output_view(it->vstate, i) >= 0;
     const hb_variant_info *in = &it->info;
     progress(r, "[%d/%d] %s: %d kernel%s (%s), %d memset%s, %d cop%s; %s", it->index + 1, r->nitems, it->name,
              in->kernels, in->kernels == 1 ? "" : "s", in->detail[0] ? in->detail : "-", in->memsets,

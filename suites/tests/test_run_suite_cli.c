@@ -170,6 +170,27 @@ static void test_compile(void)
     jv_free(v);
     CHECK_CONTAINS(r.err, "cross_entropy/fwdbwd/fuser/f32/64x1024");
     tu_output_free(&r);
+
+    /* outputs that are an input's bytes are views, bound by the runner: no copy is planned */
+    char views[512];
+    snprintf(views, sizeof views, "%s/views.fusion", dir);
+    FILE *fp = fopen(views, "w");
+    CHECK(fp != NULL);
+    if (!fp) return;
+    fputs("fusion views\ninput x: f32[64, 48]\ninput y: f32[1000]\nflat = reshape(x, shape=[3072])\n"
+          "z = neg(y)\noutput flat\noutput z\noutput y\n", fp);
+    fclose(fp);
+    const char *args3[] = {views, "--format", "json", gpu ? "--compile-only" : NULL, NULL};
+    r = run(args3);
+    CHECK(r.status == 0);
+    CHECK_CONTAINS(r.err, "views/views/fuser/f32/default: 1 kernel (pointwise), 0 memsets, 0 copies");
+    v = jv_parse(r.out, perr, sizeof perr);
+    CHECK(v != NULL);
+    const jv *b = v ? jv_get(v, "benchmarks") : NULL;
+    CHECK(b && b->n == 1);
+    if (b && b->n == 1) CHECK(jv_num(&b->items[0], "kernels") == 1 && jv_num(&b->items[0], "launches") == 1);
+    jv_free(v);
+    tu_output_free(&r);
 }
 #endif
 
