@@ -2593,7 +2593,7 @@ static void emit_single_row_ahead(red_emit *r)
 {
     const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
-    if (!SINGLE_ROW_AHEAD || p->cluster > 1 || p->warp_rows > 1 || p->ngrid > 0) return;
+    if (!SINGLE_ROW_AHEAD || p->cluster > 1 || p->warp_rows > 1 || p->ngrid > 0 || p->queue) return;
     for (int o = 0; o < p->nsingle_out; o++) {
         const fu_value *v = fu_val(r->f, p->single_out[o]);
         int64_t n = fu_shape_numel(v->rank, v->shape);
