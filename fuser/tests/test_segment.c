@@ -46,6 +46,7 @@ static const expect cases[] = {
     {"segment/one_block_slots.fusion", {NULL}, 1},
     {"segment/lse_shift_zero.fusion", {NULL}, 1},
     {"segment/small_max_then_rows.fusion", {NULL}, 1},
+    {"segment/plain_views_output.fusion", {NULL}, 1},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */

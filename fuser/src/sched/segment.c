@@ -53,6 +53,13 @@ static bool same_attrs(fu_op op, const fu_attrs *a, const fu_attrs *b)
     return true;
 }
 
+/* 1: views that keep every element where it is are planned as reshapes (plain_view);
+ * 0: as written. fz_7_20's identity broadcast of a reshaped log-softmax made its output
+ * "fit neither the rows nor a scalar": 2 kernels where the reshape alone takes 1. */
+#ifndef PLAIN_VIEWS_AS_RESHAPES
+#define PLAIN_VIEWS_AS_RESHAPES 1
+#endif
+
 static bool is_output(const fu_fusion *f, fu_tensor t)
 {
     for (int i = 0; i < f->noutputs; i++)
@@ -214,6 +221,45 @@ static fu_tensor unroll_small_reduction(fu_fusion *d, const fu_node *n, fu_tenso
     return fu_reshape(d, acc, ov->rank, ov->shape, name);
 }
 
+/* Whether view n keeps every element where it is: a broadcast to its input's shape, a
+ * slice of the whole tensor, a permute by the identity or one moving only axes of extent
+ * 1, a reshape. Such a view is the same bytes under (maybe) another shape. */
+static bool is_plain_view(const fu_fusion *f, const fu_node *n)
+{
+    const fu_value *x = fu_val(f, n->inputs[0]), *y = fu_val(f, n->output);
+    switch (fu_op_kind_of(n->op)) {
+    case FU_KIND_RESHAPE:
+        return true;
+    case FU_KIND_PERMUTE:
+        return same_bytes(f, n);
+    case FU_KIND_BROADCAST:
+        return x->rank == y->rank && !memcmp(x->shape, y->shape, (size_t)x->rank * sizeof *x->shape);
+    case FU_KIND_SLICE:
+        for (int a = 0; a < x->rank; a++)
+            if (n->attrs.start[a] != 0 || n->attrs.step[a] != 1 || n->attrs.stop[a] < x->shape[a]) return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A plain view (is_plain_view) as a reshape of what its input views: a chain of them is
+ * one reshape of the computed tensor, which an output takes as its own bytes
+ * (alias_output_reshapes) instead of a kernel writing it in another shape; one that
+ * changes nothing and is no output is its input. -1: n is no plain view. */
+static fu_tensor plain_view(fu_fusion *d, const fu_fusion *f, const fu_node *n, fu_tensor x)
+{
+    if (!PLAIN_VIEWS_AS_RESHAPES || !is_plain_view(f, n)) return -1;
+    const fu_value *ov = fu_val(f, n->output);
+    const fu_node *pn = fu_producer(d, x);
+    if (pn && pn->op == FU_OP_RESHAPE) x = pn->inputs[0]; /* (a reshape of a reshape) */
+    const fu_value *xv = fu_val(d, x);
+    bool same = xv->rank == ov->rank && !memcmp(xv->shape, ov->shape, (size_t)ov->rank * sizeof *ov->shape);
+    if (same && !is_output(f, n->output)) return x;
+    if (n->op == FU_OP_RESHAPE && !(pn && pn->op == FU_OP_RESHAPE)) return -1; /* already one */
+    return fu_reshape(d, x, ov->rank, ov->shape, ov->name);
+}
+
 /* Degenerate shapes, rewritten so that every scheduler sees only reductions
  * over axes of extent > 1 and non-empty tensors (issue 19 item 1):
  *   - an op whose output has no elements: full(shape, 0) (nothing to compute;
@@ -221,6 +267,8 @@ static fu_tensor unroll_small_reduction(fu_fusion *d, const fu_node *n, fu_tenso
  *     its base;
  *   - a reduction over an axis of extent 0: full(shape, identity), the values
  *     the interpreter gives (sum 0, max -inf, min inf, mean NaN);
+ *   - a view that keeps every element where it is (is_plain_view): a reshape
+ *     of what its input views, or its input where it changes nothing;
  *   - a reduction whose reduced axes all have extent 1: a reshape of its
  *     input; one whose kept axes all have extent 1: a reduction over every
  *     axis, reshaped; reduced axes of extent 1 beside others are dropped
@@ -238,6 +286,8 @@ static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n
     /* a scatter of nothing is its base */
     if (fu_op_kind_of(n->op) == FU_KIND_SCATTER && fu_tensor_numel(d, in[1]) == 0 && fu_val(d, in[0])->dtype == ov->dtype)
         return in[0];
+    fu_tensor view = plain_view(d, f, n, in[0]);
+    if (view >= 0) return view;
     if (fu_op_kind_of(n->op) != FU_KIND_REDUCE) return -1;
     const fu_value *xv = fu_val(d, in[0]);
     bool reduced[FU_MAX_RANK];
