@@ -2,10 +2,13 @@
  * fuzz_main.c -- `fuser-fuzz`: seeded random fusions (gen.c) and their check
  * against the planner, NVRTC, the interpreter and the GPU (check.c).
  *
- *   fuser-fuzz write --count N --seed S --out DIR
+ *   fuser-fuzz write --count N --seed S --out DIR [--ops default|extended]
  *       writes DIR/fz_S_I.fusion, I = 0 .. N-1, in the text format (for other
- *       tools: torch.compile's kernel counts on the same fusions)
+ *       tools: torch.compile's kernel counts on the same fusions); with
+ *       --ops extended, fx_S_I.fusion: the other documented ops too (masks,
+ *       where, iota, log, reciprocal, pow, take, scatter_add; gen.c)
  *   fuser-fuzz check [--count N] [--seed S] [--dir DIR] [--device plan|compile|gpu]
+ *                    [--ops default|extended]
  *       checks the N fusions of seed S (or every .fusion file of DIR) and
  *       prints the failures, then the kernel counts beside the lower bound;
  *       each fusion runs on the interpreter (and on the GPU against it) with
@@ -30,8 +33,9 @@
 
 static int usage(FILE *fp, int code)
 {
-    fprintf(fp, "usage: fuser-fuzz write --count N --seed S --out DIR\n"
-                "       fuser-fuzz check [--count N] [--seed S] [--dir DIR] [--device plan|compile|gpu]\n");
+    fprintf(fp, "usage: fuser-fuzz write --count N --seed S --out DIR [--ops default|extended]\n"
+                "       fuser-fuzz check [--count N] [--seed S] [--dir DIR] [--device plan|compile|gpu]\n"
+                "                        [--ops default|extended]\n");
     return code;
 }
 
@@ -45,17 +49,17 @@ static bool parse_u64(const char *s, uint64_t *v)
     return true;
 }
 
-static int write_fusions(uint64_t seed, int count, const char *dir)
+static int write_fusions(uint64_t seed, int count, int ops, const char *dir)
 {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "fuser-fuzz: cannot create '%s': %s\n", dir, strerror(errno));
         return 2;
     }
     for (int i = 0; i < count; i++) {
-        fu_fusion *f = fz_generate(seed, i);
+        fu_fusion *f = fz_generate_ops(seed, i, ops);
         char *text = f ? fu_fusion_print(f) : NULL;
         char path[4096];
-        snprintf(path, sizeof path, "%s/fz_%llu_%d.fusion", dir, (unsigned long long)seed, i);
+        snprintf(path, sizeof path, "%s/%s_%llu_%d.fusion", dir, fz_name_prefix(ops), (unsigned long long)seed, i);
         FILE *fp = text ? fopen(path, "w") : NULL;
         bool ok = fp && fputs(text, fp) >= 0;
         if (fp && fclose(fp) != 0) ok = false;
@@ -120,6 +124,7 @@ int main(int argc, char **argv)
     if (!write && strcmp(argv[1], "check")) return usage(stderr, 2);
     uint64_t seed = 1, count = 200;
     const char *out = NULL, *dir = NULL, *device = "compile";
+    int ops = FZ_OPS_DEFAULT;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout, 0);
@@ -132,6 +137,8 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--seed") && parse_u64(v, &seed)) continue;
         if (!strcmp(a, "--out") && write) out = v;
         else if (!strcmp(a, "--dir") && !write) dir = v;
+        else if (!strcmp(a, "--ops") && (!strcmp(v, "default") || !strcmp(v, "extended")))
+            ops = !strcmp(v, "extended") ? FZ_OPS_EXTENDED : FZ_OPS_DEFAULT;
         else if (!strcmp(a, "--device") && !write &&
                  (!strcmp(v, "plan") || !strcmp(v, "compile") || !strcmp(v, "gpu"))) device = v;
         else {
@@ -144,7 +151,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "fuser-fuzz: write needs --out DIR\n");
             return 2;
         }
-        return write_fusions(seed, (int)count, out);
+        return write_fusions(seed, (int)count, ops, out);
     }
     fz_device dev = !strcmp(device, "plan") ? FZ_PLAN : !strcmp(device, "gpu") ? FZ_GPU : FZ_COMPILE;
     fu_fusion **fs = NULL;
@@ -154,7 +161,7 @@ int main(int argc, char **argv)
     } else {
         fs = calloc((size_t)count + 1, sizeof *fs);
         for (int i = 0; fs && i < (int)count; i++)
-            if ((fs[n] = fz_generate(seed, i))) n++;
+            if ((fs[n] = fz_generate_ops(seed, i, ops))) n++;
         if (!fs || n < (int)count) {
             fprintf(stderr, "fuser-fuzz: out of memory generating fusions\n");
             rc = 2;

@@ -17,6 +17,14 @@ typedef struct fu_runtime fu_runtime;
  * NULL when out of memory. The same (seed, index) always gives the same fusion. */
 fu_fusion *fz_generate(uint64_t seed, int index);
 
+/* Which ops the generator draws: the default families, or those and the other
+ * documented ops (masks, where, iota, log, reciprocal, pow, take, scatter_add;
+ * gen.c). Extended fusions are named fx_SEED_INDEX. */
+enum { FZ_OPS_DEFAULT = 0, FZ_OPS_EXTENDED = 1 };
+fu_fusion *fz_generate_ops(uint64_t seed, int index, int ops);
+/* "fz" or "fx": the names' prefix for ops */
+const char *fz_name_prefix(int ops);
+
 typedef enum fz_device {
     FZ_PLAN,    /* plan and interpret only */
     FZ_COMPILE, /* and compile every kernel with NVRTC */

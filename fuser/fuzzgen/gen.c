@@ -14,7 +14,15 @@
  * cast between f32 and bf16. The last tensor is an output, and sometimes an
  * earlier one too. Every tensor stays under FZ_MAX_NUMEL elements so that the
  * interpreter checks hundreds in seconds.
+ *
+ * FZ_OPS_EXTENDED adds the documented ops the default draw leaves out (one step
+ * in five): masks (comparisons with a tensor or a literal, logical and / or /
+ * not, where, a softmax of a tensor masked with -inf by an iota comparison, as
+ * a causal mask is), iota, log, reciprocal, pow, take and scatter_add. Those
+ * fusions are named fx_SEED_INDEX; the default draw is the same as before, so
+ * a seed's default fusions never change.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +49,7 @@ static bool chance(fz_rng *r, int percent) { return below(r, 100) < percent; }
 
 typedef struct gen {
     fz_rng rng;
+    int ops; /* FZ_OPS_* */
     fu_fusion *f;
     fu_tensor pool[FZ_MAX_POOL];
     int npool;
@@ -326,9 +335,142 @@ static fu_tensor step_cast(gen *g, fu_tensor a)
     return fu_cast(g->f, a, dtype_of(g, a) == FU_F32 ? FU_BF16 : FU_F32, next_name(g, nm, sizeof nm));
 }
 
+/* ---- FZ_OPS_EXTENDED */
+
+static const fu_op compare_ops[] = {FU_OP_EQ, FU_OP_NE, FU_OP_LT, FU_OP_LE, FU_OP_GT, FU_OP_GE};
+
+/* A bool mask over a's shape (or one that broadcasts to it): a compared with a pool tensor
+ * or a literal. */
+static fu_tensor mask_of(gen *g, fu_tensor a)
+{
+    fu_op op = compare_ops[below(&g->rng, 6)];
+    fu_tensor b = -1;
+    for (int tries = 0; tries < 4 && b < 0; tries++) {
+        fu_tensor c = g->pool[below(&g->rng, g->npool)];
+        int r;
+        int64_t out[FU_MAX_RANK];
+        if (c != a && is_float(dtype_of(g, c)) && rank_of(g, c) <= rank_of(g, a) &&
+            fu_shape_broadcast(rank_of(g, a), shape_of(g, a), rank_of(g, c), shape_of(g, c), &r, out) &&
+            r == rank_of(g, a) && fu_shape_numel(r, out) == fu_tensor_numel(g->f, a))
+            b = c;
+    }
+    if (b < 0) b = scalar(g, (double)(below(&g->rng, 5) - 2) * 0.5, dtype_of(g, a));
+    return binary(g, op, a, b);
+}
+
+/* where(mask, a, other): other a literal (0, -1.5) or a pool tensor that broadcasts to a */
+static fu_tensor step_where(gen *g, fu_tensor a)
+{
+    char nm[16];
+    fu_tensor m = mask_of(g, a);
+    int k = below(&g->rng, 3);
+    if (k == 1) { /* two masks combined */
+        fu_tensor m2 = mask_of(g, a);
+        m = fu_binary(g->f, chance(&g->rng, 50) ? FU_OP_LOGICAL_AND : FU_OP_LOGICAL_OR, m, m2, next_name(g, nm, sizeof nm));
+    } else if (k == 2) {
+        m = fu_unary(g->f, FU_OP_LOGICAL_NOT, m, next_name(g, nm, sizeof nm));
+    }
+    fu_tensor other = chance(&g->rng, 50) ? scalar(g, chance(&g->rng, 50) ? 0.0 : -1.5, dtype_of(g, a))
+                                          : unary(g, FU_OP_NEG, a);
+    return chance(&g->rng, 50) ? fu_where(g->f, m, a, other, next_name(g, nm, sizeof nm))
+                               : fu_where(g->f, m, other, a, next_name(g, nm, sizeof nm));
+}
+
+/* an iota along one of a's axes: compared with a position (a causal-like mask for a
+ * softmax over -inf), or added to a as a float ramp */
+static fu_tensor iota_like(gen *g, fu_tensor a, int axis, fu_dtype dt)
+{
+    char nm[16];
+    int rank = rank_of(g, a);
+    int64_t sh[FU_MAX_RANK];
+    memcpy(sh, shape_of(g, a), (size_t)rank * sizeof *sh); /* (copied: adding ops moves the shapes) */
+    return fu_iota(g->f, rank, sh, axis, dt, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor step_masked_softmax(gen *g, fu_tensor a)
+{
+    int rank = rank_of(g, a);
+    if (rank == 0) return step_where(g, a);
+    int axis = below(&g->rng, rank);
+    if (shape_of(g, a)[axis] == 0) return step_where(g, a);
+    char nm[16];
+    fu_tensor pos = iota_like(g, a, axis, FU_I64), m;
+    int other = rank >= 2 ? (axis + 1 + below(&g->rng, rank - 1)) % rank : axis;
+    if (other != axis && chance(&g->rng, 60)) { /* position <= the other axis' position: causal */
+        fu_tensor q = iota_like(g, a, other, FU_I64);
+        m = fu_binary(g->f, FU_OP_LE, pos, q, next_name(g, nm, sizeof nm));
+    } else { /* the first k positions */
+        m = fu_binary(g->f, FU_OP_LT, pos, fu_full(g->f, 0, NULL, (double)(1 + below(&g->rng, 8)), FU_I64,
+                                                    next_name(g, nm, sizeof nm)),
+                      next_name(g, nm, sizeof nm));
+    }
+    fu_tensor ninf = scalar(g, -INFINITY, dtype_of(g, a));
+    fu_tensor x = fu_where(g->f, m, a, ninf, next_name(g, nm, sizeof nm));
+    return chance(&g->rng, 50) ? fu_softmax(g->f, x, axis, next_name(g, nm, sizeof nm))
+                               : fu_log_softmax(g->f, x, axis, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor step_iota(gen *g, fu_tensor a)
+{
+    int rank = rank_of(g, a);
+    if (rank == 0) return step_where(g, a);
+    fu_tensor i = iota_like(g, a, below(&g->rng, rank), dtype_of(g, a));
+    return binary(g, FU_OP_ADD, a, binary(g, FU_OP_MUL, i, scalar(g, 0.125, dtype_of(g, a))));
+}
+
+static fu_tensor step_math(gen *g, fu_tensor a)
+{
+    switch (below(&g->rng, 3)) {
+    case 0: return unary(g, FU_OP_LOG, positive(g, a));
+    case 1: return unary(g, FU_OP_RECIPROCAL, positive(g, a));
+    default: {
+        static const double exps[] = {0.5, 2.0, 3.0, -1.0};
+        return binary(g, FU_OP_POW, positive(g, a), scalar(g, exps[below(&g->rng, 4)], dtype_of(g, a)));
+    }
+    }
+}
+
+/* take along an axis with an index of rank 1 or 2, or scatter_add into zeros (the index
+ * and the source of a's shape) */
+static fu_tensor step_take_scatter(gen *g, fu_tensor a)
+{
+    int rank = rank_of(g, a);
+    if (rank == 0) return step_math(g, a);
+    int axis = below(&g->rng, rank);
+    const int64_t *sh = shape_of(g, a);
+    if (sh[axis] == 0) return step_math(g, a);
+    char nm[16];
+    if (chance(&g->rng, 60)) {
+        int64_t ish[2] = {1 + below(&g->rng, 4), 1 + below(&g->rng, 3)};
+        int irank = rank < FU_MAX_RANK && chance(&g->rng, 40) ? 2 : 1;
+        if (fu_tensor_numel(g->f, a) / sh[axis] * ish[0] * (irank == 2 ? ish[1] : 1) > FZ_MAX_NUMEL) irank = 1;
+        return fu_take(g->f, a, index_input(g, irank, ish), axis, next_name(g, nm, sizeof nm));
+    }
+    int64_t ash[FU_MAX_RANK], bsh[FU_MAX_RANK];
+    memcpy(ash, sh, (size_t)rank * sizeof *sh);
+    memcpy(bsh, sh, (size_t)rank * sizeof *sh);
+    bsh[axis] = 1 + below(&g->rng, 8); /* the base's extent on the axis the index picks */
+    if (fu_shape_numel(rank, bsh) > FZ_MAX_NUMEL) bsh[axis] = 1;
+    fu_tensor base = fu_full(g->f, rank, bsh, 0.0, dtype_of(g, a), next_name(g, nm, sizeof nm));
+    fu_tensor ids = index_input(g, rank, ash);
+    return fu_scatter_add(g->f, base, ids, a, axis, next_name(g, nm, sizeof nm));
+}
+
+static fu_tensor step_extended(gen *g, fu_tensor a)
+{
+    switch (below(&g->rng, 5)) {
+    case 0: return step_where(g, a);
+    case 1: return step_masked_softmax(g, a);
+    case 2: return step_iota(g, a);
+    case 3: return step_math(g, a);
+    default: return step_take_scatter(g, a);
+    }
+}
+
 static fu_tensor step(gen *g)
 {
     fu_tensor a = pick(g);
+    if (g->ops == FZ_OPS_EXTENDED && chance(&g->rng, 20)) return step_extended(g, a);
     int w = below(&g->rng, 100);
     if (w < 17) return step_unary(g, a);
     if (w < 36) return step_binary(g, a);
@@ -344,14 +486,15 @@ static fu_tensor step(gen *g)
     return step_cast(g, a);
 }
 
-static fu_fusion *try_generate(uint64_t seed, int index, int attempt)
+static fu_fusion *try_generate(uint64_t seed, int index, int attempt, int ops)
 {
     gen g;
     memset(&g, 0, sizeof g);
+    g.ops = ops;
     g.rng.s = seed * 0x100000001B3ull ^ ((uint64_t)index << 20) ^ (uint64_t)attempt;
     fz_next(&g.rng);
     char name[64];
-    snprintf(name, sizeof name, "fz_%llu_%d", (unsigned long long)seed, index);
+    snprintf(name, sizeof name, "%s_%llu_%d", fz_name_prefix(ops), (unsigned long long)seed, index);
     g.f = fu_fusion_new(name);
     if (!g.f) return NULL;
     fu_dtype dt = chance(&g.rng, 30) ? FU_BF16 : FU_F32;
@@ -399,11 +542,15 @@ static fu_fusion *try_generate(uint64_t seed, int index, int attempt)
     return g.f;
 }
 
-fu_fusion *fz_generate(uint64_t seed, int index)
+const char *fz_name_prefix(int ops) { return ops == FZ_OPS_EXTENDED ? "fx" : "fz"; }
+
+fu_fusion *fz_generate_ops(uint64_t seed, int index, int ops)
 {
     for (int attempt = 0; attempt < 64; attempt++) {
-        fu_fusion *f = try_generate(seed, index, attempt);
+        fu_fusion *f = try_generate(seed, index, attempt, ops);
         if (f) return f;
     }
     return NULL;
 }
+
+fu_fusion *fz_generate(uint64_t seed, int index) { return fz_generate_ops(seed, index, FZ_OPS_DEFAULT); }

@@ -11,8 +11,17 @@ set_tests_properties(test_fuzz_plan PROPERTIES LABELS unit)
 set_tests_properties(test_fuzz_compile PROPERTIES LABELS compile TIMEOUT 600 SKIP_RETURN_CODE 77
   ENVIRONMENT "FUSER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/fuzz-cache")
 set_tests_properties(test_fuzz_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77)
+# The same with the other documented ops drawn too (--ops extended: masks, where, iota, log,
+# reciprocal, pow, take, scatter_add; a seed of its own, fx_13_*).
+add_test(NAME test_fuzz_ops_plan COMMAND fuser_fuzz check --ops extended --count 1000 --seed 13 --device plan)
+add_test(NAME test_fuzz_ops_compile COMMAND fuser_fuzz check --ops extended --count 100 --seed 13 --device compile)
+add_test(NAME test_fuzz_ops_gpu COMMAND fuser_fuzz check --ops extended --count 200 --seed 13 --device gpu)
+set_tests_properties(test_fuzz_ops_plan PROPERTIES LABELS unit)
+set_tests_properties(test_fuzz_ops_compile PROPERTIES LABELS compile TIMEOUT 600 SKIP_RETURN_CODE 77
+  ENVIRONMENT "FUSER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/fuzz-cache")
+set_tests_properties(test_fuzz_ops_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77)
 if(FUSER_SANITIZE)
-  set_property(TEST test_fuzz_gpu APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=protect_shadow_gap=0")
+  set_property(TEST test_fuzz_gpu test_fuzz_ops_gpu APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=protect_shadow_gap=0")
 endif()
 # On a GPU: the issue's fusions against the interpreter, and the atomic bf16
 # scatter with skewed ids (issue 21 item 8).
