@@ -19,7 +19,11 @@
  * Atomic mode (any axis, and scatter_add): the output is cleared (or the base
  * copied) before the launch, then one thread per source element adds with an
  * atomic; where the index does not move along contiguous rows, one thread per
- * 16-byte vector, with one vector reduction.
+ * 16-byte vector, with one vector reduction. Outputs of the threads' domain's
+ * shape (the source's for index_add, the index's for scatter_add) that do not
+ * read the scatter are written beside it, each thread its element (a scalar a
+ * thread then): the pointwise values a scatter's source comes from need no
+ * kernel of their own.
  */
 #include <stdio.h>
 #include <string.h>
@@ -72,6 +76,11 @@ _Static_assert(ROW_THREADS >= 64, "a block has at least 2 warps");
  * in flight, where the base is zero and the scan is one trip: the first
  * microseconds of the kernel otherwise write nothing. A row a position lands
  * in is written again by the walk (the barriers between order the two). */
+/* 1: an atomic scatter's kernel also writes the group's outputs of its threads' domain's
+ * shape (outputs_beside_ok); 0: the scatter's result is its only output. */
+#ifndef SCATTER_BESIDE
+#define SCATTER_BESIDE 1
+#endif
 #ifndef SCATTER_EARLY_BYTES
 #define SCATTER_EARLY_BYTES 131072
 #endif
@@ -792,6 +801,50 @@ static void emit_atomic_add(cg_ctx *c, fu_dtype dt, const char *out, const char 
 }
 
 /* The atomic scatter's decisions. */
+/* The domain whose elements atomic mode gives a thread each: the source (index_add),
+ * the index (scatter_add). */
+static const fu_value *atomic_domain(const fu_fusion *f, const fu_node *s)
+{
+    return fu_val(f, s->inputs[s->op == FU_OP_INDEX_ADD ? 2 : 1]);
+}
+
+/* Whether an op of the group reads tensor t. */
+static bool group_reads(const fu_group *g, fu_tensor t)
+{
+    for (int i = 0; i < g->f->nnodes; i++)
+        if (g->in_group[i])
+            for (int k = 0; k < g->f->nodes[i].ninputs; k++)
+                if (g->f->nodes[i].inputs[k] == t) return true;
+    return false;
+}
+
+/* The group's outputs but the scatter's: each of the atomic domain's shape, and nothing in
+ * the group reads the scatter's result (so none of them does). Else why says which. */
+static bool outputs_beside_ok(const fu_group *g, const fu_node *s, bool atomic, char *why, size_t nwhy)
+{
+    const fu_fusion *f = g->f;
+    if (g->noutputs == 1 && g->outputs[0] == s->output) return true;
+    if (!atomic || !SCATTER_BESIDE) {
+        snprintf(why, nwhy, "scatter: the scatter's result must be the group's only output");
+        return false;
+    }
+    if (group_reads(g, s->output)) {
+        snprintf(why, nwhy, "scatter: the group reads the scatter's result '%s'", fu_val(f, s->output)->name);
+        return false;
+    }
+    const fu_value *dom = atomic_domain(f, s);
+    for (int i = 0; i < g->noutputs; i++) {
+        const fu_value *o = fu_val(f, g->outputs[i]);
+        if (g->outputs[i] == s->output) continue;
+        if (o->rank != dom->rank || memcmp(o->shape, dom->shape, (size_t)dom->rank * sizeof *dom->shape)) {
+            snprintf(why, nwhy, "scatter: output '%s' beside the scatter is not of its %s '%s''s shape", o->name,
+                     s->op == FU_OP_INDEX_ADD ? "source" : "index", dom->name);
+            return false;
+        }
+    }
+    return true;
+}
+
 typedef struct atomic_params {
     int vec;       /* elements one atomic adds */
     int64_t n;     /* threads with work: source vectors (index_add) or index elements */
@@ -813,20 +866,23 @@ static bool atomic_heuristics(const fu_group *g, const fu_node *s, atomic_params
         snprintf(why, nwhy, "scatter: cannot add bools");
         return false;
     }
-    /* one thread per vector of source elements (index_add) or per index element (scatter_add) */
+    /* one thread per vector of source elements (index_add) or per index element (scatter_add);
+     * a scalar a thread where it writes outputs beside the scatter */
     const fu_value *dom = s->op == FU_OP_INDEX_ADD ? src : idxv;
-    a->vec = atomic_vec(s, out);
+    a->vec = g->noutputs > 1 ? 1 : atomic_vec(s, out);
     a->n = fu_shape_numel(dom->rank, dom->shape) / a->vec;
     a->threads = 256;
     kp->grid = (unsigned)((a->n + a->threads - 1) / a->threads);
     if (kp->grid == 0) kp->grid = 1;
     kp->block = (unsigned)a->threads;
-    snprintf(kp->config, sizeof kp->config, "atomic: elements=%lld vec=%d threads=%d%s", (long long)a->n * a->vec, a->vec,
-             a->threads, kp->zero_before >= 0 ? " (output zeroed before launch)" : " (base copied before launch)");
+    snprintf(kp->config, sizeof kp->config, "atomic: elements=%lld vec=%d threads=%d%s%s", (long long)a->n * a->vec, a->vec,
+             a->threads, kp->zero_before >= 0 ? " (output zeroed before launch)" : " (base copied before launch)",
+             g->noutputs > 1 ? " outputs_beside=1" : "");
     fu_strbuf js;
     fu_sb_init(&js);
-    fu_sb_printf(&js, "{\"mode\": \"atomic\", \"elements\": %lld, \"vec\": %d, \"threads\": %d, \"before\": \"%s\"}",
-                 (long long)a->n * a->vec, a->vec, a->threads, kp->zero_before >= 0 ? "zero" : "copy");
+    fu_sb_printf(&js, "{\"mode\": \"atomic\", \"elements\": %lld, \"vec\": %d, \"threads\": %d, \"before\": \"%s\", "
+                      "\"outputs_beside\": %d}",
+                 (long long)a->n * a->vec, a->vec, a->threads, kp->zero_before >= 0 ? "zero" : "copy", g->noutputs - 1);
     kp->params_json = fu_sb_take(&js);
     return true;
 }
@@ -861,6 +917,16 @@ static void atomic_emit(const fu_group *g, const fu_node *s, const atomic_params
     }
     c->vec = vec;
     if (vec > 1) di[dom->rank - 1].lane_coef = 1;
+    /* the outputs beside the scatter (vec 1): this thread's element of each, before the
+     * index check (a bad index stops the thread, not the other outputs) */
+    for (int i = 0; i < g->noutputs; i++) {
+        if (g->outputs[i] == s->output) continue;
+        const fu_value *ov = fu_val(f, g->outputs[i]);
+        cg_index off;
+        const char *v = cg_value(c, g->outputs[i], di);
+        cg_offset(c, ov->rank, ov->shape, ov->strides, di, &off);
+        fu_kw_store(w, fu_kw_output(w, g->outputs[i]), off.expr, v);
+    }
     int axis = s->attrs.axis;
     cg_index jidx[FU_MAX_RANK];
     if (s->op == FU_OP_INDEX_ADD) jidx[0] = di[axis];
@@ -915,10 +981,7 @@ bool fu_scatter_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp,
         snprintf(why, nwhy, "scatter: the group also has reductions");
         return false;
     }
-    if (g->noutputs != 1 || g->outputs[0] != s->output) {
-        snprintf(why, nwhy, "scatter: the scatter's result must be the group's only output");
-        return false;
-    }
+    if (!outputs_beside_ok(g, s, fu_scatter_is_atomic(f, s, g->opts), why, nwhy)) return false;
     scatter_params *sp = fu_calloc(1, sizeof *sp);
     if (!sp) {
         snprintf(why, nwhy, "out of memory");
