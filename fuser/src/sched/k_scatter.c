@@ -855,7 +855,7 @@ static bool atomic_heuristics(const fu_group *g, const fu_node *s, atomic_params
                               size_t nwhy)
 {
     const fu_fusion *f = g->f;
-    const fu_value *out = fu_val(f, s->output), *idxv = fu_val(f, s->inputs[1]), *src = fu_val(f, s->inputs[2]);
+    const fu_value *out = fu_val(f, s->output);
     if (base_is_zero(g, s->inputs[0])) kp->zero_before = s->output;
     else if (g->materialized[s->inputs[0]]) kp->copy_before = s->inputs[0];
     else {
@@ -868,7 +868,7 @@ static bool atomic_heuristics(const fu_group *g, const fu_node *s, atomic_params
     }
     /* one thread per vector of source elements (index_add) or per index element (scatter_add);
      * a scalar a thread where it writes outputs beside the scatter */
-    const fu_value *dom = s->op == FU_OP_INDEX_ADD ? src : idxv;
+    const fu_value *dom = atomic_domain(f, s);
     a->vec = g->noutputs > 1 ? 1 : atomic_vec(s, out);
     a->n = fu_shape_numel(dom->rank, dom->shape) / a->vec;
     a->threads = 256;
@@ -892,9 +892,9 @@ static void atomic_emit(const fu_group *g, const fu_node *s, const atomic_params
 {
     cg_ctx *c = &w->cg;
     const fu_fusion *f = g->f;
-    const fu_value *out = fu_val(f, s->output), *idxv = fu_val(f, s->inputs[1]), *src = fu_val(f, s->inputs[2]);
+    const fu_value *out = fu_val(f, s->output);
     const cg_param *po = fu_kw_output(w, s->output);
-    const fu_value *dom = s->op == FU_OP_INDEX_ADD ? src : idxv;
+    const fu_value *dom = atomic_domain(f, s);
     const int vec = a->vec, threads = a->threads;
     const int64_t n = a->n;
     fu_kw_signature(w, kp, (unsigned)threads, 1, false);

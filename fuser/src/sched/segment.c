@@ -165,8 +165,7 @@ static fu_tensor unroll_small_reduction(fu_fusion *d, const fu_node *n, fu_tenso
                                         const fu_value *ov)
 {
     const fu_value xv_copy = *fu_val(d, x), *xv = &xv_copy; /* (d's values move as the slices are added) */
-    bool is_float = xv->dtype == FU_F32 || xv->dtype == FU_F16 || xv->dtype == FU_BF16 || xv->dtype == FU_F64;
-    if (!is_float || ov->dtype != xv->dtype || (n->op != FU_OP_SUM && n->op != FU_OP_RMAX && n->op != FU_OP_RMIN))
+    if (!fu_dtype_is_float(xv->dtype) || ov->dtype != xv->dtype || (n->op != FU_OP_SUM && n->op != FU_OP_RMAX && n->op != FU_OP_RMIN))
         return -1;
     int64_t count = 1;
     for (int k = 0; k < nkeep; k++) count *= xv->shape[keep[k]];
@@ -662,8 +661,6 @@ static fu_status plan_fusion(seg_ctx *s)
     return st;
 }
 
-/* The plan of f with its small reductions unrolled (unroll 0: the count is left in *unroll)
- * or kept (unroll -1). */
 /* Kernels whose outputs all have no elements (an empty tensor's ops are constants,
  * canonical_op) have nothing to do: dropped, neither compiled nor launched, so that a
  * plan's kernels are the launches it makes (lower_bound counts none for them either). */
@@ -687,6 +684,8 @@ static void drop_empty_kernels(fu_plan *p)
     p->nkernels = n;
 }
 
+/* The plan of f with its small reductions unrolled (unroll 0: the count is left in *unroll)
+ * or kept (unroll -1). */
 static fu_status plan_once(const fu_fusion *f, const fu_plan_options *opts, int *unroll, fu_plan **out, fu_error *err)
 {
     *out = NULL;
