@@ -185,12 +185,19 @@ static fu_tensor step_reduce(gen *g, fu_tensor a, bool normalize)
     return chance(&g->rng, 50) ? binary(g, FU_OP_SUB, a, r) : binary(g, FU_OP_DIV, a, positive(g, r));
 }
 
-static fu_tensor step_softmax(gen *g, fu_tensor a)
+/* An axis of a drawn at random, or -1 where a is a scalar or the axis drawn has no elements. */
+static int draw_axis(gen *g, fu_tensor a)
 {
     int rank = rank_of(g, a);
-    if (rank == 0) return step_unary(g, a);
+    if (rank == 0) return -1;
     int axis = below(&g->rng, rank);
-    if (shape_of(g, a)[axis] == 0) return step_unary(g, a);
+    return shape_of(g, a)[axis] == 0 ? -1 : axis;
+}
+
+static fu_tensor step_softmax(gen *g, fu_tensor a)
+{
+    int axis = draw_axis(g, a);
+    if (axis < 0) return step_unary(g, a);
     char nm[16];
     if (chance(&g->rng, 50)) return fu_softmax(g->f, a, axis, next_name(g, nm, sizeof nm));
     return fu_log_softmax(g->f, a, axis, next_name(g, nm, sizeof nm));
@@ -300,11 +307,10 @@ static fu_tensor index_input(gen *g, int rank, const int64_t *shape)
 
 static fu_tensor step_gather(gen *g, fu_tensor a)
 {
+    int axis = draw_axis(g, a);
+    if (axis < 0) return step_unary(g, a);
     int rank = rank_of(g, a);
-    if (rank == 0) return step_unary(g, a);
-    int axis = below(&g->rng, rank);
     const int64_t *sh = shape_of(g, a);
-    if (sh[axis] == 0) return step_unary(g, a);
     char nm[16];
     int64_t k = 1 + below(&g->rng, 5);
     if (chance(&g->rng, 50)) {
@@ -389,10 +395,9 @@ static fu_tensor iota_like(gen *g, fu_tensor a, int axis, fu_dtype dt)
 
 static fu_tensor step_masked_softmax(gen *g, fu_tensor a)
 {
+    int axis = draw_axis(g, a);
+    if (axis < 0) return step_where(g, a);
     int rank = rank_of(g, a);
-    if (rank == 0) return step_where(g, a);
-    int axis = below(&g->rng, rank);
-    if (shape_of(g, a)[axis] == 0) return step_where(g, a);
     char nm[16];
     fu_tensor pos = iota_like(g, a, axis, FU_I64), m;
     int other = rank >= 2 ? (axis + 1 + below(&g->rng, rank - 1)) % rank : axis;
@@ -400,9 +405,9 @@ static fu_tensor step_masked_softmax(gen *g, fu_tensor a)
         fu_tensor q = iota_like(g, a, other, FU_I64);
         m = fu_binary(g->f, FU_OP_LE, pos, q, next_name(g, nm, sizeof nm));
     } else { /* the first k positions */
-        m = fu_binary(g->f, FU_OP_LT, pos, fu_full(g->f, 0, NULL, (double)(1 + below(&g->rng, 8)), FU_I64,
-                                                    next_name(g, nm, sizeof nm)),
-                      next_name(g, nm, sizeof nm));
+        double k = (double)(1 + below(&g->rng, 8));
+        fu_tensor kt = fu_full(g->f, 0, NULL, k, FU_I64, next_name(g, nm, sizeof nm));
+        m = fu_binary(g->f, FU_OP_LT, pos, kt, next_name(g, nm, sizeof nm));
     }
     fu_tensor ninf = scalar(g, -INFINITY, dtype_of(g, a));
     fu_tensor x = fu_where(g->f, m, a, ninf, next_name(g, nm, sizeof nm));
@@ -425,7 +430,9 @@ static fu_tensor step_math(gen *g, fu_tensor a)
     case 1: return unary(g, FU_OP_RECIPROCAL, positive(g, a));
     default: {
         static const double exps[] = {0.5, 2.0, 3.0, -1.0};
-        return binary(g, FU_OP_POW, positive(g, a), scalar(g, exps[below(&g->rng, 4)], dtype_of(g, a)));
+        fu_tensor base = positive(g, a);
+        fu_tensor e = scalar(g, exps[below(&g->rng, 4)], dtype_of(g, a));
+        return binary(g, FU_OP_POW, base, e);
     }
     }
 }
@@ -434,14 +441,15 @@ static fu_tensor step_math(gen *g, fu_tensor a)
  * and the source of a's shape) */
 static fu_tensor step_take_scatter(gen *g, fu_tensor a)
 {
+    int axis = draw_axis(g, a);
+    if (axis < 0) return step_math(g, a);
     int rank = rank_of(g, a);
-    if (rank == 0) return step_math(g, a);
-    int axis = below(&g->rng, rank);
     const int64_t *sh = shape_of(g, a);
-    if (sh[axis] == 0) return step_math(g, a);
     char nm[16];
     if (chance(&g->rng, 60)) {
-        int64_t ish[2] = {1 + below(&g->rng, 4), 1 + below(&g->rng, 3)};
+        int64_t ish[2];
+        ish[0] = 1 + below(&g->rng, 4); /* (one statement each: the draws in order) */
+        ish[1] = 1 + below(&g->rng, 3);
         int irank = rank < FU_MAX_RANK && chance(&g->rng, 40) ? 2 : 1;
         if (fu_tensor_numel(g->f, a) / sh[axis] * ish[0] * (irank == 2 ? ish[1] : 1) > FZ_MAX_NUMEL) irank = 1;
         return fu_take(g->f, a, index_input(g, irank, ish), axis, next_name(g, nm, sizeof nm));
