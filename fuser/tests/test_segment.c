@@ -48,6 +48,7 @@ static const expect cases[] = {
     {"segment/small_max_then_rows.fusion", {NULL}, 1},
     {"segment/plain_views_output.fusion", {NULL}, 1},
     {"segment/scatter_beside_output.fusion", {NULL}, 2},
+    {"segment/one_block_scatter.fusion", {NULL}, 1},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */

@@ -22,7 +22,7 @@
  * an output that is an input's bytes (fu_output_is_input_view: copied). Nor is
  * a boundary forced before a value that one block can compute from the inputs
  * (block_local: the one-block scheduler): within a block a grid-wide value is
- * a barrier.
+ * a barrier, and so is a scatter of floats (a stage of that scheduler).
  */
 #include <string.h>
 
@@ -59,8 +59,9 @@ static int find_row_kind(row_kind *kinds, int *nkinds, const fu_value *x, const 
     return (*nkinds)++;
 }
 
-/* What an op that is no reduction, scatter or segment_set depends on. local: one block can
- * compute the op's value from what earlier kernels left (block_local). */
+/* What an op that is no reduction or segment_set depends on (a scatter: the level; its kind is
+ * set after). local: one block can compute the op's value from what earlier kernels left
+ * (block_local). */
 static dep combine(const fu_fusion *f, const fu_node *n, const dep *deps, bool local)
 {
     dep d = {0, DEP_FREE, -1};
@@ -92,10 +93,10 @@ typedef struct cone_walk {
     int stamp;
 } cone_walk;
 
-/* Whether one block can compute the value of n (no scatter, no segment_set) at `level` from
- * what the kernels of lower levels left in memory: every input is such a value (local) or
- * one of a lower level, and the reductions it needs at this level read at most
- * FU_BLOCK_MAX_WORK elements together (the one-block scheduler, k_block.c, whose group holds
+/* Whether one block can compute the value of n (no segment_set) at `level` from what the
+ * kernels of lower levels left in memory: every input is such a value (local) or one of a
+ * lower level, and the reductions and scatters (of floats) it needs at this level read at
+ * most FU_BLOCK_MAX_WORK elements together (the one-block scheduler, k_block.c, whose group holds
  * at least those). Its other limits (shared memory, stages, outputs) are left out, so that
  * the bound stays at or under what the planner does. */
 static bool block_local(const fu_fusion *f, const fu_node *n, const dep *deps, const bool *local, int level,
@@ -111,6 +112,11 @@ static bool block_local(const fu_fusion *f, const fu_node *n, const dep *deps, c
     while (top > 0) {
         const fu_node *m = &f->nodes[w->stack[--top]];
         if (fu_op_kind_of(m->op) == FU_KIND_REDUCE) work += fu_tensor_numel(f, m->inputs[0]);
+        if (fu_op_kind_of(m->op) == FU_KIND_SCATTER) {
+            int64_t scatter = fu_block_scatter_work(f, m);
+            if (scatter < 0) return false;
+            work += scatter;
+        }
         for (int k = 0; k < m->ninputs; k++) {
             fu_tensor t = m->inputs[k];
             int p = f->values[t].producer;
@@ -150,8 +156,17 @@ int fu_kernels_lower_bound(const fu_fusion *f)
             d = (dep){deps[n->inputs[0]].level + 1, DEP_FREE, -1};
             local[n->output] = true; /* the input, left in memory by the kernel before */
         } else if (kind == FU_KIND_SCATTER) {
-            d = combine(f, n, deps, false);
-            d.kind = DEP_SCATTER; /* (not local: the one-block scheduler takes no scatter) */
+            /* one block computes it as a stage where its cone fits (k_block.c): then, as a
+             * grid-wide value, a barrier and not a boundary before what reads it */
+            int level = 0;
+            for (int k = 0; k < n->ninputs; k++)
+                if (deps[n->inputs[k]].level > level) level = deps[n->inputs[k]].level;
+            bool floats = fu_block_scatter_work(f, n) >= 0;
+            bool one_block = floats && block_local(f, n, deps, local, level, &walk);
+            d = combine(f, n, deps, one_block);
+            if (d.level > level) one_block = floats && block_local(f, n, deps, local, d.level, &walk);
+            d.kind = one_block ? DEP_GRID : DEP_SCATTER;
+            local[n->output] = one_block;
         } else if (kind == FU_KIND_REDUCE) {
             const fu_value *x = fu_val(f, n->inputs[0]);
             const dep *in = &deps[n->inputs[0]];

@@ -14,6 +14,10 @@
  * one, a row value read at another row, or a full reduction read at full size
  * need no grid-wide step: what splits such a fusion into several kernels
  * elsewhere (the grid-wide values of bound.c) is one block's barrier here.
+ * A scatter of floats (index_add, scatter_add) is a stage too: a thread an
+ * element of its result, which starts from the base and adds every source
+ * whose index names it, in source order (the interpreter's order; no atomics),
+ * so a reduction before it, after it or of it needs no kernel boundary either.
  * At these sizes a launch costs more than the work (a few microseconds on the
  * H200 against a few hundred nanoseconds of loads), so one launch is the
  * point. torch.compile runs such fusions as one kernel of one block too. The
@@ -41,14 +45,14 @@
 
 typedef struct block_stage {
     int node;
-    fu_tensor out, in;
+    fu_tensor out, in; /* a scatter's in: its source */
     fu_op op;
     fu_dtype acc_dt; /* the result's dtype; accumulated in its compute type */
-    int rank;        /* the input's shape and the axes reduced */
+    int rank;        /* the input's shape and the axes reduced (a scatter: the result's shape) */
     int64_t D[FU_MAX_RANK];
     bool reduced[FU_MAX_RANK];
-    int64_t O, K;   /* elements of the result, reduced elements each */
-    int tpo;        /* threads an element (a power of two) */
+    int64_t O, K;   /* elements of the result, reduced elements (a scatter: sources) each */
+    int tpo;        /* threads an element (a power of two; a scatter: 1) */
     int64_t passes; /* rounds of the block over the result's elements */
     int64_t offset; /* bytes into fu_stage */
 } block_stage;
@@ -69,6 +73,29 @@ typedef struct block_emit {
     int done;      /* stages complete (readable) */
     char name[32]; /* the variable block_lookup_register returns (the caller's memo copies it) */
 } block_emit;
+
+/* Whether op's result is a stage: a reduction, or a scatter. */
+static bool is_stage_op(fu_op op)
+{
+    fu_op_kind k = fu_op_kind_of(op);
+    return k == FU_KIND_REDUCE || k == FU_KIND_SCATTER;
+}
+
+/* Sources along the axis each element of scatter s's result looks at: the whole index of
+ * an index_add (a vector), the index's extent along the axis of a scatter_add; none where
+ * the index is empty. */
+static int64_t scatter_sources(const fu_fusion *f, const fu_node *s)
+{
+    const fu_value *ix = fu_val(f, s->inputs[1]);
+    if (fu_shape_numel(ix->rank, ix->shape) == 0) return 0;
+    return s->op == FU_OP_INDEX_ADD ? ix->shape[0] : ix->shape[s->attrs.axis];
+}
+
+int64_t fu_block_scatter_work(const fu_fusion *f, const fu_node *s)
+{
+    if (fu_op_kind_of(s->op) != FU_KIND_SCATTER || !fu_dtype_is_float(fu_val(f, s->output)->dtype)) return -1;
+    return fu_tensor_numel(f, s->output) * scatter_sources(f, s);
+}
 
 /* Bytes of a stage's element: its dtype's compute type (cg_compute_type). */
 static int64_t acc_bytes(fu_dtype dt) { return dt == FU_F64 || dt == FU_I32 || dt == FU_I64 ? 8 : 4; }
@@ -121,7 +148,7 @@ static int64_t element_slots(const fu_fusion *f, const bool *in_group, fu_tensor
     while (top > 0) {
         const fu_node *n = &f->nodes[stack[--top]];
         slots += op_slots(n->op);
-        if (fu_op_kind_of(n->op) == FU_KIND_REDUCE) continue; /* read from its stage */
+        if (is_stage_op(n->op)) continue; /* read from its stage */
         for (int k = 0; k < n->ninputs; k++) {
             int q = f->values[n->inputs[k]].producer;
             if (q < 0 || !in_group[q]) {
@@ -148,10 +175,18 @@ static int64_t block_slots(const fu_fusion *f, const bool *in_group, const fu_te
     }
     int64_t total = 0;
     int stamp = 0;
-    for (int i = 0; i < f->nnodes; i++)
-        if (in_group[i] && fu_op_kind_of(f->nodes[i].op) == FU_KIND_REDUCE)
-            total += fu_tensor_numel(f, f->nodes[i].inputs[0]) *
-                     element_slots(f, in_group, f->nodes[i].inputs[0], seen, stack, ++stamp);
+    for (int i = 0; i < f->nnodes; i++) {
+        const fu_node *n = &f->nodes[i];
+        if (!in_group[i]) continue;
+        if (fu_op_kind_of(n->op) == FU_KIND_REDUCE)
+            total += fu_tensor_numel(f, n->inputs[0]) * element_slots(f, in_group, n->inputs[0], seen, stack, ++stamp);
+        if (fu_op_kind_of(n->op) != FU_KIND_SCATTER) continue;
+        /* the base once an element, each source's index and value */
+        int64_t base = element_slots(f, in_group, n->inputs[0], seen, stack, ++stamp);
+        int64_t index = element_slots(f, in_group, n->inputs[1], seen, stack, ++stamp);
+        int64_t source = element_slots(f, in_group, n->inputs[2], seen, stack, ++stamp);
+        total += fu_tensor_numel(f, n->output) * base + fu_block_scatter_work(f, n) * (index + source);
+    }
     for (int k = 0; k < noutputs; k++)
         total += fu_tensor_numel(f, outputs[k]) * element_slots(f, in_group, outputs[k], seen, stack, ++stamp);
     fu_free(seen);
@@ -168,28 +203,29 @@ bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *ou
         if (!in_group[i]) continue;
         const fu_node *n = &f->nodes[i];
         fu_op_kind k = fu_op_kind_of(n->op);
-        if (k == FU_KIND_SCATTER || n->op == FU_OP_SEGMENT_SET) {
-            snprintf(why, nwhy, "one block: '%s' is a %s", fu_val(f, n->output)->name, fu_op_name(n->op));
+        if (n->op == FU_OP_SEGMENT_SET || (k == FU_KIND_SCATTER && fu_block_scatter_work(f, n) < 0)) {
+            snprintf(why, nwhy, "one block: '%s' is a %s%s", fu_val(f, n->output)->name, fu_op_name(n->op),
+                     k == FU_KIND_SCATTER ? " of integers" : "");
             return false;
         }
-        if (k != FU_KIND_REDUCE) continue;
-        if (n->op != FU_OP_SUM && n->op != FU_OP_RMAX && n->op != FU_OP_RMIN) {
+        if (!is_stage_op(n->op)) continue;
+        if (k == FU_KIND_REDUCE && n->op != FU_OP_SUM && n->op != FU_OP_RMAX && n->op != FU_OP_RMIN) {
             snprintf(why, nwhy, "one block: '%s' is not a sum, max or min", fu_val(f, n->output)->name);
             return false;
         }
-        work += fu_tensor_numel(f, n->inputs[0]);
+        work += k == FU_KIND_SCATTER ? fu_block_scatter_work(f, n) : fu_tensor_numel(f, n->inputs[0]);
         if (work > FU_BLOCK_MAX_WORK) {
-            snprintf(why, nwhy, "one block: the reductions up to '%s' read %lld elements (more than %d)",
+            snprintf(why, nwhy, "one block: the stages up to '%s' read %lld elements (more than %d)",
                      fu_val(f, n->output)->name, (long long)work, FU_BLOCK_MAX_WORK);
             return false;
         }
         if (++nstage > BLOCK_MAX_STAGES) {
-            snprintf(why, nwhy, "one block: more than %d reductions", BLOCK_MAX_STAGES);
+            snprintf(why, nwhy, "one block: more than %d stages", BLOCK_MAX_STAGES);
             return false;
         }
         bytes += stage_bytes(f, n->output);
         if (bytes > BLOCK_STAGE_BYTES) {
-            snprintf(why, nwhy, "one block: the reductions' results take more than %d bytes", BLOCK_STAGE_BYTES);
+            snprintf(why, nwhy, "one block: the stages' results take more than %d bytes", BLOCK_STAGE_BYTES);
             return false;
         }
     }
@@ -223,9 +259,15 @@ static int stage_of(const block_params *p, fu_tensor t)
 }
 
 /* Threads an element: enough for every reduced element while the block covers
- * every result element in one round; one where the results alone fill it. */
+ * every result element in one round; one where the results alone fill it, and
+ * one for a scatter (its sources in order). */
 static void size_stage(block_stage *s, int threads)
 {
+    if (fu_op_kind_of(s->op) == FU_KIND_SCATTER) {
+        s->tpo = 1;
+        s->passes = (s->O + threads - 1) / threads;
+        return;
+    }
     int64_t per = s->O > 0 ? threads / s->O : threads;
     int64_t fit = 1;
     while (fit * 2 <= per) fit *= 2;
@@ -247,25 +289,27 @@ bool fu_block_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, c
     int64_t widest = 1; /* the largest loop: threads enough for one element each */
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
-        if (!g->in_group[i] || fu_op_kind_of(n->op) != FU_KIND_REDUCE) continue;
+        if (!g->in_group[i] || !is_stage_op(n->op)) continue;
         block_stage *s = &p->st[p->nstage++];
-        const fu_value *x = fu_val(f, n->inputs[0]);
+        bool scatter = fu_op_kind_of(n->op) == FU_KIND_SCATTER;
+        const fu_value *x = fu_val(f, n->inputs[0]); /* a scatter's base: the result's shape */
         s->node = i;
         s->out = n->output;
-        s->in = n->inputs[0];
+        s->in = n->inputs[scatter ? 2 : 0];
         s->op = n->op;
         s->acc_dt = fu_val(f, n->output)->dtype;
         s->rank = x->rank;
         memcpy(s->D, x->shape, sizeof s->D);
-        fu_reduced_axes(&n->attrs, x->rank, s->reduced);
+        if (!scatter) fu_reduced_axes(&n->attrs, x->rank, s->reduced);
         s->O = s->K = 1;
         for (int a = 0; a < x->rank; a++) {
             if (s->reduced[a]) s->K *= x->shape[a];
             else s->O *= x->shape[a];
         }
+        if (scatter) s->K = scatter_sources(f, n);
         s->offset = p->stage_bytes;
         p->stage_bytes += stage_bytes(f, s->out);
-        int64_t work = s->O * next_pow2(s->K > 0 ? s->K : 1);
+        int64_t work = scatter ? s->O : s->O * next_pow2(s->K > 0 ? s->K : 1);
         if (work > widest) widest = work;
     }
     for (int k = 0; k < g->noutputs; k++)
@@ -359,6 +403,80 @@ static void emit_combine(cg_ctx *c, const block_stage *s, const char *acc)
     cg_line(c, "__syncthreads(); // fu_part is read");
 }
 
+/* A scatter stage: a thread an element of the result (in passes of the block) starts from the
+ * base and adds, in source order, every source whose index names the element's position along
+ * the axis; every index is checked (fu_oob). A scatter_add's sources of an element lie at its
+ * position in the index's other axes, where the index has that position (else none). */
+static void emit_scatter_stage(block_emit *e, int si)
+{
+    const block_params *p = e->p;
+    const block_stage *s = &p->st[si];
+    const fu_fusion *f = e->f;
+    const fu_node *n = &f->nodes[s->node];
+    const fu_value *ix = fu_val(f, n->inputs[1]);
+    const int axis = n->attrs.axis;
+    cg_ctx *c = &e->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    const char *ct = cg_compute_type(s->acc_dt);
+    char shape[160];
+    fu_shape_str(s->rank, s->D, shape, sizeof shape);
+    cg_line(c, "// stage %d: %s = %s into %s along axis %d: %lld elements, each its base and %lld sources in order", si,
+            fu_val(f, s->out)->name, fu_op_name(s->op), shape, axis, (long long)s->O, (long long)s->K);
+    e->done = si + 1;
+    if (s->O == 0) return; /* no elements: nothing reads it */
+    cg_open(c);
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (%s pass = 0; pass < %lld; pass++) {", it, (long long)s->passes);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s o = pass * %d + threadIdx.x;", it, p->threads);
+    const bool ragged = s->passes * p->threads != s->O;
+    if (ragged) cg_line(c, "const %s oc = o < %lld ? o : %lld;", it, (long long)s->O, (long long)(s->O - 1));
+    c->nvars = 0;
+    cg_index idx[FU_MAX_RANK], sidx[FU_MAX_RANK], iidx[FU_MAX_RANK];
+    char prefix[16], inside[512] = "", name[32];
+    snprintf(prefix, sizeof prefix, "o%d_", si);
+    axis_vars(c, s->rank, s->D, NULL, false, ragged ? "oc" : "o", prefix, idx);
+    cg_line(c, "%s acc = (%s)%s;", ct, ct, cg_value(c, n->inputs[0], idx));
+    if (s->K > 0) {
+        size_t used = 0;
+        for (int a = 0; a < s->rank; a++) { /* a scatter_add's other axes: the element's position in the index */
+            sidx[a] = idx[a];
+            if (n->op == FU_OP_INDEX_ADD || a == axis || ix->shape[a] >= s->D[a]) continue;
+            snprintf(name, sizeof name, "q%d_%d", si, a);
+            cg_line(c, "const %s %s = %s%d < %lld ? %s%d : %lld;", it, name, prefix, a, (long long)ix->shape[a], prefix,
+                     a, (long long)(ix->shape[a] - 1));
+            cg_index_var(&sidx[a], cg_add_var(c, name), name);
+            used += (size_t)snprintf(inside + used, sizeof inside - used, " && %s%d < %lld", prefix, a,
+                                     (long long)ix->shape[a]);
+            if (used >= sizeof inside) used = sizeof inside - 1;
+        }
+        snprintf(name, sizeof name, "src%d", si);
+        cg_line(c, "#pragma unroll 4");
+        cg_line(c, "for (%s %s = 0; %s < %lld; %s++) {", it, name, name, (long long)s->K, name);
+        c->indent++;
+        c->scope++;
+        cg_index_var(&sidx[axis], cg_add_var(c, name), name);
+        if (n->op == FU_OP_INDEX_ADD) iidx[0] = sidx[axis];
+        else memcpy(iidx, sidx, sizeof iidx);
+        const char *j = cg_value(c, n->inputs[1], iidx);
+        int64_t strides[FU_MAX_RANK];
+        fu_shape_contiguous_strides(ix->rank, ix->shape, strides);
+        cg_index pos;
+        cg_offset(c, ix->rank, ix->shape, strides, iidx, &pos);
+        cg_line(c, "const long long to = fu_oob.check(%s, %lld, %d, (long long)(%s));", j, (long long)s->D[axis], s->node,
+                pos.expr);
+        cg_line(c, "if (to == %s%d%s) acc += %s;", prefix, axis, inside, cg_value(c, n->inputs[2], sidx));
+        cg_close(c);
+    }
+    fu_red_round(c, FU_OP_SUM, s->acc_dt, "acc");
+    if (ragged) cg_line(c, "if (o < %lld) ((%s *)(fu_stage + %lld))[o] = acc;", (long long)s->O, ct, (long long)s->offset);
+    else cg_line(c, "((%s *)(fu_stage + %lld))[o] = acc;", ct, (long long)s->offset);
+    cg_close(c);
+    cg_close(c);
+    cg_line(c, "__syncthreads(); // stage %d is complete", si);
+}
+
 /* A stage: every thread runs the same unrolled loops, its loads all issued before the first
  * result is needed (a thread past the last element, or past the last reduced element of its
  * own, reads the last one again and adds the identity), then the shuffles. */
@@ -366,6 +484,10 @@ static void emit_stage(block_emit *e, int si)
 {
     const block_params *p = e->p;
     const block_stage *s = &p->st[si];
+    if (fu_op_kind_of(s->op) == FU_KIND_SCATTER) {
+        emit_scatter_stage(e, si);
+        return;
+    }
     cg_ctx *c = &e->w->cg;
     const char *it = c->index64 ? "long long" : "int";
     const char *ct = cg_compute_type(s->acc_dt);
@@ -496,7 +618,7 @@ bool fu_block_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, ch
         c->lookup_register = block_lookup_register;
         fu_kw_signature(w, kp, (unsigned)p->threads, 1, false);
         if (p->nstage) {
-            cg_line(c, "__shared__ __align__(16) unsigned char fu_stage[%lld]; // the reductions' results",
+            cg_line(c, "__shared__ __align__(16) unsigned char fu_stage[%lld]; // the stages' results",
                     (long long)p->stage_bytes);
             cg_line(c, "__shared__ double fu_part[32]; // a value a warp, where an element takes several warps");
         }

@@ -139,10 +139,14 @@ bool fu_block_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, ch
 #ifndef FU_BLOCK_MAX_SLOTS
 #define FU_BLOCK_MAX_SLOTS 160000
 #endif
-/* Whether the one-block scheduler takes the nodes in_group with these outputs (k_block.c: no
- * scatter, little work); why not, where not. */
+/* Whether the one-block scheduler takes the nodes in_group with these outputs (k_block.c:
+ * little work; a scatter of floats is a stage); why not, where not. */
 bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *outputs, int noutputs, char *why,
                    size_t nwhy);
+/* The elements the one-block scheduler reads for scatter node s (k_block.c: each element of
+ * the result looks at every source along the axis), or -1 where it takes no such scatter (one
+ * of integers). */
+int64_t fu_block_scatter_work(const fu_fusion *f, const fu_node *s);
 /* Whether scatter node s of f is planned with atomic adds (else each block owns its rows). */
 bool fu_scatter_is_atomic(const fu_fusion *f, const fu_node *s, const fu_plan_options *opts);
 
