@@ -19,7 +19,8 @@
 # in GPU_SESSION_DEBS (default .debs/, carried) are unpacked into /tmp/sysroot.
 # GPU_SESSION_TARGETS="run_suite fuser_cli ..." builds only those targets (a short call).
 # GPU_SESSION_PARTS="a b" runs scripts/gpu/a.sh, then b.sh (each part's own checks) after the
-# tests, before the suites. FUSEBENCH_GIT_COMMIT=<hash> records the
+# tests, before the suites (GPU_SESSION_SUITES_FIRST=1: after them, so that a call cut short
+# still brings the suites' run file back). FUSEBENCH_GIT_COMMIT=<hash> records the
 # commit in the run file (the GPU machine gets the tree without .git). Logs go to $OUT (the
 # device tool's output folder, packed as session.tgz) : build.log (with
 # nvidia-smi and the warm-up), checks.log (ctest, the PyTorch cross entropy check, the plans),
@@ -142,30 +143,38 @@ if [ "${GPU_SESSION_SASS:-0}" = 1 ]; then
 fi
 
 # The parts' own GPU checks (scripts/gpu/NAME.sh, each with its own time budget), in the order given.
-for part in ${GPU_SESSION_PARTS:-}; do
-  if [ -x "scripts/gpu/$part.sh" ]; then
-    echo "==== scripts/gpu/$part.sh ====" >>"$out/checks.log"
-    BUILD=/tmp/b OUT=$out timeout 600 "scripts/gpu/$part.sh" >"$out/part_$part.txt" 2>&1
-    rc=$?
-    row "scripts/gpu/$part.sh" "exit $rc"
-    printf '%s\n' "${rows[@]}" >"$out/summary.txt"; pack
-    echo; echo "==== $part (exit $rc) ===="; tail -n 25 "$out/part_$part.txt"
-  else
-    row "scripts/gpu/$part.sh" "missing"
+run_parts() {
+  for part in ${GPU_SESSION_PARTS:-}; do
+    if [ -x "scripts/gpu/$part.sh" ]; then
+      echo "==== scripts/gpu/$part.sh ====" >>"$out/checks.log"
+      BUILD=/tmp/b OUT=$out timeout 600 "scripts/gpu/$part.sh" >"$out/part_$part.txt" 2>&1
+      rc=$?
+      row "scripts/gpu/$part.sh" "exit $rc"
+      printf '%s\n' "${rows[@]}" >"$out/summary.txt"; pack
+      echo; echo "==== $part (exit $rc) ===="; tail -n 25 "$out/part_$part.txt"
+    else
+      row "scripts/gpu/$part.sh" "missing"
+    fi
+  done
+}
+# The suites given as arguments, and GPU_SESSION_SECOND.
+run_suites() {
+  if [ $# -gt 0 ] && [ -x /tmp/b/suites/run_suite ]; then
+    /tmp/b/suites/run_suite "$@" --out "$out/run.json" >"$out/run_suite.txt" 2>"$out/run_suite.err"
+    row "run_suite $*" "exit $?"
+    echo; cat "$out/run_suite.txt"
   fi
-done
-
-if [ $# -gt 0 ] && [ -x /tmp/b/suites/run_suite ]; then
-  /tmp/b/suites/run_suite "$@" --out "$out/run.json" >"$out/run_suite.txt" 2>"$out/run_suite.err"
-  row "run_suite $*" "exit $?"
-  echo; cat "$out/run_suite.txt"
-fi
-if [ -n "${GPU_SESSION_SECOND:-}" ] && [ -x /tmp/b/suites/run_suite ]; then
-  # shellcheck disable=SC2086 # the selection is words
-  /tmp/b/suites/run_suite $GPU_SESSION_SECOND --out "$out/run2.json" >"$out/run2.txt" 2>>"$out/run_suite.err"
-  row "run_suite $GPU_SESSION_SECOND" "exit $?"
-  echo; cat "$out/run2.txt"
-fi
+  if [ -n "${GPU_SESSION_SECOND:-}" ] && [ -x /tmp/b/suites/run_suite ]; then
+    # shellcheck disable=SC2086 # the selection is words
+    /tmp/b/suites/run_suite $GPU_SESSION_SECOND --out "$out/run2.json" >"$out/run2.txt" 2>>"$out/run_suite.err"
+    row "run_suite $GPU_SESSION_SECOND" "exit $?"
+    echo; cat "$out/run2.txt"
+  fi
+  printf '%s\n' "${rows[@]}" >"$out/summary.txt"; pack
+}
+# GPU_SESSION_SUITES_FIRST=1: the suites before the parts (a call that must have the gate's run
+# file even where a part runs long).
+if [ "${GPU_SESSION_SUITES_FIRST:-0}" = 1 ]; then run_suites "$@"; run_parts; else run_parts; run_suites "$@"; fi
 
 echo
 echo "==== summary ===="
