@@ -53,6 +53,10 @@ typedef struct block_stage {
     bool reduced[FU_MAX_RANK];
     int64_t O, K;   /* elements of the result, reduced elements (a scatter: sources) each */
     int tpo;        /* threads an element (a power of two; a scatter: 1) */
+    /* a scatter: its sources' values (nsrc: the source's elements for an index_add, the
+     * index's for a scatter_add) and checked indices (nidx: K, or nsrc), each computed once
+     * into fu_stage, at these byte offsets, before the result's elements read them */
+    int64_t nsrc, nidx, src_offset, idx_offset;
     int64_t passes; /* rounds of the block over the result's elements */
     int64_t offset; /* bytes into fu_stage */
 } block_stage;
@@ -81,6 +85,12 @@ static bool is_stage_op(fu_op op)
     return k == FU_KIND_REDUCE || k == FU_KIND_SCATTER;
 }
 
+/* A scatter's source domain: the source's shape (index_add) or the index's (scatter_add). */
+static const fu_value *source_domain(const fu_fusion *f, const fu_node *s)
+{
+    return fu_val(f, s->inputs[s->op == FU_OP_INDEX_ADD ? 2 : 1]);
+}
+
 /* Sources along the axis each element of scatter s's result looks at: the whole index of
  * an index_add (a vector), the index's extent along the axis of a scatter_add; none where
  * the index is empty. */
@@ -94,11 +104,25 @@ static int64_t scatter_sources(const fu_fusion *f, const fu_node *s)
 int64_t fu_block_scatter_work(const fu_fusion *f, const fu_node *s)
 {
     if (fu_op_kind_of(s->op) != FU_KIND_SCATTER || !fu_dtype_is_float(fu_val(f, s->output)->dtype)) return -1;
-    return fu_tensor_numel(f, s->output) * scatter_sources(f, s);
+    const fu_value *d = source_domain(f, s);
+    return fu_shape_numel(d->rank, d->shape) + fu_tensor_numel(f, s->output) * scatter_sources(f, s);
 }
 
 /* Bytes of a stage's element: its dtype's compute type (cg_compute_type). */
 static int64_t acc_bytes(fu_dtype dt) { return dt == FU_F64 || dt == FU_I32 || dt == FU_I64 ? 8 : 4; }
+
+/* n elements of b bytes, rounded up to 16 bytes. */
+static int64_t round16(int64_t n, int64_t b) { return (n * b + 15) / 16 * 16; }
+
+/* The bytes a scatter stage keeps beside its result: its sources' values in the result's
+ * compute type and their indices as ints. */
+static int64_t scatter_bytes(const fu_fusion *f, const fu_node *s)
+{
+    const fu_value *d = source_domain(f, s);
+    int64_t nsrc = fu_shape_numel(d->rank, d->shape);
+    int64_t nidx = s->op == FU_OP_INDEX_ADD ? fu_tensor_numel(f, s->inputs[1]) : nsrc;
+    return round16(nsrc, acc_bytes(fu_val(f, s->output)->dtype)) + round16(nidx, 4);
+}
 
 /* A stage's bytes in fu_stage: its elements, rounded up to 16 bytes (16 where it has none). */
 static int64_t stage_bytes(const fu_fusion *f, fu_tensor out)
@@ -181,11 +205,14 @@ static int64_t block_slots(const fu_fusion *f, const bool *in_group, const fu_te
         if (fu_op_kind_of(n->op) == FU_KIND_REDUCE)
             total += fu_tensor_numel(f, n->inputs[0]) * element_slots(f, in_group, n->inputs[0], seen, stack, ++stamp);
         if (fu_op_kind_of(n->op) != FU_KIND_SCATTER) continue;
-        /* the base once an element, each source's index and value */
+        /* each source's value and index once, the base once an element, and an element's
+         * every source: two shared-memory reads, a compare and an add */
         int64_t base = element_slots(f, in_group, n->inputs[0], seen, stack, ++stamp);
         int64_t index = element_slots(f, in_group, n->inputs[1], seen, stack, ++stamp);
         int64_t source = element_slots(f, in_group, n->inputs[2], seen, stack, ++stamp);
-        total += fu_tensor_numel(f, n->output) * base + fu_block_scatter_work(f, n) * (index + source);
+        const fu_value *d = source_domain(f, n);
+        int64_t out = fu_tensor_numel(f, n->output);
+        total += fu_shape_numel(d->rank, d->shape) * (index + source) + out * base + out * scatter_sources(f, n) * 4;
     }
     for (int k = 0; k < noutputs; k++)
         total += fu_tensor_numel(f, outputs[k]) * element_slots(f, in_group, outputs[k], seen, stack, ++stamp);
@@ -223,7 +250,7 @@ bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *ou
             snprintf(why, nwhy, "one block: more than %d stages", BLOCK_MAX_STAGES);
             return false;
         }
-        bytes += stage_bytes(f, n->output);
+        bytes += stage_bytes(f, n->output) + (k == FU_KIND_SCATTER ? scatter_bytes(f, n) : 0);
         if (bytes > BLOCK_STAGE_BYTES) {
             snprintf(why, nwhy, "one block: the stages' results take more than %d bytes", BLOCK_STAGE_BYTES);
             return false;
@@ -306,9 +333,18 @@ bool fu_block_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, c
             if (s->reduced[a]) s->K *= x->shape[a];
             else s->O *= x->shape[a];
         }
-        if (scatter) s->K = scatter_sources(f, n);
         s->offset = p->stage_bytes;
         p->stage_bytes += stage_bytes(f, s->out);
+        if (scatter) {
+            const fu_value *d = source_domain(f, n);
+            s->K = scatter_sources(f, n);
+            s->nsrc = fu_shape_numel(d->rank, d->shape);
+            s->nidx = n->op == FU_OP_INDEX_ADD ? fu_tensor_numel(f, n->inputs[1]) : s->nsrc;
+            s->src_offset = p->stage_bytes;
+            p->stage_bytes += round16(s->nsrc, acc_bytes(s->acc_dt));
+            s->idx_offset = p->stage_bytes;
+            p->stage_bytes += round16(s->nidx, 4);
+        }
         int64_t work = scatter ? s->O : s->O * next_pow2(s->K > 0 ? s->K : 1);
         if (work > widest) widest = work;
     }
@@ -403,76 +439,124 @@ static void emit_combine(cg_ctx *c, const block_stage *s, const char *acc)
     cg_line(c, "__syncthreads(); // fu_part is read");
 }
 
-/* A scatter stage: a thread an element of the result (in passes of the block) starts from the
- * base and adds, in source order, every source whose index names the element's position along
- * the axis; every index is checked (fu_oob). A scatter_add's sources of an element lie at its
- * position in the index's other axes, where the index has that position (else none). */
+/* Opens `for (pass ...)` over n elements in passes of the block, with `var` the element
+ * (clamped into [0, n) as `var`c where the last pass is ragged: every thread loads, only
+ * those inside store); returns whether it is ragged. The caller closes it with cg_close,
+ * inside its own cg_open scope. */
+static bool open_passes(cg_ctx *c, int threads, int64_t n, const char *var)
+{
+    const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (%s pass = 0; pass < %lld; pass++) {", it, (long long)((n + threads - 1) / threads));
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s %s = pass * %d + threadIdx.x;", it, var, threads);
+    const bool ragged = n % threads != 0;
+    if (ragged) cg_line(c, "const %s %sc = %s < %lld ? %s : %lld;", it, var, var, (long long)n, var, (long long)(n - 1));
+    return ragged;
+}
+
+/* A scatter stage. First its sources: a thread an element of the source domain (the source
+ * of an index_add, the index of a scatter_add) computes the source's value and checks its
+ * index (fu_oob) once, into fu_stage. Then a thread an element of the result starts from the
+ * base and adds, in source order, every source whose index names the element's position
+ * along the axis, reading both from shared memory. A scatter_add's sources of an element lie
+ * at its position in the index's other axes, where the index has that position (else none). */
 static void emit_scatter_stage(block_emit *e, int si)
 {
     const block_params *p = e->p;
     const block_stage *s = &p->st[si];
     const fu_fusion *f = e->f;
     const fu_node *n = &f->nodes[s->node];
-    const fu_value *ix = fu_val(f, n->inputs[1]);
+    const fu_value *ix = fu_val(f, n->inputs[1]), *dom = source_domain(f, n);
+    const bool index_add = n->op == FU_OP_INDEX_ADD;
     const int axis = n->attrs.axis;
     cg_ctx *c = &e->w->cg;
     const char *it = c->index64 ? "long long" : "int";
     const char *ct = cg_compute_type(s->acc_dt);
-    char shape[160];
+    char shape[160], prefix[16], name[32], inside[512] = "";
+    int64_t strides[FU_MAX_RANK];
     fu_shape_str(s->rank, s->D, shape, sizeof shape);
     cg_line(c, "// stage %d: %s = %s into %s along axis %d: %lld elements, each its base and %lld sources in order", si,
             fu_val(f, s->out)->name, fu_op_name(s->op), shape, axis, (long long)s->O, (long long)s->K);
     e->done = si + 1;
     if (s->O == 0) return; /* no elements: nothing reads it */
-    cg_open(c);
-    cg_line(c, "#pragma unroll");
-    cg_line(c, "for (%s pass = 0; pass < %lld; pass++) {", it, (long long)s->passes);
-    c->indent++;
-    c->scope++;
-    cg_line(c, "const %s o = pass * %d + threadIdx.x;", it, p->threads);
-    const bool ragged = s->passes * p->threads != s->O;
-    if (ragged) cg_line(c, "const %s oc = o < %lld ? o : %lld;", it, (long long)s->O, (long long)(s->O - 1));
-    c->nvars = 0;
     cg_index idx[FU_MAX_RANK], sidx[FU_MAX_RANK], iidx[FU_MAX_RANK];
-    char prefix[16], inside[512] = "", name[32];
+    if (s->nsrc > 0) {
+        cg_line(c, "// its %lld sources' values and checked indices, once each", (long long)s->nsrc);
+        cg_open(c);
+        bool ragged = open_passes(c, p->threads, s->nsrc, "u");
+        c->nvars = 0;
+        snprintf(prefix, sizeof prefix, "u%d_", si);
+        axis_vars(c, dom->rank, dom->shape, NULL, false, ragged ? "uc" : "u", prefix, sidx);
+        const char *v = cg_value(c, n->inputs[2], sidx);
+        if (ragged) cg_line(c, "if (u < %lld) ((%s *)(fu_stage + %lld))[u] = %s;", (long long)s->nsrc, ct,
+                            (long long)s->src_offset, v);
+        else cg_line(c, "((%s *)(fu_stage + %lld))[u] = %s;", ct, (long long)s->src_offset, v);
+        if (!index_add) {
+            const char *j = cg_value(c, n->inputs[1], sidx);
+            cg_line(c, "const int to = (int)fu_oob.check(%s, %lld, %d, (long long)%s);", j, (long long)s->D[axis], s->node,
+                    ragged ? "uc" : "u");
+            if (ragged) cg_line(c, "if (u < %lld) ((int *)(fu_stage + %lld))[u] = to;", (long long)s->nsrc,
+                                (long long)s->idx_offset);
+            else cg_line(c, "((int *)(fu_stage + %lld))[u] = to;", (long long)s->idx_offset);
+        }
+        cg_close(c); /* the passes */
+        cg_close(c);
+        if (index_add) {
+            cg_open(c);
+            ragged = open_passes(c, p->threads, s->nidx, "u");
+            c->nvars = 0;
+            snprintf(prefix, sizeof prefix, "w%d_", si);
+            axis_vars(c, 1, ix->shape, NULL, false, ragged ? "uc" : "u", prefix, iidx);
+            cg_line(c, "const int to = (int)fu_oob.check(%s, %lld, %d, (long long)%s);", cg_value(c, n->inputs[1], iidx),
+                    (long long)s->D[axis], s->node, ragged ? "uc" : "u");
+            if (ragged) cg_line(c, "if (u < %lld) ((int *)(fu_stage + %lld))[u] = to;", (long long)s->nidx,
+                                (long long)s->idx_offset);
+            else cg_line(c, "((int *)(fu_stage + %lld))[u] = to;", (long long)s->idx_offset);
+            cg_close(c); /* the passes */
+            cg_close(c);
+        }
+        cg_line(c, "__syncthreads(); // stage %d's sources are complete", si);
+    }
+    cg_open(c);
+    const bool ragged = open_passes(c, p->threads, s->O, "o");
+    c->nvars = 0;
     snprintf(prefix, sizeof prefix, "o%d_", si);
     axis_vars(c, s->rank, s->D, NULL, false, ragged ? "oc" : "o", prefix, idx);
     cg_line(c, "%s acc = (%s)%s;", ct, ct, cg_value(c, n->inputs[0], idx));
-    if (s->K > 0) {
+    if (s->K > 0 && s->nsrc > 0) {
         size_t used = 0;
         for (int a = 0; a < s->rank; a++) { /* a scatter_add's other axes: the element's position in the index */
             sidx[a] = idx[a];
-            if (n->op == FU_OP_INDEX_ADD || a == axis || ix->shape[a] >= s->D[a]) continue;
+            if (index_add || a == axis || ix->shape[a] >= s->D[a]) continue;
             snprintf(name, sizeof name, "q%d_%d", si, a);
             cg_line(c, "const %s %s = %s%d < %lld ? %s%d : %lld;", it, name, prefix, a, (long long)ix->shape[a], prefix,
-                     a, (long long)(ix->shape[a] - 1));
+                    a, (long long)(ix->shape[a] - 1));
             cg_index_var(&sidx[a], cg_add_var(c, name), name);
             used += (size_t)snprintf(inside + used, sizeof inside - used, " && %s%d < %lld", prefix, a,
                                      (long long)ix->shape[a]);
             if (used >= sizeof inside) used = sizeof inside - 1;
         }
         snprintf(name, sizeof name, "src%d", si);
-        cg_line(c, "#pragma unroll 4");
+        cg_line(c, "#pragma unroll 8");
         cg_line(c, "for (%s %s = 0; %s < %lld; %s++) {", it, name, name, (long long)s->K, name);
         c->indent++;
         c->scope++;
         cg_index_var(&sidx[axis], cg_add_var(c, name), name);
-        if (n->op == FU_OP_INDEX_ADD) iidx[0] = sidx[axis];
-        else memcpy(iidx, sidx, sizeof iidx);
-        const char *j = cg_value(c, n->inputs[1], iidx);
-        int64_t strides[FU_MAX_RANK];
-        fu_shape_contiguous_strides(ix->rank, ix->shape, strides);
-        cg_index pos;
-        cg_offset(c, ix->rank, ix->shape, strides, iidx, &pos);
-        cg_line(c, "const long long to = fu_oob.check(%s, %lld, %d, (long long)(%s));", j, (long long)s->D[axis], s->node,
-                pos.expr);
-        cg_line(c, "if (to == %s%d%s) acc += %s;", prefix, axis, inside, cg_value(c, n->inputs[2], sidx));
+        cg_index at; /* the source's position in the source domain */
+        fu_shape_contiguous_strides(dom->rank, dom->shape, strides);
+        cg_offset(c, dom->rank, dom->shape, strides, sidx, &at);
+        cg_line(c, "const int to = ((const int *)(fu_stage + %lld))[%s];", (long long)s->idx_offset,
+                index_add ? name : at.expr);
+        cg_line(c, "if (to == %s%d%s) acc += ((const %s *)(fu_stage + %lld))[%s];", prefix, axis, inside, ct,
+                (long long)s->src_offset, at.expr);
         cg_close(c);
     }
     fu_red_round(c, FU_OP_SUM, s->acc_dt, "acc");
     if (ragged) cg_line(c, "if (o < %lld) ((%s *)(fu_stage + %lld))[o] = acc;", (long long)s->O, ct, (long long)s->offset);
     else cg_line(c, "((%s *)(fu_stage + %lld))[o] = acc;", ct, (long long)s->offset);
-    cg_close(c);
+    cg_close(c); /* the passes */
     cg_close(c);
     cg_line(c, "__syncthreads(); // stage %d is complete", si);
 }
