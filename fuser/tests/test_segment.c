@@ -237,6 +237,36 @@ static void check_block_slots(const char *dir)
     }
 }
 
+/* A scatter of floats is a stage of the one-block scheduler: at N = 32 the column mean, the
+ * index_add, its column sum and the scatter_add are one block, whose index_add first puts its
+ * 224 sources and 32 checked indices in shared memory; at N = 2048 the index_add's work is
+ * more than one block's, and the plan splits. */
+static void check_block_scatter(const char *dir)
+{
+    for (int big = 0; big < 2; big++) {
+        fu_plan *p = plan_segment_file(dir, "segment/one_block_scatter.fusion", big ? "N=2048" : NULL);
+        CHECK(p != NULL);
+        if (p && !big) {
+            CHECK(p->nkernels == 1 && p->lower_bound == 1 && p->kernels[0].sched == FU_SCHED_BLOCK);
+            const char *src = p->nkernels == 1 ? p->kernels[0].source : "";
+            CHECK_CONTAINS(p->kernels[0].config, " s=119x32/1"); /* 17 x 7 elements, 32 sources each */
+            CHECK_CONTAINS(src, "// its 224 sources' values and checked indices, once each");
+            CHECK_CONTAINS(src, "fu_oob.check(");
+            CHECK_CONTAINS(src, "__syncthreads(); // stage 1's sources are complete");
+            const char *body = strstr(src, "// ---- end of prelude ----");
+            CHECK(body && !strstr(body, "atomicAdd") && !strstr(body, "fu_ws")); /* in source order, in the block */
+        }
+        if (p && big) {
+            CHECK(p->nkernels > 1);
+            for (int k = 0; k < p->nkernels; k++)
+                CHECK(p->kernels[k].sched != FU_SCHED_BLOCK || !strstr(p->kernels[k].config, " s="));
+        }
+        printf("one block's scatter (N=%s): %d kernel%s, bound %d\n", big ? "2048" : "32", p ? p->nkernels : -1,
+               p && p->nkernels == 1 ? "" : "s", p ? p->lower_bound : -1);
+        fu_plan_free(p);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *suites = getenv("FUSER_SUITES_DIR");
@@ -263,6 +293,7 @@ int main(int argc, char **argv)
     check_debug_boundary(argv[1]);
     check_one_block(argv[1]);
     check_block_slots(argv[1]);
+    check_block_scatter(argv[1]);
     check_atomic_bf16_form(suites);
     fu_runtime_close(rt);
     tu_remove_tree(cache);
