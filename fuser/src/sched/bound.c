@@ -59,14 +59,21 @@ static int find_row_kind(row_kind *kinds, int *nkinds, const fu_value *x, const 
     return (*nkinds)++;
 }
 
+/* The highest level among n's inputs. */
+static int inputs_level(const fu_node *n, const dep *deps)
+{
+    int level = 0;
+    for (int k = 0; k < n->ninputs; k++)
+        if (deps[n->inputs[k]].level > level) level = deps[n->inputs[k]].level;
+    return level;
+}
+
 /* What an op that is no reduction or segment_set depends on (a scatter: the level; its kind is
  * set after). local: one block can compute the op's value from what earlier kernels left
  * (block_local). */
 static dep combine(const fu_fusion *f, const fu_node *n, const dep *deps, bool local)
 {
-    dep d = {0, DEP_FREE, -1};
-    for (int k = 0; k < n->ninputs; k++)
-        if (deps[n->inputs[k]].level > d.level) d.level = deps[n->inputs[k]].level;
+    dep d = {inputs_level(n, deps), DEP_FREE, -1};
     int64_t numel = fu_tensor_numel(f, n->output);
     bool forced = false, after_scatter = false;
     for (int k = 0; k < n->ninputs; k++) {
@@ -158,9 +165,7 @@ int fu_kernels_lower_bound(const fu_fusion *f)
         } else if (kind == FU_KIND_SCATTER) {
             /* one block computes it as a stage where its cone fits (k_block.c): then, as a
              * grid-wide value, a barrier and not a boundary before what reads it */
-            int level = 0;
-            for (int k = 0; k < n->ninputs; k++)
-                if (deps[n->inputs[k]].level > level) level = deps[n->inputs[k]].level;
+            int level = inputs_level(n, deps);
             bool floats = fu_block_scatter_work(f, n) >= 0;
             bool one_block = floats && block_local(f, n, deps, local, level, &walk);
             d = combine(f, n, deps, one_block);
@@ -189,9 +194,7 @@ int fu_kernels_lower_bound(const fu_fusion *f)
             }
             local[n->output] = block_local(f, n, deps, local, d.level, &walk);
         } else {
-            int level = 0;
-            for (int k = 0; k < n->ninputs; k++)
-                if (deps[n->inputs[k]].level > level) level = deps[n->inputs[k]].level;
+            int level = inputs_level(n, deps);
             local[n->output] = block_local(f, n, deps, local, level, &walk);
             d = combine(f, n, deps, local[n->output]);
             if (d.level > level) local[n->output] = true; /* past a boundary: from memory */

@@ -14,8 +14,9 @@
  * one, a row value read at another row, or a full reduction read at full size
  * need no grid-wide step: what splits such a fusion into several kernels
  * elsewhere (the grid-wide values of bound.c) is one block's barrier here.
- * A scatter of floats (index_add, scatter_add) is a stage too: a thread an
- * element of its result, which starts from the base and adds every source
+ * A scatter of floats (index_add, scatter_add) is a stage too: its sources'
+ * values and checked indices are computed once into shared memory, then a
+ * thread an element of its result starts from the base and adds every source
  * whose index names it, in source order (the interpreter's order; no atomics),
  * so a reduction before it, after it or of it needs no kernel boundary either.
  * At these sizes a launch costs more than the work (a few microseconds on the

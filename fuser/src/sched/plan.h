@@ -143,9 +143,10 @@ bool fu_block_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, ch
  * little work; a scatter of floats is a stage); why not, where not. */
 bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *outputs, int noutputs, char *why,
                    size_t nwhy);
-/* The elements the one-block scheduler reads for scatter node s (k_block.c: each element of
- * the result looks at every source along the axis), or -1 where it takes no such scatter (one
- * of integers). */
+/* The work the one-block scheduler counts for scatter node s (k_block.c): its source domain's
+ * elements (each source computed once) plus the result's elements times the sources along
+ * the axis (each element looks at every one); -1 where it takes no such scatter (one of
+ * integers). */
 int64_t fu_block_scatter_work(const fu_fusion *f, const fu_node *s);
 /* Whether scatter node s of f is planned with atomic adds (else each block owns its rows). */
 bool fu_scatter_is_atomic(const fu_fusion *f, const fu_node *s, const fu_plan_options *opts);
