@@ -115,13 +115,21 @@ static int64_t acc_bytes(fu_dtype dt) { return dt == FU_F64 || dt == FU_I32 || d
 /* n elements of b bytes, rounded up to 16 bytes. */
 static int64_t round16(int64_t n, int64_t b) { return (n * b + 15) / 16 * 16; }
 
+/* A scatter stage's sources (the source domain's elements) and indices (an index_add's
+ * index, or one a source). */
+static void scatter_counts(const fu_fusion *f, const fu_node *s, int64_t *nsrc, int64_t *nidx)
+{
+    const fu_value *d = source_domain(f, s);
+    *nsrc = fu_shape_numel(d->rank, d->shape);
+    *nidx = s->op == FU_OP_INDEX_ADD ? fu_tensor_numel(f, s->inputs[1]) : *nsrc;
+}
+
 /* The bytes a scatter stage keeps beside its result: its sources' values in the result's
  * compute type and their indices as ints. */
 static int64_t scatter_bytes(const fu_fusion *f, const fu_node *s)
 {
-    const fu_value *d = source_domain(f, s);
-    int64_t nsrc = fu_shape_numel(d->rank, d->shape);
-    int64_t nidx = s->op == FU_OP_INDEX_ADD ? fu_tensor_numel(f, s->inputs[1]) : nsrc;
+    int64_t nsrc, nidx;
+    scatter_counts(f, s, &nsrc, &nidx);
     return round16(nsrc, acc_bytes(fu_val(f, s->output)->dtype)) + round16(nidx, 4);
 }
 
@@ -337,10 +345,8 @@ bool fu_block_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, c
         s->offset = p->stage_bytes;
         p->stage_bytes += stage_bytes(f, s->out);
         if (scatter) {
-            const fu_value *d = source_domain(f, n);
             s->K = scatter_sources(f, n);
-            s->nsrc = fu_shape_numel(d->rank, d->shape);
-            s->nidx = n->op == FU_OP_INDEX_ADD ? fu_tensor_numel(f, n->inputs[1]) : s->nsrc;
+            scatter_counts(f, n, &s->nsrc, &s->nidx);
             s->src_offset = p->stage_bytes;
             p->stage_bytes += round16(s->nsrc, acc_bytes(s->acc_dt));
             s->idx_offset = p->stage_bytes;
@@ -442,8 +448,7 @@ static void emit_combine(cg_ctx *c, const block_stage *s, const char *acc)
 
 /* Opens `for (pass ...)` over n elements in passes of the block, with `var` the element
  * (clamped into [0, n) as `var`c where the last pass is ragged: every thread loads, only
- * those inside store); returns whether it is ragged. The caller closes it with cg_close,
- * inside its own cg_open scope. */
+ * those inside store); returns whether it is ragged. The caller closes it with cg_close. */
 static bool open_passes(cg_ctx *c, int threads, int64_t n, const char *var)
 {
     const char *it = c->index64 ? "long long" : "int";
@@ -455,6 +460,16 @@ static bool open_passes(cg_ctx *c, int threads, int64_t n, const char *var)
     const bool ragged = n % threads != 0;
     if (ragged) cg_line(c, "const %s %sc = %s < %lld ? %s : %lld;", it, var, var, (long long)n, var, (long long)(n - 1));
     return ragged;
+}
+
+/* fu_stage's element `var` of type ct at byte `offset` = value, only where var < n when the
+ * passes are ragged. */
+static void store_stage(cg_ctx *c, bool ragged, const char *var, int64_t n, const char *ct, int64_t offset,
+                        const char *value)
+{
+    if (ragged) cg_line(c, "if (%s < %lld) ((%s *)(fu_stage + %lld))[%s] = %s;", var, (long long)n, ct, (long long)offset, var,
+                        value);
+    else cg_line(c, "((%s *)(fu_stage + %lld))[%s] = %s;", ct, (long long)offset, var, value);
 }
 
 /* A scatter stage. First its sources: a thread an element of the source domain (the source
@@ -491,16 +506,12 @@ static void emit_scatter_stage(block_emit *e, int si)
         snprintf(prefix, sizeof prefix, "u%d_", si);
         axis_vars(c, dom->rank, dom->shape, NULL, false, ragged ? "uc" : "u", prefix, sidx);
         const char *v = cg_value(c, n->inputs[2], sidx);
-        if (ragged) cg_line(c, "if (u < %lld) ((%s *)(fu_stage + %lld))[u] = %s;", (long long)s->nsrc, ct,
-                            (long long)s->src_offset, v);
-        else cg_line(c, "((%s *)(fu_stage + %lld))[u] = %s;", ct, (long long)s->src_offset, v);
+        store_stage(c, ragged, "u", s->nsrc, ct, s->src_offset, v);
         if (!index_add) {
             const char *j = cg_value(c, n->inputs[1], sidx);
             cg_line(c, "const int to = (int)fu_oob.check(%s, %lld, %d, (long long)%s);", j, (long long)s->D[axis], s->node,
                     ragged ? "uc" : "u");
-            if (ragged) cg_line(c, "if (u < %lld) ((int *)(fu_stage + %lld))[u] = to;", (long long)s->nsrc,
-                                (long long)s->idx_offset);
-            else cg_line(c, "((int *)(fu_stage + %lld))[u] = to;", (long long)s->idx_offset);
+            store_stage(c, ragged, "u", s->nsrc, "int", s->idx_offset, "to");
         }
         cg_close(c); /* the passes */
         cg_close(c);
@@ -512,9 +523,7 @@ static void emit_scatter_stage(block_emit *e, int si)
             axis_vars(c, 1, ix->shape, NULL, false, ragged ? "uc" : "u", prefix, iidx);
             cg_line(c, "const int to = (int)fu_oob.check(%s, %lld, %d, (long long)%s);", cg_value(c, n->inputs[1], iidx),
                     (long long)s->D[axis], s->node, ragged ? "uc" : "u");
-            if (ragged) cg_line(c, "if (u < %lld) ((int *)(fu_stage + %lld))[u] = to;", (long long)s->nidx,
-                                (long long)s->idx_offset);
-            else cg_line(c, "((int *)(fu_stage + %lld))[u] = to;", (long long)s->idx_offset);
+            store_stage(c, ragged, "u", s->nidx, "int", s->idx_offset, "to");
             cg_close(c); /* the passes */
             cg_close(c);
         }
@@ -555,8 +564,7 @@ static void emit_scatter_stage(block_emit *e, int si)
         cg_close(c);
     }
     fu_red_round(c, FU_OP_SUM, s->acc_dt, "acc");
-    if (ragged) cg_line(c, "if (o < %lld) ((%s *)(fu_stage + %lld))[o] = acc;", (long long)s->O, ct, (long long)s->offset);
-    else cg_line(c, "((%s *)(fu_stage + %lld))[o] = acc;", ct, (long long)s->offset);
+    store_stage(c, ragged, "o", s->O, ct, s->offset, "acc");
     cg_close(c); /* the passes */
     cg_close(c);
     cg_line(c, "__syncthreads(); // stage %d is complete", si);
@@ -641,7 +649,6 @@ static void emit_outputs(block_emit *e, const fu_group *g)
     const block_params *p = e->p;
     const fu_fusion *f = e->f;
     cg_ctx *c = &e->w->cg;
-    const char *it = c->index64 ? "long long" : "int";
     bool *done = fu_calloc((size_t)g->noutputs + 1, sizeof *done);
     if (!done) {
         cg_fail(c, "one block: out of memory");
@@ -655,15 +662,9 @@ static void emit_outputs(block_emit *e, const fu_group *g)
         char shape[160];
         fu_shape_str(v->rank, v->shape, shape, sizeof shape);
         cg_line(c, "// outputs of shape %s: %lld elements", shape, (long long)n);
-        cg_line(c, "#pragma unroll");
-        cg_line(c, "for (%s pass = 0; pass < %lld; pass++) {", it, (long long)((n + p->threads - 1) / p->threads));
-        c->indent++;
-        c->scope++;
-        cg_line(c, "const %s e = pass * %d + threadIdx.x;", it, p->threads);
-        bool ragged = n % p->threads != 0;
         /* the last pass's spare threads compute the last element again and store nothing: no
          * branch between the passes' loads */
-        if (ragged) cg_line(c, "const %s ec = e < %lld ? e : %lld;", it, (long long)n, (long long)(n - 1));
+        bool ragged = open_passes(c, p->threads, n, "e");
         c->nvars = 0;
         cg_index idx[FU_MAX_RANK];
         axis_vars(c, v->rank, v->shape, NULL, false, ragged ? "ec" : "e", "d", idx);
