@@ -267,6 +267,27 @@ static void check_block_scatter(const char *dir)
     }
 }
 
+/* Values a pass computes and a later pass reads again are kept in registers (KEEP_VALUES):
+ * kept_values.fusion's passes after the first read neither input again, its row edges included. */
+static void check_kept_values(const char *dir)
+{
+    fu_plan *p = plan_segment_file(dir, "segment/kept_values.fusion", NULL);
+    CHECK(p != NULL && p->nkernels == 1);
+    if (p && p->nkernels == 1) {
+        const fu_kernel_plan *kp = &p->kernels[0];
+        CHECK(kp->sched == FU_SCHED_REDUCTION);
+        CHECK_CONTAINS(kp->config, " kept_values=2");
+        CHECK_CONTAINS(kp->params_json, "\"kept_values\": [{\"name\": \"w\", \"pass\": 1}, {\"name\": \"q\", \"pass\": 2}]");
+        const char *later = strstr(kp->source, "// pass 2 over the row");
+        CHECK(later && !strstr(later, "in0[") && !strstr(later, "in0 +") && !strstr(later, "in1[") && !strstr(later, "in1 +"));
+        CHECK_CONTAINS(kp->source, "fu_ce0 = fu_load(in0["); /* the edge's x, loaded once */
+        CHECK_CONTAINS(later, "fu_ke1 = ");                  /* q at the edge, for pass 3 */
+        CHECK_CONTAINS(later, " = (fu_k1[it * 4 + 3] - ");  /* pass 3's lanes read q's registers */
+        printf("kept values: %s\n", kp->config);
+    }
+    fu_plan_free(p);
+}
+
 int main(int argc, char **argv)
 {
     const char *suites = getenv("FUSER_SUITES_DIR");
@@ -294,6 +315,7 @@ int main(int argc, char **argv)
     check_one_block(argv[1]);
     check_block_slots(argv[1]);
     check_block_scatter(argv[1]);
+    check_kept_values(argv[1]);
     check_atomic_bf16_form(suites);
     fu_runtime_close(rt);
     tu_remove_tree(cache);

@@ -15,7 +15,10 @@
  *   - when a later pass re-reads an input, the row is kept from the first pass
  *     instead, if it fits: in shared memory (each thread's own slots, so the
  *     passes stay rolled loops) or in registers (ROW_CACHE_SMEM=0): one read of
- *     the logits for a fused cross entropy forward+backward.
+ *     the logits for a fused cross entropy forward+backward; a value a pass
+ *     computes from the row and a later pass reads again (a reduction's
+ *     operand, a quotient by the row's sum) is kept in registers where the
+ *     passes are unrolled over a few vectors a thread (KEEP_VALUES).
  * After the passes, per-row values (a loss per row) are written by one thread.
  * Reductions over all rows ("grid" reductions: a mean loss) are accumulated
  * per block (per row with the queue), written as partials, and combined in a
@@ -61,6 +64,18 @@
 #ifndef SMEM_CACHE_BYTES
 #define SMEM_CACHE_BYTES 256
 #endif
+/* A value a pass computes from the row (a reduction's operand, an online
+ * log-sum-exp's source, a full-size output) and a later pass reads again at the
+ * same position is kept in registers, KEEP_BYTES a thread at most, instead of
+ * computed again: no second load of its inputs after the block reduction (a
+ * memory round trip on the critical path of a small row) and no second run of
+ * its arithmetic (a division, a log1p). Its row edges (ALIGNED_ROWS) keep
+ * theirs in a scalar, as do the cached inputs'. 0 turns it off. */
+#ifndef KEEP_VALUES
+#define KEEP_VALUES 1
+#endif
+#define KEEP_BYTES 64
+#define MAX_KEEP 4
 /* Loads a thread issues together (bytes in flight). One pass: 128 bytes of
  * the widest row input, whatever the dtype (32 elements left a bf16 row with
  * half the bytes in flight of an f32 one: 156 -> 146 us for the bf16 cross
@@ -407,6 +422,10 @@ typedef struct red_params {
     /* the row kept between passes: in registers, or in shared memory */
     int ncache;
     fu_tensor cache_t[MAX_CACHE];
+    /* values computed in one pass and kept in registers for later passes (KEEP_VALUES) */
+    int nkeep;
+    fu_tensor keep_t[MAX_KEEP];
+    int keep_pass[MAX_KEEP]; /* the pass that computes it */
     int nsmem;
     fu_tensor smem_t[MAX_CACHE];
     int smem_slot_bytes[MAX_CACHE]; /* one thread's vector of it */
@@ -1002,7 +1021,8 @@ static void plan_pass(red_params *p, const fu_group *g, int pass)
                       : ps->from_slots                          ? ROW_SMEM_BATCH
                                                                 : STAGE_ELEMS_MULTIPASS / p->vec;
     if (stage_iters < 1) stage_iters = 1;
-    int batch = p->ncache ? p->iters : (p->iters < stage_iters ? p->iters : stage_iters);
+    bool row_regs = p->ncache > 0 || p->nkeep > 0; /* registers indexed by the position */
+    int batch = row_regs ? p->iters : (p->iters < stage_iters ? p->iters : stage_iters);
     if (batch < 1) batch = 1;
     ps->batch = batch;
     /* A slot's work is guarded by the row length unless the batches cover the
@@ -1012,11 +1032,12 @@ static void plan_pass(red_params *p, const fu_group *g, int pass)
      * the bf16 fused cross entropy (152 bytes; 312 -> 404 us). */
     int64_t covered = (int64_t)((p->iters + batch - 1) / batch) * batch * p->threads * p->vec;
     bool exact = covered == p->K_part && p->K_part * p->cluster == p->K && !p->aligned_rows; /* (whole vectors vary by row) */
-    ps->guard = p->cluster > 1 && (!exact || p->ncache > 0) ? GUARD_PART : !exact || p->ncache > 0 ? GUARD_ROW : GUARD_NONE;
-    /* unrolled where registers are indexed by the position: the row cache, the column accumulators */
+    ps->guard = p->cluster > 1 && (!exact || row_regs) ? GUARD_PART : !exact || row_regs ? GUARD_ROW : GUARD_NONE;
+    /* unrolled where registers are indexed by the position: the row cache, the kept values, the
+     * column accumulators */
     bool col_pass = false;
     for (int i = 0; i < p->nred; i++) col_pass |= p->reds[i].kind == RK_COL && p->reds[i].pass == pass;
-    ps->unrolled = p->ncache || col_pass;
+    ps->unrolled = row_regs || col_pass;
     ps->nout = pass_outputs(p, g, pass, ps->out_t, MAX_OUTS);
     for (int i = 0; i < p->nred; i++) {
         const red_info *ri = &p->reds[i];
@@ -1119,6 +1140,68 @@ static void choose_smem_cache(red_params *p, const fu_group *g)
     p->nsmem = p->ncache;
     p->ncache = 0;
     p->smem_bytes = total;
+}
+
+/* Whether t is made by the group's arithmetic: not an input, a constant, or
+ * a view or cast of one (those cost a register read or nothing again). */
+static bool computed_in_group(const red_params *p, const fu_group *g, fu_tensor t)
+{
+    const fu_fusion *f = g->f;
+    for (int depth = 0; depth < 64; depth++) {
+        for (int i = 0; i < p->nparams; i++)
+            if (p->param_t[i] == t && !p->param_out[i]) return false;
+        const fu_node *n = fu_producer(f, t);
+        if (!n || !g->in_group[n - f->nodes]) return false;
+        fu_op_kind k = fu_op_kind_of(n->op);
+        if (k == FU_KIND_FULL || k == FU_KIND_IOTA) return false;
+        if (k != FU_KIND_BROADCAST && k != FU_KIND_RESHAPE && k != FU_KIND_PERMUTE && k != FU_KIND_SLICE &&
+            k != FU_KIND_HINT && k != FU_KIND_CAST)
+            return true;
+        t = n->inputs[0];
+    }
+    return false;
+}
+
+/* Keeps t, computed in `pass`, for the later passes that read it at the row
+ * position, while its registers fit the budget. */
+static void keep_candidate(red_params *p, const fu_group *g, fu_tensor t, int pass, int64_t *budget)
+{
+    const fu_value *v = fu_val(g->f, t);
+    int64_t bytes = (int64_t)p->iters * p->vec * 4;
+    if (p->nkeep == MAX_KEEP || !is_full_shape(p, v) || strcmp(cg_compute_type(v->dtype), "float") || bytes > *budget)
+        return;
+    for (int k = 0; k < p->nkeep; k++)
+        if (p->keep_t[k] == t) return;
+    if (!computed_in_group(p, g, t)) return;
+    bool later = false;
+    for (int q = pass + 1; q <= p->passes && !later; q++) later = pass_reads(p, g, q, t);
+    if (!later) return;
+    *budget -= bytes;
+    p->keep_t[p->nkeep] = t;
+    p->keep_pass[p->nkeep++] = pass;
+}
+
+/* KEEP_VALUES: the values each pass keeps for the later ones, where the passes
+ * are unrolled over a few vectors a thread (not with a cluster, column
+ * accumulators or the row in shared memory, whose passes stay rolled loops). */
+static void choose_kept_values(red_params *p, const fu_group *g)
+{
+    p->nkeep = 0;
+    if (!KEEP_VALUES || p->passes < 2 || p->cluster > 1 || p->ncol > 0 || p->nsmem > 0) return;
+    int64_t budget = KEEP_BYTES, cached = 0;
+    for (int k = 0; k < p->ncache; k++)
+        cached += (int64_t)p->iters * p->vec * (int64_t)fu_dtype_size(fu_val(g->f, p->cache_t[k])->dtype);
+    if (CACHE_BYTES - cached < budget) budget = CACHE_BYTES - cached; /* (the row's registers, all told) */
+    for (int pass = 1; pass < p->passes; pass++) {
+        for (int i = 0; i < p->nred; i++) {
+            const red_info *ri = &p->reds[i];
+            if (ri->pass != pass || !row_kind(ri->kind) || ri->online_sum >= 0) continue;
+            keep_candidate(p, g, ri->online_max >= 0 ? online_source(g->f, ri) : ri->in, pass, &budget);
+        }
+        fu_tensor outs[MAX_OUTS];
+        int nout = pass_outputs(p, g, pass, outs, MAX_OUTS);
+        for (int o = 0; o < nout; o++) keep_candidate(p, g, outs[o], pass, &budget);
+    }
 }
 
 static int log2_int(int pow2)
@@ -1311,6 +1394,7 @@ static void choose_config(red_params *p, const fu_group *g)
             choose_cached_inputs(p, g, CACHE_BYTES);
     }
     choose_smem_cache(p, g);
+    choose_kept_values(p, g);
 }
 
 /* The outputs: per row (written by one thread after the passes), scalar
@@ -1509,6 +1593,8 @@ typedef struct red_emit {
     int pass;           /* the pass being emitted, and its plan */
     const red_pass *ps;
     bool in_pass;
+    bool in_edge;                  /* emitting a pass's row edges (an element a thread) */
+    bool edge_loaded[MAX_CACHE];   /* cached input k's edge element is in fu_ce<k> */
     /* single_out[o] computed ahead (emit_single_row_ahead): its element's index */
     bool ahead[MAX_OUTS];
     cg_index ahead_idx[MAX_OUTS][FU_MAX_RANK];
@@ -1527,10 +1613,51 @@ static void emit_block_reduce(red_emit *r, const char *dst, const char *src, fu_
     else cg_line(&r->w->cg, "%s = fu_block_reduce(%s, %s, %s);", dst, src, op_functor(op), smem_of(ct));
 }
 
+/* Inside a pass, or its edges, after the pass that keeps it: a kept value read
+ * at this thread's position (the pass's index at the current lane), from its
+ * registers. */
+static const char *kept_value(red_emit *r, const cg_ctx *c, fu_tensor t, const cg_index *idx)
+{
+    const red_params *p = r->p;
+    if (!r->in_pass && !r->in_edge) return NULL;
+    for (int k = 0; k < p->nkeep; k++) {
+        if (p->keep_t[k] != t || r->pass <= p->keep_pass[k]) continue;
+        for (int a = 0; a < p->rank; a++) {
+            if (p->D[a] == 1) continue; /* (read as 0 or as the variable: either is the one position) */
+            cg_index want;
+            cg_index_var(&want, a, c->var_names[a]);
+            if (a == p->rank - 1 && c->vec > 1) {
+                want.lane_coef = 1;
+                cg_index_refresh(c, &want);
+            }
+            if (strcmp(want.expr, idx[a].expr) != 0) return NULL;
+        }
+        if (r->in_edge) snprintf(r->cache_var, sizeof r->cache_var, "fu_ke%d", k);
+        else snprintf(r->cache_var, sizeof r->cache_var, "fu_k%d[it * %d + %d]", k, c->vec, c->lane);
+        return r->cache_var;
+    }
+    return NULL;
+}
+
+/* After a pass that keeps values: each one's element at this position, into its registers. */
+static void store_kept_values(red_emit *r, int pass, const cg_index *li)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    for (int k = 0; k < p->nkeep; k++) {
+        if (p->keep_pass[k] != pass) continue;
+        const char *v = cg_value(c, p->keep_t[k], li);
+        if (r->in_edge) cg_line(c, "fu_ke%d = %s;", k, v);
+        else cg_line(c, "fu_k%d[it * %d + %d] = %s;", k, c->vec, c->lane, v);
+    }
+}
+
 static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, void *user)
 {
     red_emit *r = user;
     const red_params *p = r->p;
+    const char *kept = kept_value(r, c, t, idx);
+    if (kept) return kept;
     int i = red_of(p, t);
     if (i < 0) return NULL;
     const red_info *ri = &p->reds[i];
@@ -1586,9 +1713,19 @@ static const char *register_element(red_emit *r, const cg_ctx *c, fu_tensor t, i
 static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, void *user)
 {
     red_emit *r = user;
-    if (!r->in_pass || !off->affine || off->lane_coef != (c->vec > 1 ? 1 : 0)) return NULL;
+    if ((!r->in_pass && !r->in_edge) || !off->affine || off->lane_coef != (c->vec > 1 ? 1 : 0)) return NULL;
     char base[CG_EXPR];
     cg_offset_base_expr(c, off, base, sizeof base);
+    if (r->in_edge) { /* a cached input's edge element: loaded by the first pass that reads it, then kept */
+        for (int i = 0; i < r->p->ncache; i++) {
+            if (r->p->cache_t[i] != t || strcmp(r->cache_base[i], base) != 0) continue;
+            if (!r->edge_loaded[i]) cg_line(c, "fu_ce%d = fu_load(%s[%s]);", i, cg_find_param(c, t)->name, off->expr);
+            r->edge_loaded[i] = true;
+            snprintf(r->cache_var, sizeof r->cache_var, "fu_ce%d", i);
+            return r->cache_var;
+        }
+        return NULL;
+    }
     for (int i = 0; i < r->p->ncache; i++)
         if (r->p->cache_t[i] == t && strcmp(r->cache_base[i], base) == 0) return register_element(r, c, t, i, "fu_c", "it");
     for (int i = 0; i < r->ps->nstage; i++)
@@ -1987,6 +2124,7 @@ static void emit_elements(red_emit *r, int pass, const cg_index *idx, int vec, b
             fu_red_combine(c, ri->op, r->var[i], cg_value(c, ri->in, li));
         }
         for (int o = 0; o < ps->nout; o++) snprintf(outs[o][lane], sizeof outs[o][lane], "%s", cg_value(c, ps->out_t[o], li));
+        store_kept_values(r, pass, li);
     }
     c->lane = 0;
     for (int i = 0; i < p->nred; i++) {
@@ -2062,10 +2200,12 @@ static void emit_row_edges(red_emit *r, int pass)
     c->vec = 1;
     c->lane_var = -1;
     c->lane = 0;
-    r->in_pass = false; /* (no register holds an edge) */
+    r->in_pass = false; /* (the pass's registers hold whole vectors; the edges have their own: fu_ce, fu_ke) */
+    r->in_edge = true;
     cg_index idx[FU_MAX_RANK];
     for (int a = 0; a < p->rank; a++) cg_index_var(&idx[a], a, c->var_names[a]);
     emit_elements(r, pass, idx, 1, false);
+    r->in_edge = false;
     c->vec = saved_vec;
     c->lane_var = saved_lane_var;
     for (int k = 0; k < 2; k++) {
@@ -2672,6 +2812,16 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
     for (int k = 0; k < p->ncache; k++)
         cg_line(c, "alignas(16) %s fu_c%d[%d]; // '%s' kept in registers between passes",
                 cg_storage_type(fu_val(f, p->cache_t[k])->dtype), k, p->iters * p->vec, fu_val(f, p->cache_t[k])->name);
+    for (int k = 0; k < p->ncache && p->aligned_rows; k++) {
+        const char *ct = cg_compute_type(fu_val(f, p->cache_t[k])->dtype);
+        cg_line(c, "%s fu_ce%d = (%s)0; // ... and at this thread's row edge", ct, k, ct);
+        r->edge_loaded[k] = false;
+    }
+    for (int k = 0; k < p->nkeep; k++) {
+        cg_line(c, "float fu_k%d[%d]; // '%s' from pass %d, kept in registers for the later passes", k, p->iters * p->vec,
+                fu_val(f, p->keep_t[k])->name, p->keep_pass[k]);
+        if (p->aligned_rows) cg_line(c, "float fu_ke%d = 0.0f; // ... and at this thread's row edge", k);
+    }
     /* the canonical offset of each cached input (what lookup_cache matches) */
     for (int k = 0; k < p->ncache; k++) canonical_base(r, p->cache_t[k], r->cache_base[k]);
     if (p->row_prefetch) begin_pass(r, 1); /* (its first batch is in flight already) */
@@ -2833,6 +2983,10 @@ static void config_text(const red_params *p, fu_kernel_plan *kp)
         size_t n = strlen(kp->config);
         snprintf(kp->config + n, sizeof kp->config - n, " grid_outputs=%d", p->nfree_out);
     }
+    if (p->nkeep) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " kept_values=%d", p->nkeep);
+    }
 }
 
 /* kp->params_json: every number, flag and name of the struct. */
@@ -2877,6 +3031,9 @@ static char *params_json(const red_params *p, const fu_fusion *f)
         fu_sb_printf(&js, "%s{\"name\": \"%s\", \"where\": \"shared\", \"offset\": %lld, \"slot_bytes\": %d}",
                      k || p->ncache ? ", " : "", fu_val(f, p->smem_t[k])->name, (long long)p->smem_offset[k],
                      p->smem_slot_bytes[k]);
+    fu_sb_puts(&js, "], \"kept_values\": [");
+    for (int k = 0; k < p->nkeep; k++)
+        fu_sb_printf(&js, "%s{\"name\": \"%s\", \"pass\": %d}", k ? ", " : "", fu_val(f, p->keep_t[k])->name, p->keep_pass[k]);
     fu_sb_printf(&js, "], \"first_batch_early\": %s, \"row_prefetch\": %s, \"passes_plan\": [", p->first_batch_early ? "true" : "false",
                  p->row_prefetch ? "true" : "false");
     for (int q = 1; q <= p->passes; q++) {
