@@ -268,7 +268,8 @@ static void check_block_scatter(const char *dir)
 }
 
 /* Values a pass computes and a later pass reads again are kept in registers (KEEP_VALUES):
- * kept_values.fusion's passes after the first read neither input again, its row edges included. */
+ * kept_values.fusion's passes after the first read neither input again, its row edges included.
+ * A row over several axes is read in vectors along the last one. */
 static void check_kept_values(const char *dir)
 {
     fu_plan *p = plan_segment_file(dir, "segment/kept_values.fusion", NULL);
@@ -284,6 +285,14 @@ static void check_kept_values(const char *dir)
         CHECK_CONTAINS(later, "fu_ke1 = ");                  /* q at the edge, for pass 3 */
         CHECK_CONTAINS(later, " = (fu_k1[it * 4 + 3] - ");  /* pass 3's lanes read q's registers */
         printf("kept values: %s\n", kp->config);
+    }
+    fu_plan_free(p);
+    /* a row over both axes of [96, 128] (a full mean): vectors along the last axis (VEC_INNER_AXES) */
+    p = plan_segment_file(dir, "segment/small_full_mean_centered.fusion", NULL);
+    CHECK(p != NULL && p->nkernels == 1);
+    if (p && p->nkernels == 1) {
+        CHECK_CONTAINS(p->kernels[0].config, " inner=12288 vec=4 ");
+        CHECK_CONTAINS(p->kernels[0].source, "= __ldg((const uint4 *)(in0 + (128 * k0 + k1)));");
     }
     fu_plan_free(p);
 }

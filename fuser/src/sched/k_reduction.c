@@ -107,6 +107,12 @@
 #define ALIGNED_ROWS 1
 #endif
 #define ALIGNED_ROWS_MIN_VECS 32
+/* Vectors along the last axis where the row spans several axes (a sum over
+ * [.., 16, 7, 8]), where the last one's extent is a multiple of the vector.
+ * Before, such rows took scalar loads. 0 turns it off. */
+#ifndef VEC_INNER_AXES
+#define VEC_INNER_AXES 1
+#endif
 /* The online log-sum-exp of a bf16 row of odd length takes each batch's max
  * first from the staged elements (as f32 rows do), one rescale per batch
  * instead of a compare and a possible rescale per element. 0 turns it off. */
@@ -1322,12 +1328,17 @@ static void choose_config(red_params *p, const fu_group *g)
         const fu_value *v = fu_val(f, p->param_t[i]);
         if (is_full_shape(p, v) && fu_dtype_size(v->dtype) > widest) widest = fu_dtype_size(v->dtype);
     }
-    int ninner = 0;
-    for (int a = 0; a < p->rank; a++) ninner += p->inner[a];
     p->vec = widest ? (int)(16 / widest) : 4;
     p->elem_bytes = widest ? (int)widest : 4;
-    if (ninner != 1 || !p->inner[p->rank - 1]) p->vec = 1;
-    p->aligned_rows = ALIGNED_ROWS && p->vec > 1 && p->K % p->vec && p->ncol == 0 && p->K >= ALIGNED_ROWS_MIN_VECS * p->vec;
+    /* A vector's lanes are consecutive positions of the last axis, so it must be
+     * reduced; where the row spans more axes ([13, 16, 7, 8] reduced whole), a
+     * vector that divides the last one never leaves it (VEC_INNER_AXES). Aligned
+     * rows shift the position by elements of the row, so they need the row to be
+     * the last axis alone. */
+    bool row_is_last_axis = p->inner[p->rank - 1] && p->D[p->rank - 1] == p->K;
+    if (!p->inner[p->rank - 1] || (!VEC_INNER_AXES && !row_is_last_axis)) p->vec = 1;
+    p->aligned_rows = ALIGNED_ROWS && row_is_last_axis && p->vec > 1 && p->K % p->vec && p->ncol == 0 &&
+                      p->K >= ALIGNED_ROWS_MIN_VECS * p->vec;
     while (!p->aligned_rows && p->vec > 1 && p->D[p->rank - 1] % p->vec) p->vec /= 2;
     /* A row's vectors over the threads: 8 iterations each where the row is
      * kept between passes (1024 threads hold 32 KiB-float rows),
