@@ -650,7 +650,10 @@ static const char *gather_value(cg_ctx *c, const fu_node *n, const cg_index *idx
         memo_add(c, n->output, jkey, jname);
     }
     for (int i = 0; i < x->rank; i++) {
-        if (i == axis) {
+        if (i == axis && extent == 1) {
+            cg_index_const(&xidx[i], 0); /* the one position the check lets through: the source's
+                                          * value needs no wait for the index, and is shared */
+        } else if (i == axis) {
             opaque_index(c, &xidx[i], jname);
         } else if (n->op == FU_OP_TAKE && i > axis) {
             xidx[i] = idx[i - 1 + ix->rank];
