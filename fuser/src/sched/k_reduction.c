@@ -1727,18 +1727,16 @@ static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, voi
     if ((!r->in_pass && !r->in_edge) || !off->affine || off->lane_coef != (c->vec > 1 ? 1 : 0)) return NULL;
     char base[CG_EXPR];
     cg_offset_base_expr(c, off, base, sizeof base);
-    if (r->in_edge) { /* a cached input's edge element: loaded by the first pass that reads it, then kept */
-        for (int i = 0; i < r->p->ncache; i++) {
-            if (r->p->cache_t[i] != t || strcmp(r->cache_base[i], base) != 0) continue;
-            if (!r->edge_loaded[i]) cg_line(c, "fu_ce%d = fu_load(%s[%s]);", i, cg_find_param(c, t)->name, off->expr);
-            r->edge_loaded[i] = true;
-            snprintf(r->cache_var, sizeof r->cache_var, "fu_ce%d", i);
-            return r->cache_var;
-        }
-        return NULL;
+    for (int i = 0; i < r->p->ncache; i++) {
+        if (r->p->cache_t[i] != t || strcmp(r->cache_base[i], base) != 0) continue;
+        if (!r->in_edge) return register_element(r, c, t, i, "fu_c", "it");
+        /* its edge element: loaded by the first pass that reads it, then kept */
+        if (!r->edge_loaded[i]) cg_line(c, "fu_ce%d = fu_load(%s[%s]);", i, cg_find_param(c, t)->name, off->expr);
+        r->edge_loaded[i] = true;
+        snprintf(r->cache_var, sizeof r->cache_var, "fu_ce%d", i);
+        return r->cache_var;
     }
-    for (int i = 0; i < r->p->ncache; i++)
-        if (r->p->cache_t[i] == t && strcmp(r->cache_base[i], base) == 0) return register_element(r, c, t, i, "fu_c", "it");
+    if (r->in_edge) return NULL; /* (no staged input holds an edge) */
     for (int i = 0; i < r->ps->nstage; i++)
         if (r->ps->stage_t[i] == t && strcmp(r->stage_base[i], base) == 0) return register_element(r, c, t, i, "fu_s", "b");
     return NULL;
