@@ -11,6 +11,12 @@
 
 #include "cg.h"
 
+/* A bf16 product of two bf16 values as one bf16 multiply (fu_mul_bf16) rather
+ * than an f32 multiply and a rounding; 0 for the latter (A/B). */
+#ifndef BF16_PAIR_MUL
+#define BF16_PAIR_MUL 1
+#endif
+
 /* ------------------------------------------------------------ types */
 
 const char *cg_compute_type(fu_dtype t)
@@ -801,6 +807,10 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
             snprintf(raw, sizeof raw, binary_fmt(n->op), va, vb);
             return new_value(c, t, key, ct, "%s", raw);
         }
+        /* a product of two bf16 values is exact in f32, so one bf16 multiply rounds it as
+         * the interpreter does (fu_mul_bf16; BF16_PAIR_MUL) */
+        if (BF16_PAIR_MUL && n->op == FU_OP_MUL && v->dtype == FU_BF16 && a->dtype == FU_BF16 && b->dtype == FU_BF16)
+            return new_value(c, t, key, ct, "fu_mul_bf16(%s, %s)", va, vb);
         bool compare = v->dtype == FU_BOOL && n->op != FU_OP_LOGICAL_AND && n->op != FU_OP_LOGICAL_OR;
         if (compare && fu_dtype_is_int(a->dtype) && fu_dtype_is_int(b->dtype) && value_is_i32(c, va) &&
             value_is_i32(c, vb)) {

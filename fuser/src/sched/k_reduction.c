@@ -133,6 +133,14 @@
  * relative to its operands, so far from zero (x near 10^6) a term would lose
  * its digits; within 64 each term's error stays under docs/format.md's bound. */
 #define LSE_CONST_SHIFT_MAX_ABS 64.0
+/* Where such a log-sum-exp's max is read by nothing but its own terms and
+ * lse = log(sum) + max (a cross entropy's or log-softmax's row statistic used
+ * only through the lse), the max is not reduced at all: the terms are
+ * exp(E - hi) and the lse is log(sum) + hi, the same number up to rounding.
+ * One max an element less. 0 turns it off. */
+#ifndef LSE_SHIFT_ONLY
+#define LSE_SHIFT_ONLY 1
+#endif
 /* Of each vector's terms of such a log-sum-exp, the last POLY_EXP_LANES lanes
  * take the exp on the FMA pipe (fu_exp_shifted_poly) instead of MUFU.EX2, where E
  * itself needs the MUFU pipe (a tanh, exp, sigmoid, log, root or pow): with two
@@ -366,6 +374,7 @@ typedef struct red_info {
     int online_max; /* sum(exp(E - m)) computed with max m: index of m, else -1 */
     int online_sum; /* for that max: index of its sum, else -1 */
     bool const_shift; /* online sum: terms exp(E - shift), shift a bound of E (LSE_CONST_SHIFT) */
+    bool shift_only;  /* const_shift, and the max is not reduced: it holds the shift (LSE_SHIFT_ONLY) */
     double shift;
     int poly_lanes;   /* const_shift: lanes of a vector whose exp runs on the FMA pipe (POLY_EXP_LANES) */
     int grid_slot;  /* RK_GRID_EPI, RK_ROWGRID: its partial's index among the grid reductions; else -1 */
@@ -607,9 +616,58 @@ static bool cone_uses_mufu(const fu_group *g, fu_tensor t)
     return r;
 }
 
+/* The one node of the fusion that reads t, or NULL where none or several do
+ * (or one reads it twice) or t leaves the group. */
+static const fu_node *sole_reader(const fu_group *g, fu_tensor t)
+{
+    const fu_fusion *f = g->f;
+    for (int o = 0; o < g->noutputs; o++)
+        if (g->outputs[o] == t) return NULL;
+    const fu_node *only = NULL;
+    for (int i = 0; i < f->nnodes; i++)
+        for (int k = 0; k < f->nodes[i].ninputs; k++) {
+            if (f->nodes[i].inputs[k] != t) continue;
+            if (only || !g->in_group[i]) return NULL;
+            only = &f->nodes[i];
+        }
+    return only;
+}
+
+/* Whether the online log-sum-exp ri (sum(exp(E - m)), m = max(E): mx) is read
+ * only as lse = log(sum) + m and m only there and by its own terms: then the
+ * row's max changes nothing but rounding once the terms take a constant shift
+ * (LSE_SHIFT_ONLY). Each link must have that one reader inside the group. */
+static bool max_read_only_by_lse(const fu_group *g, const red_info *ri, const red_info *mx)
+{
+    const fu_fusion *f = g->f;
+    const fu_node *ex = fu_producer(f, ri->in), *sub = fu_producer(f, ex->inputs[0]);
+    if (sole_reader(g, ex->output) != fu_producer(f, ri->out) || sole_reader(g, sub->output) != ex) return false;
+    const fu_node *lg = sole_reader(g, ri->out);
+    if (!lg || lg->op != FU_OP_LOG) return false;
+    const fu_node *lse = sole_reader(g, lg->output);
+    if (!lse || lse->op != FU_OP_ADD) return false;
+    fu_tensor other = lse->inputs[0] == lg->output ? lse->inputs[1] : lse->inputs[0];
+    if (other != mx->out) return false;
+    /* m's readers: the lse's add and the broadcasts down to the terms' sub */
+    int readers = 0;
+    for (int i = 0; i < f->nnodes; i++)
+        for (int k = 0; k < f->nodes[i].ninputs; k++) readers += f->nodes[i].inputs[k] == mx->out;
+    for (int o = 0; o < g->noutputs; o++)
+        if (g->outputs[o] == mx->out) return false;
+    const fu_node *next = sub; /* up the broadcasts from the sub to m: each read by the next alone */
+    fu_tensor m = sub->inputs[1];
+    while (m != mx->out) {
+        const fu_node *b = fu_producer(f, m);
+        if (!b || b->op != FU_OP_BROADCAST || sole_reader(g, m) != next) return false;
+        next = b;
+        m = b->inputs[0];
+    }
+    return readers == 2;
+}
+
 /* An online log-sum-exp ri over a bounded E: the constant shift and how
  * many lanes take the polynomial exp (LSE_CONST_SHIFT, POLY_EXP_LANES). */
-static void plan_const_shift(const fu_group *g, red_info *ri)
+static void plan_const_shift(const fu_group *g, red_info *ri, const red_info *mx)
 {
     double lo, hi;
     fu_tensor e = online_source(g->f, ri);
@@ -619,6 +677,7 @@ static void plan_const_shift(const fu_group *g, red_info *ri)
     ri->const_shift = true;
     ri->shift = hi;
     ri->poly_lanes = cone_uses_mufu(g, e) ? POLY_EXP_LANES : 0;
+    ri->shift_only = LSE_SHIFT_ONLY && max_read_only_by_lse(g, ri, mx);
 }
 
 /* Lanes of each vector whose exp term runs on the FMA pipe: none where a
@@ -778,7 +837,7 @@ static bool analyse(red_params *p, const fu_group *g, char *why, size_t nwhy)
             continue;
         ri->online_max = mi;
         p->reds[mi].online_sum = i;
-        plan_const_shift(g, ri);
+        plan_const_shift(g, ri, &p->reds[mi]);
     }
     for (int i = 0; i < p->nred; i++) { /* the elements a row reduction takes: the lse's source, else its input */
         const red_info *ri = &p->reds[i];
@@ -977,6 +1036,9 @@ static batch_max_kind batch_max_source(const red_params *p, const fu_fusion *f, 
                                        int *k, bool *staged)
 {
     fu_tensor e = online_source(f, ri), t = e;
+    *k = -1;
+    *staged = false;
+    if (ri->shift_only) return BM_NONE;
     const fu_node *cast = fu_producer(f, e);
     if (cast && cast->op == FU_OP_CAST) t = cast->inputs[0];
     const fu_value *tv = fu_val(f, t);
@@ -2140,7 +2202,7 @@ static void emit_elements(red_emit *r, int pass, const cg_index *idx, int vec, b
         const red_info *ri = &p->reds[i];
         if (ri->pass != pass || ri->online_max < 0) continue;
         const char *m = r->var[ri->online_max];
-        if (!batch_max || ps->batch_max[i] == BM_NONE) { /* the vector's max, then its terms */
+        if (!ri->shift_only && (!batch_max || ps->batch_max[i] == BM_NONE)) { /* the vector's max, then its terms */
             cg_line(c, "float mx%d = %s;", i, online_e[i][0]);
             for (int lane = 1; lane < vec; lane++) cg_line(c, "mx%d = fu_max(mx%d, %s);", i, i, online_e[i][lane]);
             if (ri->const_shift) {
@@ -2149,7 +2211,7 @@ static void emit_elements(red_emit *r, int pass, const cg_index *idx, int vec, b
                 cg_line(c, "if (mx%d > %s) { %s *= fu_exp_sub(%s, mx%d); %s = mx%d; }", i, m, r->var[i], m, i, m, i);
                 emit_term_shift(c, i, m);
             }
-        } /* else phase M took the batch's max, and its terms' shift */
+        } /* else phase M took the batch's max, and its terms' shift, or no max is needed (shift_only) */
         for (int lane = 0; lane < vec; lane++) {
             if (!ri->const_shift) {
                 cg_line(c, "%s += fu_exp_sub(%s, fu_m%d);", r->var[i], online_e[i][lane], i);
@@ -2235,8 +2297,16 @@ static void emit_pass(red_emit *r, int pass)
         const red_info *ri = &p->reds[i];
         if (ri->pass != pass || !row_kind(ri->kind)) continue;
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
-        if (ri->online_max >= 0) cg_line(c, "%s %s = 0.0f; // online: sum of exp(x - %s)", ct, r->var[i], r->var[ri->online_max]);
-        else cg_line(c, "%s %s = %s;", ct, r->var[i], fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
+        if (ri->online_max >= 0) {
+            cg_line(c, "%s %s = 0.0f; // online: sum of exp(x - %s)", ct, r->var[i], r->var[ri->online_max]);
+        } else if (ri->online_sum >= 0 && p->reds[ri->online_sum].shift_only) {
+            char sh[40];
+            cg_f32_literal(p->reds[ri->online_sum].shift, sh, sizeof sh);
+            cg_line(c, "const %s %s = %s; // the terms' constant shift: the row's max is read by nothing else", ct,
+                    r->var[i], sh);
+        } else {
+            cg_line(c, "%s %s = %s;", ct, r->var[i], fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
+        }
     }
     const bool issued = pass == 1 && p->first_batch_early;
     if (!issued) begin_pass(r, pass);
@@ -2305,7 +2375,7 @@ static void emit_pass(red_emit *r, int pass)
             }
             joined[partner] = true;
         }
-        if (ri->online_max >= 0) {
+        if (ri->online_max >= 0 && !ri->shift_only) {
             const char *m = r->var[ri->online_max];
             if (ri->const_shift) { /* max and sum as they are, then the one rescale to exp(x - m) */
                 char sh[40]; /* (a shift of 0 must print as 0.0f) */
@@ -2327,6 +2397,7 @@ static void emit_pass(red_emit *r, int pass)
             if (p->cluster > 1)
                 cg_line(c, "%s = fu_cluster_reduce<%d>(%s, %s, (%s *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
                         r->var[i], p->cluster, r->var[i], op_functor(ri->op), ct, p->nslots, i);
+            if (ri->online_max >= 0) r->avail[ri->online_max] = true; /* shift_only: the shift */
         }
         r->avail[i] = ri->kind == RK_ROW;
         if (r->avail[i]) fu_red_round(c, ri->op, fu_val(f, ri->out)->dtype, r->var[i]);
@@ -3015,7 +3086,8 @@ static char *params_json(const red_params *p, const fu_fusion *f)
                      fu_val(f, ri->out)->name, fu_op_name(ri->op), rkind_name(ri->kind), ri->pass);
         if (ri->online_max >= 0) fu_sb_printf(&js, ", \"online_max\": \"%s\"", fu_val(f, p->reds[ri->online_max].out)->name);
         if (ri->const_shift)
-            fu_sb_printf(&js, ", \"lse_shift\": %.9g, \"poly_exp_lanes\": %d", (double)(float)ri->shift, poly_lanes(p, ri));
+            fu_sb_printf(&js, ", \"lse_shift\": %.9g, \"poly_exp_lanes\": %d, \"max_reduced\": %s", (double)(float)ri->shift,
+                         poly_lanes(p, ri), ri->shift_only ? "false" : "true");
         if (ri->grid_slot >= 0) fu_sb_printf(&js, ", \"grid_slot\": %d", ri->grid_slot);
         if (ri->col_ws >= 0)
             fu_sb_printf(&js, ", \"workspace_partials\": %lld, \"workspace_groups\": %lld", (long long)ri->col_ws,
