@@ -264,6 +264,64 @@ static const char *body_of(const char *src)
     return b ? b : "";
 }
 
+/* A bounded log-sum-exp whose max nothing else reads takes no max at all
+ * (LSE_SHIFT_ONLY): lse = log(sum of exp(x - s)) + s. Where the max or the sum
+ * is also an output, the max is reduced and the sum rescaled as before. */
+static void check_shift_only(void)
+{
+    const char *outputs[] = {"lse", "lse and max", "lse and sum"};
+    for (int which = 0; which < 3; which++) {
+        fu_fusion *f = fu_fusion_new("shift_only");
+        const int64_t shape[2] = {64, 1000};
+        const int axis = 1;
+        fu_tensor x = fu_input(f, "x", FU_F32, 2, shape);
+        fu_tensor capped = fu_binary(f, FU_OP_MUL, fu_unary(f, FU_OP_TANH, x, "sq"), fu_full(f, 0, NULL, 8.0, FU_F32, "k8"),
+                                     "capped");
+        fu_tensor m = fu_reduce(f, FU_OP_RMAX, capped, 1, &axis, true, "m");
+        fu_tensor e = fu_unary(f, FU_OP_EXP, fu_binary(f, FU_OP_SUB, capped, m, "shift"), "e");
+        fu_tensor s = fu_reduce(f, FU_OP_SUM, e, 1, &axis, true, "s");
+        fu_output(f, fu_binary(f, FU_OP_ADD, fu_unary(f, FU_OP_LOG, s, "ls"), m, "lse"));
+        if (which == 1) fu_output(f, m);
+        if (which == 2) fu_output(f, s);
+        fu_plan *p = plan_one_kernel(f);
+        const char *js = p && p->nkernels == 1 ? p->kernels[0].params_json : NULL;
+        const char *src = body_of(p && p->nkernels == 1 ? p->kernels[0].source : NULL);
+        CHECK(js && strstr(js, "\"lse_shift\"") != NULL);
+        CHECK(js && (strstr(js, "\"max_reduced\": false") != NULL) == (which == 0));
+        CHECK((strstr(src, "fu_lse_shifted_block(") != NULL) == (which != 0));
+        CHECK((strstr(src, "the row's max is read by nothing else") != NULL) == (which == 0));
+        printf("lse of 8 tanh(x), outputs %s: max %s\n", outputs[which],
+               js && strstr(js, "\"max_reduced\": false") ? "not reduced" : "reduced");
+        fu_plan_free(p);
+        fu_fusion_free(f);
+    }
+}
+
+/* A bf16 product of two bf16 tensors is one bf16 multiply (fu_mul_bf16); a
+ * product with an f32 operand, or an f32 product, is not. */
+static void check_bf16_mul(void)
+{
+    for (int mixed = 0; mixed < 2; mixed++) {
+        fu_fusion *f = fu_fusion_new("bf16_mul");
+        const int64_t shape[2] = {64, 1000};
+        fu_tensor a = fu_input(f, "a", FU_BF16, 2, shape);
+        fu_tensor b = fu_input(f, "b", mixed ? FU_F32 : FU_BF16, 2, shape);
+        fu_tensor y = mixed ? fu_cast(f, fu_binary(f, FU_OP_MUL, fu_cast(f, a, FU_F32, "af"), b, "yf"), FU_BF16, "y")
+                            : fu_binary(f, FU_OP_MUL, a, b, "y");
+        fu_output(f, fu_binary(f, FU_OP_MUL, y, fu_full(f, 0, NULL, 30.0, FU_BF16, "k30"), "z"));
+        fu_plan *p = plan_one_kernel(f);
+        const char *body = body_of(p && p->nkernels == 1 ? p->kernels[0].source : NULL);
+        int n = 0;
+        for (const char *q = body; (q = strstr(q, "fu_mul_bf16(")) != NULL; q++) n++;
+        /* a * b and y * 30 (bf16 x bf16), or y * 30 alone (a * b is f32) */
+        CHECK(n > 0 && (strstr(body, "fu_mul_bf16(fu_mul_bf16(") != NULL || strstr(body, "fu_mul_bf16(v") != NULL));
+        CHECK((strstr(body, "fu_round_bf16(") != NULL) == (mixed == 1)); /* the cast of the f32 product */
+        printf("bf16 mul (%s): %d bf16 multiplies in the kernel\n", mixed ? "an f32 operand" : "bf16 operands", n);
+        fu_plan_free(p);
+        fu_fusion_free(f);
+    }
+}
+
 static size_t count_in(const char *s, const char *needle)
 {
     size_t n = 0;
@@ -484,6 +542,8 @@ int main(void)
     check_div_const_bf16();
     check_value_ranges();
     check_shift_limits();
+    check_shift_only();
+    check_bf16_mul();
     check_one_warp_blocks();
     check_outer_params(data);
     const char *suites = getenv("FUSER_SUITES_DIR");
