@@ -43,6 +43,13 @@
 #ifndef OUTER_MIN_ROWS
 #define OUTER_MIN_ROWS 8 /* rows a thread sums at least before the rows are split further */
 #endif
+/* Where a thread's rows of its split hold at most this many elements a
+ * column lane (rows x vec), the row loop is unrolled whole: every load is in
+ * flight at once, one memory round trip, where `#pragma unroll 4` over a trip
+ * count it cannot see takes one round trip per 4 rows. 0 turns it off. */
+#ifndef OUTER_UNROLL_ELEMS
+#define OUTER_UNROLL_ELEMS 16
+#endif
 
 typedef struct outer_red {
     int node;
@@ -68,6 +75,7 @@ typedef struct outer_params {
     int part_slots; /* the block's partials in shared memory (doubles): one per thread and column */
     /* the grid: column blocks x row splits */
     int64_t gx, splits, rows_per_split;
+    int unrolled_rows; /* rows a thread of a split sums, unrolled whole (OUTER_UNROLL_ELEMS), else 0 */
     unsigned grid;
     /* with row splits: the workspace, in 8-byte slots (partials of reduction i
      * at ws_partials[i], splits x C each, then a 32-bit counter per column block) */
@@ -269,6 +277,8 @@ static void choose_config(const fu_group *g, outer_params *p, size_t widest)
     p->splits = 1;
     while (p->gx * p->splits * 2 <= want && p->Rn / (p->splits * 2) >= (int64_t)p->ty * OUTER_MIN_ROWS) p->splits *= 2;
     p->rows_per_split = (p->Rn + p->splits - 1) / p->splits;
+    int64_t trips = (p->rows_per_split + p->ty - 1) / p->ty;
+    p->unrolled_rows = trips * p->vec <= OUTER_UNROLL_ELEMS ? (int)trips : 0;
     p->split = p->splits > 1;
     if (p->split) { /* partials, then the counters */
         for (int i = 0; i < p->nred; i++) p->ws_partials[i] = i * p->splits * p->C;
@@ -334,10 +344,11 @@ bool fu_outer_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, c
     fu_sb_printf(&js,
                  "], \"rows\": %lld, \"columns\": %lld, \"reductions\": %d, \"threads\": %d, \"min_blocks_per_sm\": %d, "
                  "\"vec\": %d, \"threads_x\": %d, \"threads_y\": %d, \"shared_partials\": %d, \"column_blocks\": %lld, "
-                 "\"row_splits\": %lld, \"rows_per_split\": %lld, \"grid\": %u, \"workspace_bytes\": %zu}",
+                 "\"row_splits\": %lld, \"rows_per_split\": %lld, \"unrolled_rows\": %d, \"grid\": %u, "
+                 "\"workspace_bytes\": %zu}",
                  (long long)p->Rn, (long long)p->C, p->nred, p->threads, p->min_blocks, p->vec, p->tx, p->ty,
-                 p->part_slots, (long long)p->gx, (long long)p->splits, (long long)p->rows_per_split, p->grid,
-                 p->workspace_bytes);
+                 p->part_slots, (long long)p->gx, (long long)p->splits, (long long)p->rows_per_split, p->unrolled_rows,
+                 p->grid, p->workspace_bytes);
     kp->params_json = fu_sb_take(&js);
     *params = p;
     return true;
@@ -377,11 +388,31 @@ static void emit_row_loop(outer_emit *e)
     const char *it = c->index64 ? "long long" : "int";
     cg_line(c, "const %s row_end = %lld < (%s)(by + 1) * %lld ? %lld : (%s)(by + 1) * %lld;", it, (long long)p->Rn, it,
             (long long)p->rows_per_split, (long long)p->Rn, it, (long long)p->rows_per_split);
-    cg_line(c, "#pragma unroll 4");
-    cg_line(c, "for (%s row = (%s)by * %lld + ty; live && row < row_end; row += %d) {", it, it, (long long)p->rows_per_split,
-            p->ty);
-    c->indent++;
-    c->scope++;
+    /* unrolled whole: straight-line code, so every load can be issued before the first add. Where
+     * the splits do not cover the rows exactly, a trip past the split's end reads its last row
+     * again and adds the identity instead. */
+    bool ragged = p->unrolled_rows && (p->Rn % p->rows_per_split || p->rows_per_split % p->ty);
+    if (p->unrolled_rows) {
+        cg_line(c, "if (live)");
+        cg_open(c);
+        cg_line(c, "#pragma unroll");
+        cg_line(c, "for (int trip = 0; trip < %d; trip++) {", p->unrolled_rows);
+        c->indent++;
+        c->scope++;
+        if (ragged) {
+            cg_line(c, "const %s row_at = (%s)by * %lld + ty + trip * %d;", it, it, (long long)p->rows_per_split, p->ty);
+            cg_line(c, "const bool row_ok = row_at < row_end;");
+            cg_line(c, "const %s row = row_ok ? row_at : row_end - 1;", it);
+        } else {
+            cg_line(c, "const %s row = (%s)by * %lld + ty + trip * %d;", it, it, (long long)p->rows_per_split, p->ty);
+        }
+    } else {
+        cg_line(c, "#pragma unroll 4");
+        cg_line(c, "for (%s row = (%s)by * %lld + ty; live && row < row_end; row += %d) {", it, it,
+                (long long)p->rows_per_split, p->ty);
+        c->indent++;
+        c->scope++;
+    }
     emit_axis_vars(e, true, "row");
     cg_index idx[FU_MAX_RANK];
     full_index(e, idx);
@@ -392,12 +423,21 @@ static void emit_row_loop(outer_emit *e)
         cg_index li[FU_MAX_RANK];
         memcpy(li, idx, sizeof li);
         cg_index_refresh(c, &li[p->rank - 1]);
-        for (int i = 0; i < p->nred; i++) fu_red_combine(c, p->reds[i].op, e->var[i][lane], cg_value(c, p->reds[i].in, li));
+        for (int i = 0; i < p->nred; i++) {
+            const char *v = cg_value(c, p->reds[i].in, li);
+            char guarded[CG_EXPR + 96];
+            if (ragged) {
+                snprintf(guarded, sizeof guarded, "(row_ok ? %s : %s)", v, fu_red_identity(p->reds[i].op, p->reds[i].acc_dt));
+                v = guarded;
+            }
+            fu_red_combine(c, p->reds[i].op, e->var[i][lane], v);
+        }
     }
     c->lane = 0;
     c->vec = 1;
     c->lane_var = -1;
     cg_close(c);
+    if (p->unrolled_rows) cg_close(c); /* if (live) */
 }
 
 /* The block's ty partials of each column, in ty order. */
