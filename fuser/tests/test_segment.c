@@ -49,6 +49,7 @@ static const expect cases[] = {
     {"segment/plain_views_output.fusion", {NULL}, 1},
     {"segment/scatter_beside_output.fusion", {NULL}, 2},
     {"segment/one_block_scatter.fusion", {NULL}, 1},
+    {"segment/grid_sum_of_broadcast.fusion", {NULL}, 1},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */
@@ -311,6 +312,21 @@ static void check_gather_extent_one(const char *dir)
     fu_plan_free(p);
 }
 
+/* A grid reduction of a per-row value that lacks a row axis adds it only from the rows at 0 on
+ * that axis, in the row loop (grid_sum_of_broadcast.fusion) and in the prologue every block
+ * computes (one_warp_prologue.fusion, x2 [31] on rows [31, 31]). */
+static void check_grid_sum_of_broadcast(const char *dir)
+{
+    fu_plan *p = plan_segment_file(dir, "segment/grid_sum_of_broadcast.fusion", NULL);
+    CHECK(p != NULL && p->nkernels == 1);
+    if (p && p->nkernels == 1) CHECK_CONTAINS(p->kernels[0].source, "+= (o0 == 0 ? v");
+    fu_plan_free(p);
+    p = plan_segment_file(dir, "segment/one_warp_prologue.fusion", NULL);
+    CHECK(p != NULL && p->nkernels == 2);
+    if (p && p->nkernels == 2) CHECK_CONTAINS(p->kernels[1].source, "acc += (o0 == 0 ? v");
+    fu_plan_free(p);
+}
+
 int main(int argc, char **argv)
 {
     const char *suites = getenv("FUSER_SUITES_DIR");
@@ -340,6 +356,7 @@ int main(int argc, char **argv)
     check_block_scatter(argv[1]);
     check_kept_values(argv[1]);
     check_gather_extent_one(argv[1]);
+    check_grid_sum_of_broadcast(argv[1]);
     check_atomic_bf16_form(suites);
     fu_runtime_close(rt);
     tu_remove_tree(cache);

@@ -528,6 +528,25 @@ static bool row_index(const red_params *p, const cg_ctx *c, const fu_value *t, c
     return k == no;
 }
 
+/* A grid reduction adds its per-row input once a row. Where that input lacks
+ * some row axes (a [31] value on rows of [31, 31]: broadcast over the others),
+ * only the rows at 0 on those axes add it, so each element counts once: the
+ * condition into buf ("" where every row axis is the input's). */
+static void once_per_element(const red_params *p, const cg_ctx *c, const fu_value *x, char *buf, size_t n)
+{
+    cg_index idx[FU_MAX_RANK];
+    buf[0] = '\0';
+    if (!row_index(p, c, x, idx)) return;
+    size_t len = 0;
+    for (int da = 0; da < p->rank; da++) {
+        if (p->inner[da] || p->D[da] == 1) continue;
+        bool covered = false;
+        for (int a = 0; a < x->rank; a++) covered |= idx[a].coef[da] != 0;
+        if (!covered && len < n)
+            len += (size_t)snprintf(buf + len, n - len, "%s%s == 0", len ? " && " : "", c->var_names[da]);
+    }
+}
+
 /* A per-row output: as row_index, or with the outer axes in another order
  * ([2, 100] for rows of [100, 2], a permute after the reduction): each non-1
  * axis takes the first unused outer axis of its extent. Where that is not how
@@ -2422,7 +2441,14 @@ static void emit_grid_prologue(red_emit *r, int i)
     emit_outer_vars(r, "row");
     cg_index idx[FU_MAX_RANK];
     row_index(p, c, x, idx);
-    fu_red_combine(c, ri->op, "acc", cg_value(c, ri->in, idx));
+    const char *val = cg_value(c, ri->in, idx);
+    char once[96], guarded[CG_EXPR + 128];
+    once_per_element(p, c, x, once, sizeof once);
+    if (once[0]) {
+        snprintf(guarded, sizeof guarded, "(%s ? %s : %s)", once, val, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
+        val = guarded;
+    }
+    fu_red_combine(c, ri->op, "acc", val);
     cg_close(c);
     emit_block_reduce(r, r->var[i], "acc", ri->op, ct);
     fu_red_round(c, ri->op, fu_val(f, ri->out)->dtype, r->var[i]);
@@ -2933,10 +2959,17 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         const red_info *ri = &p->reds[i];
         if (!grid_kind(ri->kind)) continue;
         const char *val = r->var[i];
+        char guarded[CG_EXPR + 128];
         if (ri->kind == RK_GRID_EPI) {
             cg_index idx[FU_MAX_RANK];
             row_index(p, c, fu_val(f, ri->in), idx);
             val = cg_value(c, ri->in, idx);
+            char once[96];
+            once_per_element(p, c, fu_val(f, ri->in), once, sizeof once);
+            if (once[0]) {
+                snprintf(guarded, sizeof guarded, "(%s ? %s : %s)", once, val, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
+                val = guarded;
+            }
         }
         if (p->queue) {
             cg_line(c, "if (threadIdx.x == 0) fu_ws[(long long)row * %d + %d] = (double)%s;", p->ngrid, ri->grid_slot, val);
