@@ -7,7 +7,7 @@
 #   scripts/gpu_session.sh [SUITES_ARGS...]      e.g. scripts/gpu_session.sh all --repetitions 5
 #
 # GPU_SESSION_TESTS=0 skips the tests and checks (suites only); GPU_SESSION_LABELS (default
-# gpu|compile) picks the ctest labels; GPU_SESSION_CHECKS=0 skips the checks after ctest (torch
+# gpu|compile) picks the ctest labels, GPU_SESSION_TEST_NAMES (a ctest -R regex) the names among them; GPU_SESSION_CHECKS=0 skips the checks after ctest (torch
 # cross entropy, NVRTC times, plans); GPU_SESSION_ASAN=0 skips the
 # ASan build; GPU_SESSION_SASS=1 adds the compiler's report on the seed kernels
 # (scripts/sass_report.sh); GPU_SESSION_SECOND="<run_suite args>" runs a second
@@ -100,8 +100,10 @@ if [ -n "$warm" ]; then
   row "torch.compile warm-up" "exit $rc: $(grep -c 'rep 1/1' /tmp/warm.log) compiled"
 fi
 if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
-  ctest --test-dir /tmp/b -L "${GPU_SESSION_LABELS:-gpu|compile}" --output-on-failure >"$out/checks.log" 2>&1
-  row "ctest -L 'gpu|compile' (Release)" "$(grep -E 'tests passed|tests failed' "$out/checks.log" | tail -n 1)"
+  ctest --test-dir /tmp/b -L "${GPU_SESSION_LABELS:-gpu|compile}" ${GPU_SESSION_TEST_NAMES:+-R "$GPU_SESSION_TEST_NAMES"} \
+    --output-on-failure >"$out/checks.log" 2>&1
+  row "ctest -L '${GPU_SESSION_LABELS:-gpu|compile}' (Release)" "$(grep -E 'tests passed|tests failed' "$out/checks.log" | tail -n 1)"
+  pack
 
   if [ "${GPU_SESSION_ASAN:-1}" = 1 ]; then
     if cmake -S . -B /tmp/ba -DFUSER_SANITIZE=ON >>"$out/build.log" 2>&1 && cmake --build /tmp/ba -j "$jobs" >>"$out/build.log" 2>&1; then
