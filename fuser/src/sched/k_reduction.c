@@ -141,13 +141,16 @@
 #ifndef LSE_SHIFT_ONLY
 #define LSE_SHIFT_ONLY 1
 #endif
-/* Of each vector's terms of such a log-sum-exp, the last POLY_EXP_LANES lanes
- * take the exp on the FMA pipe (fu_exp_shifted_poly) instead of MUFU.EX2, where E
- * itself needs the MUFU pipe (a tanh, exp, sigmoid, log, root or pow): with two
- * transcendentals an element the MUFU pipe is the bound while issue slots
- * are left (docs/perf.md v21). 0 turns it off. */
-#ifndef POLY_EXP_LANES
-#define POLY_EXP_LANES 1
+/* Of each vector's terms of such a log-sum-exp, the last POLY_EXP_EIGHTHS
+ * eighths of its lanes (rounded down; vectors of 4 or more) take the exp on
+ * the FMA pipe (fu_exp_shifted_poly) instead of MUFU.EX2, where E itself needs
+ * the MUFU pipe (a tanh, exp, sigmoid, log, root or pow): with two
+ * transcendentals an element the MUFU pipe is the bound while issue slots are
+ * left (docs/perf.md v21). A fraction of the vector, because a bf16 element
+ * costs fewer issue slots than an f32 one: 3 of 8 bf16 lanes and 1 of 4 f32
+ * lanes were the fastest (v32). 0 turns it off. */
+#ifndef POLY_EXP_EIGHTHS
+#define POLY_EXP_EIGHTHS 3
 #endif
 /* Vectors of a row per thread: where the row is kept between passes, and
  * where it does not (one pass, or passes reading memory again). */
@@ -376,7 +379,7 @@ typedef struct red_info {
     bool const_shift; /* online sum: terms exp(E - shift), shift a bound of E (LSE_CONST_SHIFT) */
     bool shift_only;  /* const_shift, and the max is not reduced: it holds the shift (LSE_SHIFT_ONLY) */
     double shift;
-    int poly_lanes;   /* const_shift: lanes of a vector whose exp runs on the FMA pipe (POLY_EXP_LANES) */
+    bool poly_exp;    /* const_shift: some lanes' exps run on the FMA pipe (POLY_EXP_EIGHTHS) */
     int grid_slot;  /* RK_GRID_EPI, RK_ROWGRID: its partial's index among the grid reductions; else -1 */
     int64_t col_ws, col_ws_groups; /* RK_COL: where its block partials [grid][K] and its groups'
                                     * [groups][K] start in the workspace (8-byte slots); else -1 */
@@ -685,7 +688,7 @@ static bool max_read_only_by_lse(const fu_group *g, const red_info *ri, const re
 }
 
 /* An online log-sum-exp ri over a bounded E: the constant shift and how
- * many lanes take the polynomial exp (LSE_CONST_SHIFT, POLY_EXP_LANES). */
+ * lanes may take the polynomial exp (LSE_CONST_SHIFT, POLY_EXP_EIGHTHS). */
 static void plan_const_shift(const fu_group *g, red_info *ri, const red_info *mx)
 {
     double lo, hi;
@@ -695,13 +698,16 @@ static void plan_const_shift(const fu_group *g, red_info *ri, const red_info *mx
         return;
     ri->const_shift = true;
     ri->shift = hi;
-    ri->poly_lanes = cone_uses_mufu(g, e) ? POLY_EXP_LANES : 0;
+    ri->poly_exp = cone_uses_mufu(g, e);
     ri->shift_only = LSE_SHIFT_ONLY && max_read_only_by_lse(g, ri, mx);
 }
 
 /* Lanes of each vector whose exp term runs on the FMA pipe: none where a
  * vector has fewer than 4 (an odd row would take every term so). */
-static int poly_lanes(const red_params *p, const red_info *ri) { return p->vec >= 4 ? ri->poly_lanes : 0; }
+static int poly_lanes(const red_params *p, const red_info *ri)
+{
+    return p->vec >= 4 && ri->poly_exp ? p->vec * POLY_EXP_EIGHTHS / 8 : 0;
+}
 
 /* Pass in which a full-size output is written: after the row reductions it reads. */
 static int output_pass(const red_params *p, fu_tensor t)
