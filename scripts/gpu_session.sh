@@ -6,7 +6,8 @@
 #
 #   scripts/gpu_session.sh [SUITES_ARGS...]      e.g. scripts/gpu_session.sh all --repetitions 5
 #
-# GPU_SESSION_TESTS=0 skips the tests and checks (suites only); GPU_SESSION_LABELS (default
+# GPU_SESSION_DEADLINE_S (default 570) is when the tests, parts and suites stop, so that what ran
+# comes back within the device tool's 600 s. GPU_SESSION_TESTS=0 skips the tests and checks (suites only); GPU_SESSION_LABELS (default
 # gpu|compile) picks the ctest labels, GPU_SESSION_TEST_NAMES (a ctest -R regex) the names among them; GPU_SESSION_CHECKS=0 skips the checks after ctest (torch
 # cross entropy, NVRTC times, plans); GPU_SESSION_ASAN=0 skips the
 # ASan build; GPU_SESSION_SASS=1 adds the compiler's report on the seed kernels
@@ -48,6 +49,11 @@ export FUSER_CACHE_DIR=/tmp/fuser-cache
 jobs=$(nproc)
 declare -a rows
 row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
+# Seconds left before GPU_SESSION_DEADLINE_S (default 570, the device tool's 600 s a command
+# less the packing): the tests, a part or a suite run that would outlive it are cut there (their
+# files so far are packed), and a part or a run that cannot start 30 s before it is skipped.
+time_left() { echo $(( ${GPU_SESSION_DEADLINE_S:-570} - SECONDS )); }
+cut_at() { local t; t=$(time_left); echo $(( t > 1 ? t : 1 )); }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit \
   --format=csv >"$out/build.log" 2>&1
@@ -100,15 +106,15 @@ if [ -n "$warm" ]; then
   row "torch.compile warm-up" "exit $rc: $(grep -c 'rep 1/1' /tmp/warm.log) compiled"
 fi
 if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
-  ctest --test-dir /tmp/b -L "${GPU_SESSION_LABELS:-gpu|compile}" ${GPU_SESSION_TEST_NAMES:+-R "$GPU_SESSION_TEST_NAMES"} \
-    --output-on-failure >"$out/checks.log" 2>&1
+  timeout -k 5 "$(cut_at)" ctest --test-dir /tmp/b -L "${GPU_SESSION_LABELS:-gpu|compile}" \
+    ${GPU_SESSION_TEST_NAMES:+-R "$GPU_SESSION_TEST_NAMES"} --output-on-failure >"$out/checks.log" 2>&1
   row "ctest -L '${GPU_SESSION_LABELS:-gpu|compile}' (Release)" "$(grep -E 'tests passed|tests failed' "$out/checks.log" | tail -n 1)"
   pack
 
   if [ "${GPU_SESSION_ASAN:-1}" = 1 ]; then
     if cmake -S . -B /tmp/ba -DFUSER_SANITIZE=ON >>"$out/build.log" 2>&1 && cmake --build /tmp/ba -j "$jobs" >>"$out/build.log" 2>&1; then
       echo "==== ASan ====" >>"$out/checks.log"
-      ctest --test-dir /tmp/ba -L gpu --output-on-failure >>"$out/checks.log" 2>&1
+      timeout -k 5 "$(cut_at)" ctest --test-dir /tmp/ba -L gpu --output-on-failure >>"$out/checks.log" 2>&1
       row "ctest -L gpu (ASan)" "$(grep -E 'tests passed|tests failed' "$out/checks.log" | tail -n 1)"
     else
       row "build (ASan)" "FAILED (build.log)"
@@ -147,9 +153,11 @@ fi
 # The parts' own GPU checks (scripts/gpu/NAME.sh, each with its own time budget), in the order given.
 run_parts() {
   for part in ${GPU_SESSION_PARTS:-}; do
-    if [ -x "scripts/gpu/$part.sh" ]; then
+    if [ "$(time_left)" -lt 30 ]; then
+      row "scripts/gpu/$part.sh" "skipped: $(time_left) s left of GPU_SESSION_DEADLINE_S"
+    elif [ -x "scripts/gpu/$part.sh" ]; then
       echo "==== scripts/gpu/$part.sh ====" >>"$out/checks.log"
-      BUILD=/tmp/b OUT=$out timeout 600 "scripts/gpu/$part.sh" >"$out/part_$part.txt" 2>&1
+      BUILD=/tmp/b OUT=$out timeout -k 5 "$(cut_at)" "scripts/gpu/$part.sh" >"$out/part_$part.txt" 2>&1
       rc=$?
       row "scripts/gpu/$part.sh" "exit $rc"
       printf '%s\n' "${rows[@]}" >"$out/summary.txt"; pack
@@ -161,14 +169,17 @@ run_parts() {
 }
 # The suites given as arguments, and GPU_SESSION_SECOND.
 run_suites() {
-  if [ $# -gt 0 ] && [ -x /tmp/b/suites/run_suite ]; then
-    /tmp/b/suites/run_suite "$@" --out "$out/run.json" >"$out/run_suite.txt" 2>"$out/run_suite.err"
+  if [ $# -gt 0 ] && [ "$(time_left)" -lt 30 ]; then
+    row "run_suite $*" "skipped: $(time_left) s left of GPU_SESSION_DEADLINE_S"
+  elif [ $# -gt 0 ] && [ -x /tmp/b/suites/run_suite ]; then
+    timeout -k 5 "$(cut_at)" /tmp/b/suites/run_suite "$@" --out "$out/run.json" >"$out/run_suite.txt" 2>"$out/run_suite.err"
     row "run_suite $*" "exit $?"
     echo; cat "$out/run_suite.txt"
   fi
-  if [ -n "${GPU_SESSION_SECOND:-}" ] && [ -x /tmp/b/suites/run_suite ]; then
+  if [ -n "${GPU_SESSION_SECOND:-}" ] && [ -x /tmp/b/suites/run_suite ] && [ "$(time_left)" -ge 30 ]; then
     # shellcheck disable=SC2086 # the selection is words
-    /tmp/b/suites/run_suite $GPU_SESSION_SECOND --out "$out/run2.json" >"$out/run2.txt" 2>>"$out/run_suite.err"
+    timeout -k 5 "$(cut_at)" /tmp/b/suites/run_suite $GPU_SESSION_SECOND --out "$out/run2.json" >"$out/run2.txt" \
+      2>>"$out/run_suite.err"
     row "run_suite $GPU_SESSION_SECOND" "exit $?"
     echo; cat "$out/run2.txt"
   fi
