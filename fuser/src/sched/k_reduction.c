@@ -152,6 +152,16 @@
 #ifndef POLY_EXP_EIGHTHS
 #define POLY_EXP_EIGHTHS 3
 #endif
+/* The launch bounds ask for at least 1024 resident threads an SM (a thread's
+ * registers capped at 64), and MUFU_ROWS_MIN_THREADS where each element of the
+ * rows takes a transcendental first (mufu_rows): 1536 caps a thread at 40
+ * registers, which the soft-capped cross entropy's bf16 kernel fits without
+ * spilling. An A/B for more rows in flight where the MUFU and issue pipes are
+ * balanced and the rest is overlap (docs/perf.md v32); everywhere, 1536 made
+ * the norm backwards and the bf16 fused cross entropy spill. */
+#ifndef MUFU_ROWS_MIN_THREADS
+#define MUFU_ROWS_MIN_THREADS 1024
+#endif
 /* Vectors of a row per thread: where the row is kept between passes, and
  * where it does not (one pass, or passes reading memory again). */
 #ifndef CACHED_ROW_ITERS
@@ -1573,12 +1583,13 @@ static void choose_grid(red_params *p, const fu_group *g)
         p->nonline += p->reds[i].online_max >= 0;
     }
     int blocks_per_sm = o->max_threads_per_sm / p->block_threads;
-    /* at least 1024 threads per SM (registers capped at 64); with rows in
+    /* at least min_threads threads per SM (1024: registers capped at 64); with rows in
      * shared memory, no more blocks than that and than the slots that fit on
      * an SM (with the driver's reserve and the static shared memory of each):
      * one wave, all resident (a cap of 40 registers for 3 blocks of 512
      * spilled the bf16 fused kernel) */
-    int min_blocks = p->block_threads < 1024 ? 1024 / p->block_threads : 1;
+    const int min_threads = p->mufu_rows ? MUFU_ROWS_MIN_THREADS : 1024;
+    int min_blocks = p->block_threads < min_threads ? min_threads / p->block_threads : 1;
     if (p->nsmem) {
         int64_t fit = o->max_shared_per_sm / (p->smem_bytes + o->reserved_shared_per_block + STATIC_SHARED_BYTES);
         blocks_per_sm = min_blocks;
