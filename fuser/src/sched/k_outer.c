@@ -424,13 +424,10 @@ static void emit_row_loop(outer_emit *e)
         memcpy(li, idx, sizeof li);
         cg_index_refresh(c, &li[p->rank - 1]);
         for (int i = 0; i < p->nred; i++) {
-            const char *v = cg_value(c, p->reds[i].in, li);
             char guarded[CG_EXPR + 96];
-            if (ragged) {
-                snprintf(guarded, sizeof guarded, "(row_ok ? %s : %s)", v, fu_red_identity(p->reds[i].op, p->reds[i].acc_dt));
-                v = guarded;
-            }
-            fu_red_combine(c, p->reds[i].op, e->var[i][lane], v);
+            fu_red_combine(c, p->reds[i].op, e->var[i][lane],
+                           fu_red_guard(p->reds[i].op, p->reds[i].acc_dt, ragged ? "row_ok" : "",
+                                        cg_value(c, p->reds[i].in, li), guarded, sizeof guarded));
         }
     }
     c->lane = 0;

@@ -648,21 +648,29 @@ static bool cone_uses_mufu(const fu_group *g, fu_tensor t)
     return r;
 }
 
-/* The one node of the fusion that reads t, or NULL where none or several do
- * (or one reads it twice) or t leaves the group. */
-static const fu_node *sole_reader(const fu_group *g, fu_tensor t)
+/* How many times nodes read t, all of them inside the group (a node that reads
+ * it twice counts twice; *first: the first of them), or -1 where t leaves the
+ * group or a node outside it reads t. */
+static int readers_in_group(const fu_group *g, fu_tensor t, const fu_node **first)
 {
     const fu_fusion *f = g->f;
     for (int o = 0; o < g->noutputs; o++)
-        if (g->outputs[o] == t) return NULL;
-    const fu_node *only = NULL;
+        if (g->outputs[o] == t) return -1;
+    int n = 0;
     for (int i = 0; i < f->nnodes; i++)
         for (int k = 0; k < f->nodes[i].ninputs; k++) {
             if (f->nodes[i].inputs[k] != t) continue;
-            if (only || !g->in_group[i]) return NULL;
-            only = &f->nodes[i];
+            if (!g->in_group[i]) return -1;
+            if (n++ == 0 && first) *first = &f->nodes[i];
         }
-    return only;
+    return n;
+}
+
+/* The one node of the group that reads t, once, or NULL. */
+static const fu_node *sole_reader(const fu_group *g, fu_tensor t)
+{
+    const fu_node *only = NULL;
+    return readers_in_group(g, t, &only) == 1 ? only : NULL;
 }
 
 /* Whether the online log-sum-exp ri (sum(exp(E - m)), m = max(E): mx) is read
@@ -680,12 +688,6 @@ static bool max_read_only_by_lse(const fu_group *g, const red_info *ri, const re
     if (!lse || lse->op != FU_OP_ADD) return false;
     fu_tensor other = lse->inputs[0] == lg->output ? lse->inputs[1] : lse->inputs[0];
     if (other != mx->out) return false;
-    /* m's readers: the lse's add and the broadcasts down to the terms' sub */
-    int readers = 0;
-    for (int i = 0; i < f->nnodes; i++)
-        for (int k = 0; k < f->nodes[i].ninputs; k++) readers += f->nodes[i].inputs[k] == mx->out;
-    for (int o = 0; o < g->noutputs; o++)
-        if (g->outputs[o] == mx->out) return false;
     const fu_node *next = sub; /* up the broadcasts from the sub to m: each read by the next alone */
     fu_tensor m = sub->inputs[1];
     while (m != mx->out) {
@@ -694,7 +696,7 @@ static bool max_read_only_by_lse(const fu_group *g, const red_info *ri, const re
         next = b;
         m = b->inputs[0];
     }
-    return readers == 2;
+    return readers_in_group(g, mx->out, NULL) == 2; /* the lse's add, and the sub or its first broadcast */
 }
 
 /* An online log-sum-exp ri over a bounded E: the constant shift and how
@@ -1677,6 +1679,13 @@ void fu_red_round(cg_ctx *c, fu_op op, fu_dtype dt, const char *var)
 
 static const char *op_functor(fu_op op) { return op == FU_OP_SUM ? "fu_op_sum()" : op == FU_OP_RMAX ? "fu_op_max()" : "fu_op_min()"; }
 
+const char *fu_red_guard(fu_op op, fu_dtype dt, const char *cond, const char *v, char *buf, size_t n)
+{
+    if (!cond[0]) return v;
+    snprintf(buf, n, "(%s ? %s : %s)", cond, v, fu_red_identity(op, dt));
+    return buf;
+}
+
 void fu_red_combine(cg_ctx *c, fu_op op, const char *acc, const char *v)
 {
     if (op == FU_OP_SUM) cg_line(c, "%s += %s;", acc, v);
@@ -2458,14 +2467,10 @@ static void emit_grid_prologue(red_emit *r, int i)
     emit_outer_vars(r, "row");
     cg_index idx[FU_MAX_RANK];
     row_index(p, c, x, idx);
-    const char *val = cg_value(c, ri->in, idx);
     char once[96], guarded[CG_EXPR + 128];
     once_per_element(p, c, x, once, sizeof once);
-    if (once[0]) {
-        snprintf(guarded, sizeof guarded, "(%s ? %s : %s)", once, val, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
-        val = guarded;
-    }
-    fu_red_combine(c, ri->op, "acc", val);
+    fu_red_combine(c, ri->op, "acc",
+                   fu_red_guard(ri->op, fu_val(f, ri->out)->dtype, once, cg_value(c, ri->in, idx), guarded, sizeof guarded));
     cg_close(c);
     emit_block_reduce(r, r->var[i], "acc", ri->op, ct);
     fu_red_round(c, ri->op, fu_val(f, ri->out)->dtype, r->var[i]);
@@ -2976,17 +2981,12 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         const red_info *ri = &p->reds[i];
         if (!grid_kind(ri->kind)) continue;
         const char *val = r->var[i];
-        char guarded[CG_EXPR + 128];
+        char once[96], guarded[CG_EXPR + 128];
         if (ri->kind == RK_GRID_EPI) {
             cg_index idx[FU_MAX_RANK];
             row_index(p, c, fu_val(f, ri->in), idx);
-            val = cg_value(c, ri->in, idx);
-            char once[96];
             once_per_element(p, c, fu_val(f, ri->in), once, sizeof once);
-            if (once[0]) {
-                snprintf(guarded, sizeof guarded, "(%s ? %s : %s)", once, val, fu_red_identity(ri->op, fu_val(f, ri->out)->dtype));
-                val = guarded;
-            }
+            val = fu_red_guard(ri->op, fu_val(f, ri->out)->dtype, once, cg_value(c, ri->in, idx), guarded, sizeof guarded);
         }
         if (p->queue) {
             cg_line(c, "if (threadIdx.x == 0) fu_ws[(long long)row * %d + %d] = (double)%s;", p->ngrid, ri->grid_slot, val);
