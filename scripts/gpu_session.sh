@@ -6,10 +6,11 @@
 #
 #   scripts/gpu_session.sh [SUITES_ARGS...]      e.g. scripts/gpu_session.sh all --repetitions 5
 #
-# GPU_SESSION_DEADLINE_S (default 570) is when the tests, parts and suites stop, so that what ran
-# comes back within the device tool's 600 s. GPU_SESSION_TESTS=0 skips the tests and checks (suites only); GPU_SESSION_LABELS (default
-# gpu|compile) picks the ctest labels, GPU_SESSION_TEST_NAMES (a ctest -R regex) the names among them; GPU_SESSION_CHECKS=0 skips the checks after ctest (torch
-# cross entropy, NVRTC times, plans); GPU_SESSION_ASAN=0 skips the
+# GPU_SESSION_DEADLINE_S (default 570) is when the tests, parts and suites stop, so that what
+# ran comes back within the device tool's 600 s. GPU_SESSION_TESTS=0 skips the tests and checks
+# (suites only); GPU_SESSION_LABELS (default gpu|compile) picks the ctest labels,
+# GPU_SESSION_TEST_NAMES (a ctest -R regex) the names among them; GPU_SESSION_CHECKS=0 skips the
+# checks after ctest (torch cross entropy, NVRTC times, plans); GPU_SESSION_ASAN=0 skips the
 # ASan build; GPU_SESSION_SASS=1 adds the compiler's report on the seed kernels
 # (scripts/sass_report.sh); GPU_SESSION_SECOND="<run_suite args>" runs a second
 # selection into run2.json (e.g. another size). GPU_SESSION_WARM=FILE (the cases' fusions, as
@@ -54,6 +55,7 @@ row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
 # files so far are packed), and a part or a run that cannot start 30 s before it is skipped.
 time_left() { echo $(( ${GPU_SESSION_DEADLINE_S:-570} - SECONDS )); }
 cut_at() { local t; t=$(time_left); echo $(( t > 1 ? t : 1 )); }
+late() { [ "$(time_left)" -lt 30 ] || return 1; row "$1" "skipped: $(time_left) s left of GPU_SESSION_DEADLINE_S"; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit \
   --format=csv >"$out/build.log" 2>&1
@@ -153,8 +155,8 @@ fi
 # The parts' own GPU checks (scripts/gpu/NAME.sh, each with its own time budget), in the order given.
 run_parts() {
   for part in ${GPU_SESSION_PARTS:-}; do
-    if [ "$(time_left)" -lt 30 ]; then
-      row "scripts/gpu/$part.sh" "skipped: $(time_left) s left of GPU_SESSION_DEADLINE_S"
+    if late "scripts/gpu/$part.sh"; then
+      continue
     elif [ -x "scripts/gpu/$part.sh" ]; then
       echo "==== scripts/gpu/$part.sh ====" >>"$out/checks.log"
       BUILD=/tmp/b OUT=$out timeout -k 5 "$(cut_at)" "scripts/gpu/$part.sh" >"$out/part_$part.txt" 2>&1
@@ -169,14 +171,12 @@ run_parts() {
 }
 # The suites given as arguments, and GPU_SESSION_SECOND.
 run_suites() {
-  if [ $# -gt 0 ] && [ "$(time_left)" -lt 30 ]; then
-    row "run_suite $*" "skipped: $(time_left) s left of GPU_SESSION_DEADLINE_S"
-  elif [ $# -gt 0 ] && [ -x /tmp/b/suites/run_suite ]; then
+  if [ $# -gt 0 ] && [ -x /tmp/b/suites/run_suite ] && ! late "run_suite $*"; then
     timeout -k 5 "$(cut_at)" /tmp/b/suites/run_suite "$@" --out "$out/run.json" >"$out/run_suite.txt" 2>"$out/run_suite.err"
     row "run_suite $*" "exit $?"
     echo; cat "$out/run_suite.txt"
   fi
-  if [ -n "${GPU_SESSION_SECOND:-}" ] && [ -x /tmp/b/suites/run_suite ] && [ "$(time_left)" -ge 30 ]; then
+  if [ -n "${GPU_SESSION_SECOND:-}" ] && [ -x /tmp/b/suites/run_suite ] && ! late "run_suite $GPU_SESSION_SECOND"; then
     # shellcheck disable=SC2086 # the selection is words
     timeout -k 5 "$(cut_at)" /tmp/b/suites/run_suite $GPU_SESSION_SECOND --out "$out/run2.json" >"$out/run2.txt" \
       2>>"$out/run_suite.err"
