@@ -233,6 +233,11 @@
 #ifndef ROW_PREFETCH_BYTES
 #define ROW_PREFETCH_BYTES 32
 #endif
+/* A launch of a block (or a warp) for each row takes its row in an `if`,
+ * not a loop strided by the grid (one_row_each); 0 keeps the loop. */
+#ifndef SMALL_ROW_IF
+#define SMALL_ROW_IF 1
+#endif
 /* Two row reductions of a pass across the block share one exchange through
  * shared memory (one pair of barriers, fu_block_reduce2); each is combined in
  * the same order as alone, so the bits are the same. 0 turns it off. */
@@ -2702,6 +2707,17 @@ static void emit_column_combine_last(red_emit *r)
     }
 }
 
+/* Whether the launch covers every row at once (a row a block, or a warp),
+ * so that the row loop runs at most once and is an `if`: the compiler then
+ * has no loop to version on the per-row values' branches (fz_7_93's
+ * log1p made three copies of the loop body: 4992 bytes of code, 3584 as an
+ * `if`), and a cold launch fetches less code (SMALL_ROW_IF). Only a launch
+ * that may shrink to what is resident (a grid barrier) keeps the loop. */
+static bool one_row_each(const red_params *p)
+{
+    return SMALL_ROW_IF && !p->grid_sync && p->cluster == 1 && !p->queue && p->grid * p->warp_rows >= p->rows;
+}
+
 /* The row loop's head: rows from the queue, whole clusters a row, a warp a
  * row, or the block's threads a row, strided. */
 static void emit_row_loop_head(red_emit *r)
@@ -2738,12 +2754,19 @@ static void emit_row_loop_head(red_emit *r)
         else
             cg_line(c, "const unsigned fu_lane = threadIdx.x & %du, fu_warp = threadIdx.x >> %d; // %d lanes a row, %d rows a warp",
                     p->threads - 1, log2_int(p->threads), p->threads, 32 / p->threads);
-        cg_line(c, "for (%s row = (%s)blockIdx.x * %d + fu_warp; row < %lld; row += (%s)gridDim.x * %d) {", it, it,
-                p->warp_rows, (long long)p->rows, it, p->warp_rows);
+        if (one_row_each(p))
+            cg_line(c, "if (const %s row = (%s)blockIdx.x * %d + fu_warp; row < %lld) { // the grid covers the rows: one each", it,
+                    it, p->warp_rows, (long long)p->rows);
+        else
+            cg_line(c, "for (%s row = (%s)blockIdx.x * %d + fu_warp; row < %lld; row += (%s)gridDim.x * %d) {", it, it,
+                    p->warp_rows, (long long)p->rows, it, p->warp_rows);
         c->indent++;
         c->scope++;
     } else {
-        cg_line(c, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x) {", it, (long long)p->rows);
+        if (one_row_each(p))
+            cg_line(c, "if (const %s row = blockIdx.x; row < %lld) { // the grid covers the rows: one each", it, (long long)p->rows);
+        else
+            cg_line(c, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x) {", it, (long long)p->rows);
         c->indent++;
         c->scope++;
     }
