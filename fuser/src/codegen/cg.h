@@ -73,6 +73,12 @@ struct cg_ctx {
      * starts at any element, read in vectors from its first aligned one (the
      * reduction scheduler's aligned rows). */
     long long lane_align[CG_MAXVARS];
+    /* Variables 0 .. lane_fixed_vars-1 have one value for all lanes (a
+     * domain's axes): an offset over only these has one base for the
+     * thread's lanes, which may then be read in several 16-byte vectors
+     * (lanes wider than 16 bytes). Later variables (a gathered position) may
+     * differ per lane. 0: none is known to. */
+    int lane_fixed_vars;
 
     cg_param *params;
     int nparams;

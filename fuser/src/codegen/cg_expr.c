@@ -441,6 +441,22 @@ static const char *result_value(cg_ctx *c, fu_tensor t, const char *key, fu_dtyp
     return var;
 }
 
+/* Lanes wider than one 16-byte load (i64 indices or f32 inputs of a kernel
+ * whose bf16 outputs set 8 lanes) are read in several 16-byte loads where
+ * they share one base, instead of one scalar load a lane (a warp's 8-byte
+ * loads 64 bytes apart: 16 cache lines an instruction); 0: scalar loads. */
+#ifndef WIDE_LANE_LOADS
+#define WIDE_LANE_LOADS 1
+#endif
+
+/* Whether an offset uses only variables that are the same in every lane. */
+static bool lane_fixed(const cg_ctx *c, const cg_index *off)
+{
+    for (int v = c->lane_fixed_vars; v < c->nvars; v++)
+        if (off->coef[v] != 0) return false;
+    return true;
+}
+
 static const char *load_external(cg_ctx *c, const cg_param *p, fu_tensor t, const cg_index *idx, const char *key)
 {
     const fu_value *v = fu_val(c->f, t);
@@ -452,7 +468,12 @@ static const char *load_external(cg_ctx *c, const cg_param *p, fu_tensor t, cons
         const char *r = c->lookup_cache(c, t, &off, c->user);
         if (r) return memo_add(c, t, key, r);
     }
-    if (c->vec > 1 && cg_offset_vectorizable(c, &off, c->vec) && esize * c->vec <= 16 && (16 % (esize * c->vec)) == 0) {
+    const int bytes = esize * c->vec;
+    /* the lanes in one load of up to 16 bytes, or, wider (i64 or f32 lanes of a
+     * bf16 output), in several 16-byte loads where every lane has the same base */
+    const bool one_load = bytes <= 16 && 16 % bytes == 0;
+    const bool loads16 = WIDE_LANE_LOADS && bytes > 16 && bytes % 16 == 0 && lane_fixed(c, &off);
+    if (c->vec > 1 && cg_offset_vectorizable(c, &off, c->vec) && (one_load || loads16)) {
         char base[CG_EXPR], vkey[CG_EXPR + 8];
         cg_offset_base_expr(c, &off, base, sizeof base);
         snprintf(vkey, sizeof vkey, "vec:%s", base);
@@ -460,10 +481,14 @@ static const char *load_external(cg_ctx *c, const cg_param *p, fu_tensor t, cons
         if (!arr) {
             char name[32];
             snprintf(name, sizeof name, "x%d", c->tmp++);
-            int bytes = esize * c->vec;
-            const char *wide = cg_vector_type(bytes);
             cg_line(c, "alignas(16) %s %s[%d];", st, name, c->vec);
-            cg_line(c, "*(%s *)%s = __ldg((const %s *)(%s + %s));", wide, name, wide, p->name, base);
+            if (one_load) {
+                const char *wide = cg_vector_type(bytes);
+                cg_line(c, "*(%s *)%s = __ldg((const %s *)(%s + %s));", wide, name, wide, p->name, base);
+            } else {
+                for (int j = 0; j < bytes / 16; j++)
+                    cg_line(c, "((uint4 *)%s)[%d] = __ldg((const uint4 *)(%s + %s) + %d);", name, j, p->name, base, j);
+            }
             arr = memo_add(c, t, vkey, name);
         }
         const char *r = new_value(c, t, key, ct, "fu_load(%s[%d])", arr, c->lane);

@@ -188,6 +188,7 @@ static void item_vars(cg_ctx *c, const pw_domain *d, int u, cg_index *idx)
         c->lane_var = d->rank - 1;
         idx[d->rank - 1].lane_coef = 1;
     }
+    c->lane_fixed_vars = c->nvars; /* the domain's axes (a gathered position comes later, per lane) */
 }
 
 /* Every lane of every output of item u, as variable names. */
