@@ -40,8 +40,13 @@
 #ifndef OUTER_BLOCKS_PER_SM
 #define OUTER_BLOCKS_PER_SM 4 /* split the rows until about this many blocks per SM */
 #endif
+/* Rows a thread sums at least before the rows are split further. Spread wide:
+ * on the H100, fz_7_100 (1024 x 16 f32) took 9.06 us a call in 8 splits of 2
+ * rows a thread against 9.47 in 2 of 8 (scripts/gpu/variants.sh, two rounds),
+ * and one block of 1024 threads for fz_7_197 (1024 x 14) 11.4 us against 8.6
+ * in 8 splits: more SMs' loads in flight are worth the grid step. */
 #ifndef OUTER_MIN_ROWS
-#define OUTER_MIN_ROWS 8 /* rows a thread sums at least before the rows are split further */
+#define OUTER_MIN_ROWS 2
 #endif
 /* Where a thread's rows of its split hold at most this many elements a
  * column lane (rows x vec), the row loop is unrolled whole: every load is in
