@@ -40,13 +40,19 @@
 #ifndef OUTER_BLOCKS_PER_SM
 #define OUTER_BLOCKS_PER_SM 4 /* split the rows until about this many blocks per SM */
 #endif
-/* Rows a thread sums at least before the rows are split further. Spread wide:
- * on the H100, fz_7_100 (1024 x 16 f32) took 9.06 us a call in 8 splits of 2
- * rows a thread against 9.47 in 2 of 8 (scripts/gpu/variants.sh, two rounds),
- * and one block of 1024 threads for fz_7_197 (1024 x 14) 11.4 us against 8.6
- * in 8 splits: more SMs' loads in flight are worth the grid step. */
+/* Rows a thread sums at least before the rows are split further: OUTER_MIN_ROWS,
+ * and OUTER_MIN_ROWS_SPREAD while the grid has fewer blocks than SMs. Few
+ * columns and few rows are spread wide: on the H100 (scripts/gpu/variants.sh
+ * over the generator's 200, two rounds) fz_7_197, 1024 x 14 bf16, took 6.11
+ * and 6.14 us a call in 32 splits of 2 rows a thread against 8.64 and 8.58 in 8
+ * of 8 (kernel 3.78 against 6.30 us), and fz_7_100 (1024 x 16 f32) 4.67 us of
+ * kernel in 8 splits against 5.28 in 2. One block of 1024 threads for fz_7_197
+ * was slower still (11.4 us): more SMs' loads in flight are worth the grid step. */
 #ifndef OUTER_MIN_ROWS
-#define OUTER_MIN_ROWS 2
+#define OUTER_MIN_ROWS 8
+#endif
+#ifndef OUTER_MIN_ROWS_SPREAD
+#define OUTER_MIN_ROWS_SPREAD 2
 #endif
 /* Where a thread's rows of its split hold at most this many elements a
  * column lane (rows x vec), the row loop is unrolled whole: every load is in
@@ -277,10 +283,16 @@ static void choose_config(const fu_group *g, outer_params *p, size_t widest)
     p->part_slots = p->threads * p->vec;
     p->gx = (col_threads + p->tx - 1) / p->tx;
     /* split the rows while there are fewer blocks than OUTER_BLOCKS_PER_SM per
-     * SM and each thread still sums OUTER_MIN_ROWS rows */
+     * SM and each thread still sums OUTER_MIN_ROWS rows (OUTER_MIN_ROWS_SPREAD
+     * while the blocks are fewer than the SMs) */
     int64_t want = (int64_t)g->opts->sm_count * OUTER_BLOCKS_PER_SM;
     p->splits = 1;
-    while (p->gx * p->splits * 2 <= want && p->Rn / (p->splits * 2) >= (int64_t)p->ty * OUTER_MIN_ROWS) p->splits *= 2;
+    for (;;) {
+        int64_t blocks = p->gx * p->splits * 2;
+        int min_rows = blocks <= g->opts->sm_count ? OUTER_MIN_ROWS_SPREAD : OUTER_MIN_ROWS;
+        if (blocks > want || p->Rn / (p->splits * 2) < (int64_t)p->ty * min_rows) break;
+        p->splits *= 2;
+    }
     p->rows_per_split = (p->Rn + p->splits - 1) / p->splits;
     int64_t trips = (p->rows_per_split + p->ty - 1) / p->ty;
     p->unrolled_rows = trips * p->vec <= OUTER_UNROLL_ELEMS ? (int)trips : 0;
