@@ -372,7 +372,7 @@ static void check_one_warp_blocks(void)
  * decides, with the values its launch and its kernel text carry. */
 static void check_outer_params(const char *data)
 {
-    const char *many[] = {"N=64", "C=65536"};
+    const char *many[] = {"N=64", "C=65536"}, *few_rows[] = {"N=1024", "C=16"};
     const struct {
         const char *const *sets;
         int nsets;
@@ -386,6 +386,11 @@ static void check_outer_params(const char *data)
           "\"threads_y\": 8", "\"shared_partials\": 1024", "\"column_blocks\": 8", "\"row_splits\": 64",
           "\"rows_per_split\": 128", "\"grid\": 512", "\"workspace_bytes\": 1048672", NULL},
          {"fu_part[1024]", "blockIdx.x % 8u", "== 63u"}},
+        {few_rows, 2, FU_F32, /* few columns and rows: split down to 2 rows a thread while the blocks are
+                                 fewer than the SMs (OUTER_MIN_ROWS_SPREAD), 8 ways here */
+         {"\"domain\": [1024, 16]", "\"threads_x\": 4", "\"threads_y\": 64", "\"column_blocks\": 1",
+          "\"row_splits\": 8", "\"rows_per_split\": 128", "\"unrolled_rows\": 2", "\"grid\": 8", NULL},
+         {"fu_part[1024]", "trip < 2;", "== 7u"}},
         {many, 2, FU_BF16, /* many columns: no row splits, no workspace */
          {"\"domain\": [64, 65536]", "\"vec\": 8", "\"threads_x\": 32", "\"threads_y\": 8",
           "\"shared_partials\": 2048", "\"column_blocks\": 256", "\"row_splits\": 1", "\"rows_per_split\": 64",
@@ -584,6 +589,18 @@ int main(void)
     CHECK_CONTAINS(body_of(pmb), "_9[0] = x0[0];");
     CHECK(!strstr(body_of(pm), "* 1.0f") && !strstr(body_of(pm), "/ 1.0f"));
     CHECK_CONTAINS(body_of(pm), "* 0.25f"); /* x / 4 */
+    /* lanes wider than 16 bytes (WIDE_LANE_LOADS): a bf16 output's 8 lanes of i64 indices in four
+     * 16-byte loads and of f32 in two, one base for the thread; the gathered values a load a lane */
+    const char *wsets[] = {"N=64", "C=256"};
+    char *wl = one_kernel(rt, data, "wide_lanes.fusion", wsets, 2, FU_BF16);
+    CHECK_CONTAINS(body_of(wl), "[3] = __ldg((const uint4 *)(in1 + (256 * d0_0 + d0_1)) + 3);");
+    CHECK_CONTAINS(body_of(wl), "[1] = __ldg((const uint4 *)(in2 + (256 * d0_0 + d0_1)) + 1);");
+    CHECK(wl && !strstr(body_of(wl), "fu_load(in1[") && !strstr(body_of(wl), "fu_load(in2["));
+    CHECK_CONTAINS(body_of(wl), "fu_load(in0[(256 * d0_0 + j");
+    free(wl);
+    /* a launch of a block a row takes its row in an if (SMALL_ROW_IF): 64 rows, 64 blocks */
+    CHECK_CONTAINS(body_of(bf), "if (const int row = blockIdx.x; row < 64) {");
+    CHECK(bf && !strstr(body_of(bf), "row += gridDim.x"));
     /* each kernel's prelude: the helper files its code uses, and what they need */
     CHECK_CONTAINS(pm, "fuser prelude 00_core.cuh");
     CHECK_CONTAINS(pm, "fuser prelude 30_tanh.cuh");

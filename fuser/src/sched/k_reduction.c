@@ -2708,11 +2708,11 @@ static void emit_column_combine_last(red_emit *r)
 }
 
 /* Whether the launch covers every row at once (a row a block, or a warp),
- * so that the row loop runs at most once and is an `if`: the compiler then
- * has no loop to version on the per-row values' branches (fz_7_93's
- * log1p made three copies of the loop body: 4992 bytes of code, 3584 as an
- * `if`), and a cold launch fetches less code (SMALL_ROW_IF). Only a launch
- * that may shrink to what is resident (a grid barrier) keeps the loop. */
+ * so that the row loop runs at most once and is an `if` (SMALL_ROW_IF): the
+ * compiler then has no loop to version on the per-row values' branches
+ * (fz_7_93's log1p made three copies of the loop body: 4992 bytes of code,
+ * 3584 as an `if`; docs/perf.md v33). Only a launch that may shrink to what
+ * is resident (a grid barrier) keeps the loop. */
 static bool one_row_each(const red_params *p)
 {
     return SMALL_ROW_IF && !p->grid_sync && p->cluster == 1 && !p->queue && p->grid * p->warp_rows >= p->rows;
