@@ -17,13 +17,17 @@
  *     (1000 + 8 tanh(x)) takes the online max instead; the FMA-pipe exp's
  *     float operations, done in C, are within 2.5e-7 of 2^t;
  *   - the pointwise math fusion folds x * 1 and x / 1 (its output 'same' is
- *     the input's loaded value, stored unconverted) and compiles;
+ *     the input's loaded value, stored unconverted) and compiles; wide_lanes
+ *     reads its i64 and f32 lanes of a bf16 output in 16-byte loads (one
+ *     base), its gathered values one a lane; 64 rows in 64 blocks take their
+ *     row in an `if`, not a grid-strided loop;
  *   - a kernel's prelude holds the helper files it uses and what they need
  *     (the pointwise kernel no reductions, the soft-capped cross entropy the
  *     shifted-lse file and the min/max file it needs, not the online lse's);
  *   - column_reductions and bias_grad plan to one kernel of the outer-reduction
  *     scheduler with vector loads, whose rows are split over blocks (the last
- *     block combining) exactly where the columns are few, and compile; its
+ *     block combining) exactly where the columns are few (down to 2 rows a
+ *     thread while the blocks are fewer than the SMs), and compile; its
  *     parameters (kp->params_json, `fuser plan --json`) hold every decision,
  *     with the values the kernel and the launch are made of;
  *   - layer_norm_backward and rms_norm_backward (dx per row, dweight and dbias
