@@ -50,6 +50,7 @@ static const expect cases[] = {
     {"segment/scatter_beside_output.fusion", {NULL}, 2},
     {"segment/one_block_scatter.fusion", {NULL}, 1},
     {"segment/grid_sum_of_broadcast.fusion", {NULL}, 1},
+    {"segment/one_block_grid_step.fusion", {NULL}, 1},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */
@@ -218,6 +219,23 @@ static void check_one_block(const char *dir)
     }
 }
 
+/* More work for one block where the reduction scheduler would need a grid-wide step
+ * (FU_BLOCK_GRID_STEP_WORK): at R = 256 the max reads 13312 elements, past FU_BLOCK_MAX_WORK,
+ * and one block takes the fusion instead of 4 blocks and a last-block combine; at R = 512
+ * (26624) the row scheduler does, with its grid step. */
+static void check_block_grid_step(const char *dir)
+{
+    for (int big = 0; big < 2; big++) {
+        fu_plan *p = plan_segment_file(dir, "segment/one_block_grid_step.fusion", big ? "R=512" : NULL);
+        CHECK(p != NULL && p->nkernels == 1);
+        const fu_kernel_plan *k = p && p->nkernels == 1 ? &p->kernels[0] : NULL;
+        if (k && !big) CHECK(k->sched == FU_SCHED_BLOCK && k->grid == 1 && k->workspace_bytes == 0);
+        if (k && big) CHECK(k->sched == FU_SCHED_REDUCTION && k->grid > 1 && k->workspace_bytes > 0);
+        printf("one block before a grid step (R=%s): %s\n", big ? "512" : "256", k ? fu_sched_name(k->sched) : "-");
+        fu_plan_free(p);
+    }
+}
+
 /* The one-block scheduler's issue slots (FU_BLOCK_MAX_SLOTS): at C = 2 the output loop is cheap
  * and the block takes the fusion; at C = 16 the output is 16384 elements of a tanh and a division
  * each, and it goes to a pointwise kernel over the GPU while the block keeps the reductions. */
@@ -357,6 +375,7 @@ int main(int argc, char **argv)
     check_kept_values(argv[1]);
     check_gather_extent_one(argv[1]);
     check_grid_sum_of_broadcast(argv[1]);
+    check_block_grid_step(argv[1]);
     check_atomic_bf16_form(suites);
     fu_runtime_close(rt);
     tu_remove_tree(cache);

@@ -3,17 +3,19 @@
  * axes its reductions take.
  *
  * A small group (its reductions read at most FU_BLOCK_MAX_WORK elements
- * together, an output has at most FU_BLOCK_MAX_ELEMS) runs as one block of up
- * to 1024 threads. Each reduction, in the order of the fusion, is a stage: the
- * block computes every element of its result (tpo threads an element, each
- * over every tpo-th reduced element, then combined by shuffles and, past a
- * warp, through shared memory in warp order: the same bits every run), keeps
- * the result in shared memory, and waits at a barrier. Then the block writes
- * each output by a loop over its elements. Values read from a stage come from
- * shared memory at any index, so a reduction over other axes than the last
- * one, a row value read at another row, or a full reduction read at full size
- * need no grid-wide step: what splits such a fusion into several kernels
- * elsewhere (the grid-wide values of bound.c) is one block's barrier here.
+ * together, or FU_BLOCK_GRID_STEP_WORK where the reduction scheduler's plan
+ * needs a grid-wide step; an output has at most FU_BLOCK_MAX_ELEMS) runs as
+ * one block of up to 1024 threads. Each reduction, in the order of the fusion,
+ * is a stage: the block computes every element of its result (tpo threads an
+ * element, each over every tpo-th reduced element, then combined by shuffles
+ * and, past a warp, through shared memory in warp order: the same bits every
+ * run), keeps the result in shared memory, and waits at a barrier. Then the
+ * block writes each output by a loop over its elements. Values read from a
+ * stage come from shared memory at any index, so a reduction over other axes
+ * than the last one, a row value read at another row, or a full reduction read
+ * at full size need no grid-wide step: what splits such a fusion into several
+ * kernels elsewhere (the grid-wide values of bound.c) is one block's barrier
+ * here.
  * A scatter of floats (index_add, scatter_add) is a stage too: its sources'
  * values and checked indices are computed once into shared memory, then a
  * thread an element of its result starts from the base and adds every source
@@ -230,8 +232,8 @@ static int64_t block_slots(const fu_fusion *f, const bool *in_group, const fu_te
     return total;
 }
 
-bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *outputs, int noutputs, char *why,
-                   size_t nwhy)
+bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *outputs, int noutputs, int64_t max_work,
+                   char *why, size_t nwhy)
 {
     int nstage = 0;
     int64_t bytes = 0, work = 0;
@@ -250,9 +252,9 @@ bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *ou
             return false;
         }
         work += k == FU_KIND_SCATTER ? fu_block_scatter_work(f, n) : fu_tensor_numel(f, n->inputs[0]);
-        if (work > FU_BLOCK_MAX_WORK) {
-            snprintf(why, nwhy, "one block: the stages up to '%s' read %lld elements (more than %d)",
-                     fu_val(f, n->output)->name, (long long)work, FU_BLOCK_MAX_WORK);
+        if (work > max_work) {
+            snprintf(why, nwhy, "one block: the stages up to '%s' read %lld elements (more than %lld)",
+                     fu_val(f, n->output)->name, (long long)work, (long long)max_work);
             return false;
         }
         if (++nstage > BLOCK_MAX_STAGES) {
@@ -284,7 +286,14 @@ bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *ou
 
 bool fu_block_can_schedule(const fu_group *g, char *why, size_t nwhy)
 {
-    return fu_block_fits(g->f, g->in_group, g->outputs, g->noutputs, why, nwhy);
+    if (fu_block_fits(g->f, g->in_group, g->outputs, g->noutputs, FU_BLOCK_MAX_WORK, why, nwhy)) return true;
+    /* more work where the reduction scheduler's plan needs a grid-wide step (FU_BLOCK_GRID_STEP_WORK) */
+    char more[256];
+    if (FU_BLOCK_GRID_STEP_WORK <= FU_BLOCK_MAX_WORK ||
+        !fu_block_fits(g->f, g->in_group, g->outputs, g->noutputs, FU_BLOCK_GRID_STEP_WORK, more, sizeof more) ||
+        !fu_reduction_grid_step(g))
+        return false;
+    return true;
 }
 
 static int stage_of(const block_params *p, fu_tensor t)

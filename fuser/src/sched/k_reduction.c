@@ -3246,13 +3246,14 @@ static bool list_params(const fu_group *g, red_params *p, char *why, size_t nwhy
     return n >= 0;
 }
 
-bool fu_reduction_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
+/* Every decision of the group's parameters but the one-block check: a new
+ * red_params, or NULL and why (fu_reduction_free frees it). */
+static red_params *plan_params(const fu_group *g, char *why, size_t nwhy)
 {
     const fu_fusion *f = g->f;
-    *params = NULL;
     if (fu_group_has_op_kind(g, FU_KIND_SCATTER)) {
         snprintf(why, nwhy, "reduction: the group has a scatter");
-        return false;
+        return NULL;
     }
     red_params *p = fu_calloc(1, sizeof *p);
     if (p) {
@@ -3274,19 +3275,41 @@ bool fu_reduction_heuristics(const fu_group *g, void **params, fu_kernel_plan *k
             ok = false;
         }
     }
-    /* a grid-wide step (the last block's, or a grid barrier) over blocks that one block could
-     * replace: the one-block scheduler takes the group with a barrier instead */
-    if (ok && p->grid > 1 && (p->ngrid > 0 || p->ncol > 0)) {
-        char small[256];
-        if (fu_block_fits(f, g->in_group, g->outputs, g->noutputs, small, sizeof small)) {
-            snprintf(why, nwhy, "reduction: a grid-wide step over %lld blocks where one block does (one_block)",
-                     (long long)p->grid);
-            ok = false;
-        }
-    }
     if (!ok) {
         fu_reduction_free(p);
-        return false;
+        return NULL;
+    }
+    return p;
+}
+
+static bool has_grid_step(const red_params *p) { return p->grid > 1 && (p->ngrid > 0 || p->ncol > 0); }
+
+bool fu_reduction_grid_step(const fu_group *g)
+{
+    char why[256];
+    red_params *p = plan_params(g, why, sizeof why);
+    bool step = p && has_grid_step(p);
+    fu_reduction_free(p);
+    return step;
+}
+
+bool fu_reduction_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
+{
+    const fu_fusion *f = g->f;
+    *params = NULL;
+    red_params *p = plan_params(g, why, nwhy);
+    if (!p) return false;
+    /* a grid-wide step (the last block's, or a grid barrier) over blocks that one block could
+     * replace: the one-block scheduler takes the group with a barrier instead, up to
+     * FU_BLOCK_GRID_STEP_WORK (fu_block_can_schedule says yes to the same groups) */
+    if (has_grid_step(p)) {
+        char small[256];
+        if (fu_block_fits(f, g->in_group, g->outputs, g->noutputs, FU_BLOCK_GRID_STEP_WORK, small, sizeof small)) {
+            snprintf(why, nwhy, "reduction: a grid-wide step over %lld blocks where one block does (one_block)",
+                     (long long)p->grid);
+            fu_reduction_free(p);
+            return false;
+        }
     }
     fu_free(p->seen); /* (the walks are done) */
     p->seen = NULL;

@@ -133,6 +133,14 @@ bool fu_block_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, ch
 #ifndef FU_BLOCK_MAX_WORK
 #define FU_BLOCK_MAX_WORK 8192
 #endif
+/* ... and where the reduction scheduler's plan of the group needs a grid-wide step (its
+ * partials to the workspace, a fence, a counter, the last block's reads): one block for up to
+ * this much work (H100, docs/perf.md v33: fz_7_157, a grid reduction over 4 blocks, 8.22 ->
+ * 6.48 us a call; fz_7_82, over 13, 5.98 -> 5.50; but fz_7_161, whose 384 rows the reduction
+ * scheduler spreads over 384 blocks without a step, 4.13 -> 5.98 at this limit for every group) */
+#ifndef FU_BLOCK_GRID_STEP_WORK
+#define FU_BLOCK_GRID_STEP_WORK 16384
+#endif
 #ifndef FU_BLOCK_MAX_ELEMS
 #define FU_BLOCK_MAX_ELEMS 16384
 #endif
@@ -141,8 +149,11 @@ bool fu_block_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, ch
 #endif
 /* Whether the one-block scheduler takes the nodes in_group with these outputs (k_block.c:
  * little work; a scatter of floats is a stage); why not, where not. */
-bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *outputs, int noutputs, char *why,
-                   size_t nwhy);
+bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *outputs, int noutputs, int64_t max_work,
+                   char *why, size_t nwhy);
+/* Whether the reduction scheduler plans the group with a grid-wide step over several blocks
+ * (k_reduction.c; the one-block scheduler then takes up to FU_BLOCK_GRID_STEP_WORK). */
+bool fu_reduction_grid_step(const fu_group *g);
 /* The work the one-block scheduler counts for scatter node s (k_block.c): its source domain's
  * elements (each source computed once) plus the result's elements times the sources along
  * the axis (each element looks at every one); -1 where it takes no such scatter (one of
