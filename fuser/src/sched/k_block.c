@@ -287,13 +287,12 @@ bool fu_block_fits(const fu_fusion *f, const bool *in_group, const fu_tensor *ou
 bool fu_block_can_schedule(const fu_group *g, char *why, size_t nwhy)
 {
     if (fu_block_fits(g->f, g->in_group, g->outputs, g->noutputs, FU_BLOCK_MAX_WORK, why, nwhy)) return true;
-    /* more work where the reduction scheduler's plan needs a grid-wide step (FU_BLOCK_GRID_STEP_WORK) */
+    /* more work where the reduction scheduler's plan needs a grid-wide step (FU_BLOCK_GRID_STEP_WORK);
+     * `why` keeps the first answer */
     char more[256];
-    if (FU_BLOCK_GRID_STEP_WORK <= FU_BLOCK_MAX_WORK ||
-        !fu_block_fits(g->f, g->in_group, g->outputs, g->noutputs, FU_BLOCK_GRID_STEP_WORK, more, sizeof more) ||
-        !fu_reduction_grid_step(g))
-        return false;
-    return true;
+    return FU_BLOCK_GRID_STEP_WORK > FU_BLOCK_MAX_WORK &&
+           fu_block_fits(g->f, g->in_group, g->outputs, g->noutputs, FU_BLOCK_GRID_STEP_WORK, more, sizeof more) &&
+           fu_reduction_grid_step(g);
 }
 
 static int stage_of(const block_params *p, fu_tensor t)
