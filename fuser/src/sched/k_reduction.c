@@ -2749,24 +2749,22 @@ static void emit_row_loop_head(red_emit *r)
                 (long long)p->rows, p->cluster);
         c->indent++;
         c->scope++;
-    } else if (p->warp_rows > 1) {
-        if (p->threads == 32) cg_line(c, "const unsigned fu_lane = threadIdx.x & 31u, fu_warp = threadIdx.x >> 5; // a warp a row");
-        else
-            cg_line(c, "const unsigned fu_lane = threadIdx.x & %du, fu_warp = threadIdx.x >> %d; // %d lanes a row, %d rows a warp",
-                    p->threads - 1, log2_int(p->threads), p->threads, 32 / p->threads);
-        if (one_row_each(p))
-            cg_line(c, "if (const %s row = (%s)blockIdx.x * %d + fu_warp; row < %lld) { // the grid covers the rows: one each", it,
-                    it, p->warp_rows, (long long)p->rows);
-        else
-            cg_line(c, "for (%s row = (%s)blockIdx.x * %d + fu_warp; row < %lld; row += (%s)gridDim.x * %d) {", it, it,
-                    p->warp_rows, (long long)p->rows, it, p->warp_rows);
-        c->indent++;
-        c->scope++;
     } else {
+        /* a warp a row, or the block's threads a row: strided by the grid, or one each */
+        char first[64] = "blockIdx.x", step[64] = "gridDim.x";
+        if (p->warp_rows > 1) {
+            if (p->threads == 32)
+                cg_line(c, "const unsigned fu_lane = threadIdx.x & 31u, fu_warp = threadIdx.x >> 5; // a warp a row");
+            else
+                cg_line(c, "const unsigned fu_lane = threadIdx.x & %du, fu_warp = threadIdx.x >> %d; // %d lanes a row, %d rows a warp",
+                        p->threads - 1, log2_int(p->threads), p->threads, 32 / p->threads);
+            snprintf(first, sizeof first, "(%s)blockIdx.x * %d + fu_warp", it, p->warp_rows);
+            snprintf(step, sizeof step, "(%s)gridDim.x * %d", it, p->warp_rows);
+        }
         if (one_row_each(p))
-            cg_line(c, "if (const %s row = blockIdx.x; row < %lld) { // the grid covers the rows: one each", it, (long long)p->rows);
+            cg_line(c, "if (const %s row = %s; row < %lld) { // the grid covers the rows: one each", it, first, (long long)p->rows);
         else
-            cg_line(c, "for (%s row = blockIdx.x; row < %lld; row += gridDim.x) {", it, (long long)p->rows);
+            cg_line(c, "for (%s row = %s; row < %lld; row += %s) {", it, first, (long long)p->rows, step);
         c->indent++;
         c->scope++;
     }
