@@ -597,8 +597,19 @@ int main(void)
      * 16-byte loads and of f32 in two, one base for the thread; the gathered values a load a lane */
     const char *wsets[] = {"N=64", "C=256"};
     char *wl = one_kernel(rt, data, "wide_lanes.fusion", wsets, 2, FU_BF16);
-    CHECK_CONTAINS(body_of(wl), "[3] = __ldg((const uint4 *)(in1 + (256 * d0_0 + d0_1)) + 3);");
-    CHECK_CONTAINS(body_of(wl), "[1] = __ldg((const uint4 *)(in2 + (256 * d0_0 + d0_1)) + 1);");
+    CHECK_CONTAINS(body_of(wl), "[3] = __ldg((const uint4 *)(in1 + e0) + 3);"); /* 256 * d0_0 + d0_1: e0 */
+    CHECK_CONTAINS(body_of(wl), "[1] = __ldg((const uint4 *)(in2 + e0) + 1);");
+    /* an offset over a run of the flat position's digits is one division of it (DIGIT_RUNS):
+     * the row of [13, 16, 3] at kb, the weight [16, 3] at kb % 48, the top digit without a % */
+    char *dr = one_kernel(rt, data, "digit_runs.fusion", NULL, 0, FU_F32);
+    char *drb = one_kernel(rt, data, "digit_runs.fusion", NULL, 0, FU_BF16);
+    CHECK_CONTAINS(body_of(dr), " = in0[(624 * o0 + kb)];");
+    CHECK_CONTAINS(body_of(dr), "fu_load(in1[(kb % 48)])");
+    CHECK_CONTAINS(body_of(dr), "const int k1 = kb / 48;");
+    CHECK(dr && !strstr(body_of(dr), "48 * k1"));
+    CHECK_CONTAINS(body_of(drb), " = in0[(624 * o0 + kb)];");
+    free(dr);
+    free(drb);
     CHECK(wl && !strstr(body_of(wl), "fu_load(in1[") && !strstr(body_of(wl), "fu_load(in2["));
     CHECK_CONTAINS(body_of(wl), "fu_load(in0[(256 * d0_0 + j");
     free(wl);

@@ -8,6 +8,8 @@
  *     (f32) and <= 2^-7 |cpu|, one bf16 ulp (bf16), plus 1e-30 for zeros.
  *   - wide_lanes (a gather by i64 indices plus an f32 input, f32 and bf16
  *     outputs: lanes read in several 16-byte loads), max-relative as below;
+ *   - digit_runs (offsets over runs of the row position's digits as one
+ *     division of it), max-relative as below;
  *   - column_reductions and bias_grad (outer reductions; f32, bf16; with and
  *     without row splits, odd sizes): max-relative as above;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
@@ -201,7 +203,7 @@ int main(int argc, char **argv)
     int rc = gpu_test_open("test_reduce_gpu", NULL, &rt);
     if (rc) return rc;
     const char *small[] = {"N=256", "V=4096"}, *wide[] = {"N=16", "V=32768"}, *pm[] = {"N=65536"};
-    const char *wl[] = {"N=64", "C=256"}, *wl_odd[] = {"N=7", "C=100"};
+    const char *wl[] = {"N=64", "C=256"}, *wl_odd[] = {"N=7", "C=100"}, *odd_rows[] = {"N=1001"};
     const fu_dtype dts[2] = {FU_F32, FU_BF16};
     for (int d = 0; d < 2; d++) {
         run_case(rt, data, "softcap_cross_entropy.fusion", small, 2, dts[d], false);
@@ -209,6 +211,8 @@ int main(int argc, char **argv)
         run_case(rt, data, "pointwise_math.fusion", pm, 1, dts[d], true);
         run_case(rt, data, "wide_lanes.fusion", wl, 2, dts[d], false);
         run_case(rt, data, "wide_lanes.fusion", wl_odd, 2, dts[d], false);
+        run_case(rt, data, "digit_runs.fusion", NULL, 0, dts[d], false);
+        run_case(rt, data, "digit_runs.fusion", odd_rows, 1, dts[d], false);
     }
     const char *few[] = {"N=8192", "C=1024"}, *many[] = {"N=64", "C=65536"}, *odd[] = {"N=1000", "C=24"};
     const char *bg[] = {"B=4", "T=512", "C=1024"}, *bg_odd[] = {"B=3", "T=5", "C=100"};

@@ -79,6 +79,18 @@ struct cg_ctx {
      * (lanes wider than 16 bytes). Later variables (a gathered position) may
      * differ per lane. 0: none is known to. */
     int lane_fixed_vars;
+    /* Digits: variable v, where digit_flat[v] > 0, is (flat / digit_place[v]) %
+     * digit_radix[v] of the flat index flats[digit_flat[v] - 1] (no "% radix"
+     * where digit_top[v]), declared at scope digit_scope[v] by cg_digit_var. An
+     * affine index over a run of one flat index's digits whose coefficients go as
+     * their places renders as one division of the flat index instead: 48 * k1 +
+     * 3 * k2 + k3 is kb (contiguous axes merged, as the loop walks them). */
+    int digit_flat[CG_MAXVARS];
+    long long digit_place[CG_MAXVARS], digit_radix[CG_MAXVARS];
+    bool digit_top[CG_MAXVARS];
+    int digit_scope[CG_MAXVARS];
+    char flats[CG_MAXVARS][CG_EXPR];
+    int nflats;
 
     cg_param *params;
     int nparams;
@@ -130,7 +142,16 @@ void cg_close(cg_ctx *c); /* "}" and drop the scope's memo entries */
 void cg_drop_scope(cg_ctx *c);
 
 int cg_add_var(cg_ctx *c, const char *name);
+/* Declares variable `var` as the digit (flat / place) % radix of the flat index
+ * `flat` (a C expression; "flat / place" where top: the most significant digit,
+ * flat < place * radix or past it as the flat index says) and notes it for the
+ * affine renderer until the current scope closes. */
+void cg_digit_var(cg_ctx *c, int var, const char *flat, long long place, long long radix, bool top);
 void cg_index_var(cg_index *ix, int var, const char *name);
+/* Whether two indices name the same position at the current lane: their affine forms where
+ * both have one (not their text, which may render a form either way: as digits or as the
+ * flat index they make), else their text. */
+bool cg_index_same(const cg_ctx *c, const cg_index *a, const cg_index *b);
 /* Re-renders an affine index's expression (after changing c->lane or a coefficient). */
 void cg_index_refresh(const cg_ctx *c, cg_index *ix);
 void cg_index_const(cg_index *ix, long long v);

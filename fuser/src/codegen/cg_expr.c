@@ -2,6 +2,7 @@
  * cg_expr.c -- the expression inliner (see cg.h). The device helpers it
  * calls (fu_load, fu_exp, fu_div_const ...) are the .cuh files of prelude/.
  */
+#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,6 +12,11 @@
 
 #include "cg.h"
 
+/* An affine index over a run of one flat index's digits as one division of the
+ * flat index (cg_digit_var); 0: the digits' terms (A/B). */
+#ifndef DIGIT_RUNS
+#define DIGIT_RUNS 1
+#endif
 /* A bf16 product of two bf16 values as one bf16 multiply (fu_mul_bf16) rather
  * than an f32 multiply and a rounding; 0 for the latter (A/B). */
 #ifndef BF16_PAIR_MUL
@@ -87,6 +93,8 @@ void cg_free(cg_ctx *c)
 
 void cg_drop_scope(cg_ctx *c)
 {
+    for (int v = 0; v < CG_MAXVARS; v++) /* a digit declared in a closed scope: its name may mean another now */
+        if (c->digit_flat[v] && c->digit_scope[v] > c->scope) c->digit_flat[v] = 0;
     while (c->nmemo > 0 && c->memo[c->nmemo - 1]->scope > c->scope) {
         if (fu_grow((void **)&c->retired, &c->cap_retired, c->nretired + 1, sizeof *c->retired)) {
             cg_fail(c, "out of memory");
@@ -134,8 +142,60 @@ void cg_close(cg_ctx *c)
 int cg_add_var(cg_ctx *c, const char *name)
 {
     FU_ASSERT(c->nvars < CG_MAXVARS);
+    if (c->nvars == 0) { /* a fresh variable table: no digit is left */
+        memset(c->digit_flat, 0, sizeof c->digit_flat);
+        c->nflats = 0;
+    }
     snprintf(c->var_names[c->nvars], sizeof c->var_names[0], "%s", name);
+    c->digit_flat[c->nvars] = 0;
     return c->nvars++;
+}
+
+/* Whether C expression s is one operand as it stands: a name, a number, or all in one pair of
+ * parentheses. */
+static bool is_operand(const char *s)
+{
+    if (*s == '(') {
+        int depth = 0;
+        for (const char *q = s; *q; q++) {
+            depth += (*q == '(') - (*q == ')');
+            if (depth == 0) return q[1] == '\0';
+        }
+        return false;
+    }
+    if (!*s) return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_') return false;
+    return true;
+}
+
+void cg_digit_var(cg_ctx *c, int var, const char *flat, long long place, long long radix, bool top)
+{
+    const char *it = c->index64 ? "long long" : "int";
+    const char *name = c->var_names[var];
+    char f[CG_EXPR + 2];
+    snprintf(f, sizeof f, is_operand(flat) ? "%s" : "(%s)", flat);
+    c->digit_flat[var] = 0;
+    if (radix == 1 && !top) {
+        cg_line(c, "const %s %s = 0;", it, name);
+        return;
+    }
+    if (place == 1 && top) cg_line(c, "const %s %s = %s;", it, name, flat);
+    else if (place == 1) cg_line(c, "const %s %s = %s %% %lld;", it, name, f, radix);
+    else if (top) cg_line(c, "const %s %s = %s / %lld;", it, name, f, place);
+    else cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, name, f, place, radix);
+    if (!DIGIT_RUNS || strlen(f) >= CG_EXPR) return;
+    int k = 0;
+    while (k < c->nflats && strcmp(c->flats[k], f) != 0) k++;
+    if (k == c->nflats) {
+        if (c->nflats == CG_MAXVARS) return;
+        snprintf(c->flats[c->nflats++], CG_EXPR, "%s", f);
+    }
+    c->digit_flat[var] = k + 1;
+    c->digit_place[var] = place;
+    c->digit_radix[var] = radix;
+    c->digit_top[var] = top;
+    c->digit_scope[var] = c->scope;
 }
 
 const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t)
@@ -151,12 +211,62 @@ const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t)
 /* Renders an affine index as C, with the current lane folded into the
  * constant. The text is canonical ("o0", "7", "(3 * o0 + k1 + 2)"), so equal
  * forms give equal strings (the memo and the schedulers compare them). */
+/* The digit of var u's flat index next to var v's (above: place[u] = place[v] * radix[v], below:
+ * place[v] = place[u] * radix[u]) whose coefficient in ix goes as the places, among the vars
+ * not yet in a run; -1 where none. */
+static int next_digit(const cg_ctx *c, const cg_index *ix, const int *run, int v, bool above)
+{
+    for (int u = 0; u < c->nvars; u++) {
+        if (run[u] >= 0 || u == v || c->digit_flat[u] != c->digit_flat[v] || ix->coef[u] == 0) continue;
+        int lo = above ? v : u, hi = above ? u : v;
+        if (c->digit_top[lo] || c->digit_place[hi] != c->digit_place[lo] * c->digit_radix[lo]) continue;
+        if (ix->coef[hi] == ix->coef[lo] * c->digit_radix[lo]) return u;
+    }
+    return -1;
+}
+
+/* Var v's term of ix, or, where v leads a run of digits of one flat index
+ * (cg_digit_var) whose coefficients go as their places, the run's: sum over
+ * the run of place[u] / place[lo] * digit_u is (flat / place[lo]) % (the run's
+ * span), without the % where the run reaches the top digit. */
+static size_t render_term(const cg_ctx *c, const cg_index *ix, int v, const int *run, const int *lo_of,
+                          const int *hi_of, char *buf, size_t n)
+{
+    long long coef = ix->coef[v];
+    char term[CG_EXPR + 64];
+    if (run[v] == v && lo_of[v] != hi_of[v]) {
+        int lo = lo_of[v], hi = hi_of[v];
+        const char *flat = c->flats[c->digit_flat[v] - 1];
+        long long place = c->digit_place[lo], span = c->digit_place[hi] * c->digit_radix[hi] / place;
+        coef = ix->coef[lo];
+        if (place == 1 && c->digit_top[hi]) snprintf(term, sizeof term, "%s", flat);
+        else if (place == 1) snprintf(term, sizeof term, "(%s %% %lld)", flat, span);
+        else if (c->digit_top[hi]) snprintf(term, sizeof term, "(%s / %lld)", flat, place);
+        else snprintf(term, sizeof term, "((%s / %lld) %% %lld)", flat, place, span);
+    } else {
+        snprintf(term, sizeof term, "%s", c->var_names[v]);
+    }
+    if (coef == 1) return (size_t)snprintf(buf, n, "%s", term);
+    return (size_t)snprintf(buf, n, "%lld * %s", coef, term);
+}
+
 static void affine_expr(const cg_ctx *c, const cg_index *ix, char *buf, size_t n)
 {
     long long cst = ix->c + ix->lane_coef * c->lane;
+    /* runs of digits: run[v] is the var that leads v's run (-1: v is in none), lo_of and
+     * hi_of the leader's lowest and highest digit */
+    int run[CG_MAXVARS], lo_of[CG_MAXVARS], hi_of[CG_MAXVARS];
+    for (int v = 0; v < c->nvars; v++) run[v] = -1;
+    for (int v = 0; v < c->nvars; v++) {
+        if (ix->coef[v] == 0 || !c->digit_flat[v] || run[v] >= 0) continue;
+        run[v] = v;
+        lo_of[v] = hi_of[v] = v;
+        for (int u; (u = next_digit(c, ix, run, lo_of[v], false)) >= 0; lo_of[v] = u) run[u] = v;
+        for (int u; (u = next_digit(c, ix, run, hi_of[v], true)) >= 0; hi_of[v] = u) run[u] = v;
+    }
     int terms = 0, only = -1;
     for (int v = 0; v < c->nvars; v++)
-        if (ix->coef[v] != 0) {
+        if (ix->coef[v] != 0 && (run[v] < 0 || run[v] == v)) {
             terms++;
             only = v;
         }
@@ -164,17 +274,18 @@ static void affine_expr(const cg_ctx *c, const cg_index *ix, char *buf, size_t n
         snprintf(buf, n, "%lld", cst);
         return;
     }
-    if (terms == 1 && cst == 0 && ix->coef[only] == 1) {
-        snprintf(buf, n, "%s", c->var_names[only]);
+    bool whole_run = run[only] == only && lo_of[only] != hi_of[only];
+    if (terms == 1 && cst == 0 && ix->coef[whole_run ? lo_of[only] : only] == 1) {
+        render_term(c, ix, only, run, lo_of, hi_of, buf, n);
         return;
     }
     size_t k = 0;
     bool any = false;
     k += (size_t)snprintf(buf + k, n - k, "(");
     for (int v = 0; v < c->nvars && k < n; v++) {
-        if (ix->coef[v] == 0) continue;
-        if (ix->coef[v] == 1) k += (size_t)snprintf(buf + k, n - k, "%s%s", any ? " + " : "", c->var_names[v]);
-        else k += (size_t)snprintf(buf + k, n - k, "%s%lld * %s", any ? " + " : "", ix->coef[v], c->var_names[v]);
+        if (ix->coef[v] == 0 || (run[v] >= 0 && run[v] != v)) continue;
+        if (any) k += (size_t)snprintf(buf + k, n - k, " + ");
+        if (k < n) k += render_term(c, ix, v, run, lo_of, hi_of, buf + k, n - k);
         any = true;
     }
     if (k < n && cst != 0) k += (size_t)snprintf(buf + k, n - k, " + %lld", cst);
@@ -187,6 +298,15 @@ static void refresh_expr(const cg_ctx *c, cg_index *ix)
 }
 
 void cg_index_refresh(const cg_ctx *c, cg_index *ix) { refresh_expr(c, ix); }
+
+bool cg_index_same(const cg_ctx *c, const cg_index *a, const cg_index *b)
+{
+    if (!a->affine || !b->affine) return strcmp(a->expr, b->expr) == 0;
+    if (a->c + a->lane_coef * c->lane != b->c + b->lane_coef * c->lane) return false;
+    for (int v = 0; v < c->nvars; v++)
+        if (a->coef[v] != b->coef[v]) return false;
+    return true;
+}
 
 void cg_index_var(cg_index *ix, int var, const char *name)
 {
@@ -621,11 +741,15 @@ static void reshape_index(cg_ctx *c, const fu_value *in, const fu_value *out, co
             bool outermost = true;
             for (int q = i0; q < k; q++) outermost &= in->shape[q] == 1;
             if (outermost && div == 1) iidx[k] = lin; /* one real axis: stays affine */
-            else if (outermost) {
-                snprintf(e, sizeof e, "%s / %lld", lin.expr, (long long)div);
-                index_from_expr(c, &iidx[k], e);
+            else if (c->nvars < CG_MAXVARS) { /* a digit of lin: runs of them render as lin again */
+                char name[24];
+                snprintf(name, sizeof name, "i%d", c->tmp++);
+                int var = cg_add_var(c, name);
+                cg_digit_var(c, var, lin.expr, div, in->shape[k], outermost);
+                cg_index_var(&iidx[k], var, name);
             } else {
-                if (div == 1) snprintf(e, sizeof e, "%s %% %lld", lin.expr, (long long)in->shape[k]);
+                if (outermost) snprintf(e, sizeof e, "%s / %lld", lin.expr, (long long)div);
+                else if (div == 1) snprintf(e, sizeof e, "%s %% %lld", lin.expr, (long long)in->shape[k]);
                 else snprintf(e, sizeof e, "(%s / %lld) %% %lld", lin.expr, (long long)div, (long long)in->shape[k]);
                 index_from_expr(c, &iidx[k], e);
             }

@@ -419,16 +419,13 @@ static const char *block_lookup_register(cg_ctx *c, fu_tensor t, const cg_index 
 static void axis_vars(cg_ctx *c, int rank, const int64_t *shape, const bool *pick, bool want, const char *flat,
                       const char *prefix, cg_index *idx)
 {
-    const char *it = c->index64 ? "long long" : "int";
     int64_t stride = 1;
     for (int a = rank - 1; a >= 0; a--) {
         if (pick && pick[a] != want) continue;
         char name[24];
         snprintf(name, sizeof name, "%s%d", prefix, a);
         int var = cg_add_var(c, name);
-        if (shape[a] == 1) cg_line(c, "const %s %s = 0;", it, name);
-        else if (stride == 1) cg_line(c, "const %s %s = %s %% %lld;", it, name, flat, (long long)shape[a]);
-        else cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, name, flat, (long long)stride, (long long)shape[a]);
+        cg_digit_var(c, var, flat, stride, shape[a], false);
         cg_index_var(&idx[a], var, name);
         stride *= shape[a];
     }

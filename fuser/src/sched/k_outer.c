@@ -169,7 +169,7 @@ static const char *outer_lookup_register(cg_ctx *c, fu_tensor t, const cg_index 
     }
     cg_index want[FU_MAX_RANK];
     bool ok = column_index(e->p, c, v, want);
-    for (int a = 0; ok && a < v->rank; a++) ok = strcmp(want[a].expr, idx[a].expr) == 0;
+    for (int a = 0; ok && a < v->rank; a++) ok = cg_index_same(c, &want[a], &idx[a]);
     if (!ok) {
         cg_fail(c, "outer reduction: '%s' is read at another column", v->name);
         return NULL;
@@ -376,12 +376,10 @@ static void emit_axis_vars(outer_emit *e, bool reduced, const char *flat)
 {
     const outer_params *p = e->p;
     cg_ctx *c = &e->w->cg;
-    const char *it = c->index64 ? "long long" : "int";
     int64_t stride = 1;
     for (int a = p->rank - 1; a >= 0; a--) {
         if (p->reduced[a] != reduced) continue;
-        if (p->D[a] == 1) cg_line(c, "const %s %s = 0;", it, c->var_names[a]);
-        else cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, c->var_names[a], flat, (long long)stride, (long long)p->D[a]);
+        cg_digit_var(c, a, flat, stride, p->D[a], false);
         stride *= p->D[a];
     }
 }

@@ -168,20 +168,19 @@ static int pick_vec(const fu_fusion *f, const pw_domain *d)
 /* Declares item u's element index and domain variables; fills idx. */
 static void item_vars(cg_ctx *c, const pw_domain *d, int u, cg_index *idx)
 {
-    const char *it = c->index64 ? "long long" : "int";
     int64_t strides[FU_MAX_RANK];
     fu_shape_contiguous_strides(d->rank, d->shape, strides);
     /* Items never share index expressions, so each starts a fresh variable
      * table (strings already rendered stay valid). */
     c->nvars = 0;
     c->lane_var = -1;
+    char flat[16];
+    snprintf(flat, sizeof flat, "e%d", u);
     for (int a = 0; a < d->rank; a++) {
         char name[24];
         snprintf(name, sizeof name, "d%d_%d", u, a);
         int v = cg_add_var(c, name);
-        if (a == 0) cg_line(c, "const %s %s = e%d / %lld;", it, name, u, (long long)strides[a]);
-        else if (strides[a] == 1) cg_line(c, "const %s %s = e%d %% %lld;", it, name, u, (long long)d->shape[a]);
-        else cg_line(c, "const %s %s = (e%d / %lld) %% %lld;", it, name, u, (long long)strides[a], (long long)d->shape[a]);
+        cg_digit_var(c, v, flat, strides[a], d->shape[a], a == 0);
         cg_index_var(&idx[a], v, name);
     }
     if (d->rank > 0 && d->vec > 1) {

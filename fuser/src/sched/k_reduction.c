@@ -1710,8 +1710,8 @@ typedef struct red_emit {
     fu_kernel_writer *w;
     bool avail[MAX_REDS];   /* the reduction's value is final in its register */
     char var[MAX_REDS][16]; /* its register */
-    char cache_base[MAX_CACHE][CG_EXPR];
-    char stage_base[MAX_CACHE][CG_EXPR];
+    cg_index cache_base[MAX_CACHE]; /* the row position's offset, lane 0 (canonical_base) */
+    cg_index stage_base[MAX_CACHE];
     char cache_var[64]; /* what lookup_cache hands back (the memo copies it) */
     int pass;           /* the pass being emitted, and its plan */
     const red_pass *ps;
@@ -1753,7 +1753,7 @@ static const char *kept_value(red_emit *r, const cg_ctx *c, fu_tensor t, const c
                 want.lane_coef = 1;
                 cg_index_refresh(c, &want);
             }
-            if (strcmp(want.expr, idx[a].expr) != 0) return NULL;
+            if (!cg_index_same(c, &want, &idx[a])) return NULL;
         }
         if (r->in_edge) snprintf(r->cache_var, sizeof r->cache_var, "fu_ke%d", k);
         else snprintf(r->cache_var, sizeof r->cache_var, "fu_k%d[it * %d + %d]", k, c->vec, c->lane);
@@ -1793,7 +1793,7 @@ static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, 
     if (ri->kind == RK_COL) {
         cg_index want[FU_MAX_RANK];
         bool ok = col_index(p, c, v, want);
-        for (int a = 0; ok && a < v->rank; a++) ok = strcmp(want[a].expr, idx[a].expr) == 0;
+        for (int a = 0; ok && a < v->rank; a++) ok = cg_index_same(c, &want[a], &idx[a]);
         if (!ok) {
             cg_fail(c, "reduction: column value '%s' is read at another column", v->name);
             return NULL;
@@ -1809,7 +1809,7 @@ static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, 
             return NULL;
         }
         for (int a = 0; a < v->rank; a++)
-            if (strcmp(want[a].expr, idx[a].expr) != 0) {
+            if (!cg_index_same(c, &want[a], &idx[a])) {
                 cg_fail(c, "reduction: row value '%s' is read at another row", v->name);
                 return NULL;
             }
@@ -1837,10 +1837,10 @@ static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, voi
 {
     red_emit *r = user;
     if ((!r->in_pass && !r->in_edge) || !off->affine || off->lane_coef != (c->vec > 1 ? 1 : 0)) return NULL;
-    char base[CG_EXPR];
-    cg_offset_base_expr(c, off, base, sizeof base);
+    cg_index base = *off;
+    base.lane_coef = 0;
     for (int i = 0; i < r->p->ncache; i++) {
-        if (r->p->cache_t[i] != t || strcmp(r->cache_base[i], base) != 0) continue;
+        if (r->p->cache_t[i] != t || !cg_index_same(c, &r->cache_base[i], &base)) continue;
         if (!r->in_edge) return register_element(r, c, t, i, "fu_c", "it");
         /* its edge element: loaded by the first pass that reads it, then kept */
         if (!r->edge_loaded[i]) cg_line(c, "fu_ce%d = fu_load(%s[%s]);", i, cg_find_param(c, t)->name, off->expr);
@@ -1850,7 +1850,7 @@ static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, voi
     }
     if (r->in_edge) return NULL; /* (no staged input holds an edge) */
     for (int i = 0; i < r->ps->nstage; i++)
-        if (r->ps->stage_t[i] == t && strcmp(r->stage_base[i], base) == 0) return register_element(r, c, t, i, "fu_s", "b");
+        if (r->ps->stage_t[i] == t && cg_index_same(c, &r->stage_base[i], &base)) return register_element(r, c, t, i, "fu_s", "b");
     return NULL;
 }
 
@@ -1858,20 +1858,18 @@ static void emit_outer_vars(red_emit *r, const char *row)
 {
     const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
-    const char *it = c->index64 ? "long long" : "int";
     int64_t stride = 1;
     int64_t strides[FU_MAX_RANK];
     for (int a = p->rank - 1; a >= 0; a--) {
         strides[a] = stride;
         if (!p->inner[a]) stride *= p->D[a];
     }
-    int nouter = 0;
-    for (int a = 0; a < p->rank; a++) nouter += !p->inner[a] && p->D[a] != 1;
+    /* (the row is one of the rows wherever they are declared: the top one needs no %) */
+    bool top = true;
     for (int a = 0; a < p->rank; a++) {
         if (p->inner[a]) continue;
-        if (p->D[a] == 1) cg_line(c, "const %s %s = 0;", it, c->var_names[a]);
-        else if (nouter == 1) cg_line(c, "const %s %s = %s;", it, c->var_names[a], row);
-        else cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, c->var_names[a], row, (long long)strides[a], (long long)p->D[a]);
+        cg_digit_var(c, a, row, strides[a], p->D[a], top && p->D[a] != 1);
+        top &= p->D[a] == 1;
     }
 }
 
@@ -1908,18 +1906,18 @@ static void full_index(red_emit *r, cg_index *idx)
 
 /* The offset of input t at the row position with the lane term removed: what
  * lookup_cache matches to find a cached or staged element. */
-static void canonical_base(red_emit *r, fu_tensor t, char *buf)
+static void canonical_base(red_emit *r, fu_tensor t, cg_index *base)
 {
     cg_ctx *c = &r->w->cg;
     const fu_value *v = fu_val(r->f, t);
-    cg_index idx[FU_MAX_RANK], off;
+    cg_index idx[FU_MAX_RANK];
     int saved_vec = c->vec, saved_lane_var = c->lane_var;
     c->vec = r->p->vec;
     c->lane_var = r->p->vec > 1 ? r->p->rank - 1 : -1;
     c->lane = 0;
     full_index(r, idx);
-    cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
-    cg_offset_base_expr(c, &off, buf, CG_EXPR);
+    cg_offset(c, v->rank, v->shape, v->strides, idx, base);
+    base->lane_coef = 0;
     c->vec = saved_vec;
     c->lane_var = saved_lane_var;
 }
@@ -1929,14 +1927,13 @@ static void begin_pass(red_emit *r, int pass)
 {
     r->pass = pass;
     r->ps = &r->p->pass[pass];
-    for (int k = 0; k < r->ps->nstage; k++) canonical_base(r, r->ps->stage_t[k], r->stage_base[k]);
+    for (int k = 0; k < r->ps->nstage; k++) canonical_base(r, r->ps->stage_t[k], &r->stage_base[k]);
 }
 
 static void emit_inner_vars(red_emit *r)
 {
     const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
-    const char *it = c->index64 ? "long long" : "int";
     int ninner = 0, last_inner = -1;
     for (int a = 0; a < p->rank; a++)
         if (p->inner[a]) {
@@ -1944,13 +1941,14 @@ static void emit_inner_vars(red_emit *r)
             last_inner = a;
         }
     if (ninner == 1) {
-        cg_line(c, "const %s %s = kb;", it, c->var_names[last_inner]);
+        cg_digit_var(c, last_inner, "kb", 1, p->D[last_inner], true);
         return;
     }
+    /* (kb is a position of the row wherever they are declared: the top one needs no %) */
     int64_t stride = 1;
     for (int a = p->rank - 1; a >= 0; a--) {
         if (!p->inner[a]) continue;
-        cg_line(c, "const %s %s = (kb / %lld) %% %lld;", it, c->var_names[a], (long long)stride, (long long)p->D[a]);
+        cg_digit_var(c, a, "kb", stride, p->D[a], stride * p->D[a] == p->K);
         stride *= p->D[a];
     }
 }
@@ -2821,7 +2819,6 @@ static void emit_grid_combine(red_emit *r)
  * above 1, declared here and added to the domain's. False (c failed) when none are left. */
 static bool output_element_index(cg_ctx *c, const fu_value *v, const char *elem, cg_index *idx)
 {
-    const char *it = c->index64 ? "long long" : "int";
     if (c->nvars + v->rank > CG_MAXVARS) {
         cg_fail(c, "reduction: no index variables left for output '%s'", v->name);
         return false;
@@ -2834,8 +2831,9 @@ static bool output_element_index(cg_ctx *c, const fu_value *v, const char *elem,
         }
         char name[32];
         snprintf(name, sizeof name, "fu_e%d_%d", c->tmp++, a);
-        cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, name, elem, (long long)stride, (long long)v->shape[a]);
-        cg_index_var(&idx[a], cg_add_var(c, name), name);
+        int var = cg_add_var(c, name);
+        cg_digit_var(c, var, elem, stride, v->shape[a], false);
+        cg_index_var(&idx[a], var, name);
         stride *= v->shape[a];
     }
     return true;
@@ -2972,7 +2970,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         if (p->aligned_rows) cg_line(c, "float fu_ke%d = 0.0f; // ... and at this thread's row edge", k);
     }
     /* the canonical offset of each cached input (what lookup_cache matches) */
-    for (int k = 0; k < p->ncache; k++) canonical_base(r, p->cache_t[k], r->cache_base[k]);
+    for (int k = 0; k < p->ncache; k++) canonical_base(r, p->cache_t[k], &r->cache_base[k]);
     if (p->row_prefetch) begin_pass(r, 1); /* (its first batch is in flight already) */
     else if (p->first_batch_early) emit_first_batch_loads(r);
     cg_line(c, "// per-row values that need no reduction: loaded before the passes");

@@ -117,14 +117,13 @@ static int pick_vec(const fu_value *x)
     return vec;
 }
 
-/* Declares the inner-axis variables d1.. of x from the linear inner position `db`. */
-static void inner_vars(cg_ctx *c, const fu_value *x, const char *db)
+/* Declares the inner-axis variables d1.. of x (variables first_var..) from the linear inner
+ * position `db`. */
+static void inner_vars(cg_ctx *c, const fu_value *x, const char *db, int first_var)
 {
-    const char *it = c->index64 ? "long long" : "int";
     int64_t stride = 1;
     for (int a = x->rank - 1; a >= 1; a--) {
-        if (a == 1) cg_line(c, "const %s d%d = %s / %lld;", it, a, db, (long long)stride);
-        else cg_line(c, "const %s d%d = (%s / %lld) %% %lld;", it, a, db, (long long)stride, (long long)x->shape[a]);
+        cg_digit_var(c, first_var + a - 1, db, stride, x->shape[a], a == 1);
         stride *= x->shape[a];
     }
 }
@@ -163,7 +162,6 @@ static void open_row_items(fu_kernel_writer *w, const fu_node *s, int items, int
 static void declare_row_item(cg_ctx *c, const fu_node *s, int vec, row_item *ri)
 {
     const fu_value *x = fu_val(c->f, s->inputs[0]), *out = fu_val(c->f, s->output);
-    inner_vars(c, x, "db");
     c->nvars = 0;
     cg_index_var(&ri->xi[0], cg_add_var(c, "v"), "v");
     cg_index_var(&ri->si[0], cg_add_var(c, "i"), "i");
@@ -176,6 +174,7 @@ static void declare_row_item(cg_ctx *c, const fu_node *s, int vec, row_item *ri)
         ri->si[a] = ri->xi[a];
         if (a == x->rank - 1) c->lane_var = var;
     }
+    inner_vars(c, x, "db", 2);
     c->vec = vec;
     if (vec > 1) ri->xi[x->rank - 1].lane_coef = ri->si[x->rank - 1].lane_coef = 1;
     ri->acc_t = cg_compute_type(out->dtype);
@@ -907,11 +906,13 @@ static void atomic_emit(const fu_group *g, const fu_node *s, const atomic_params
     fu_shape_contiguous_strides(dom->rank, dom->shape, strides);
     c->nvars = 0;
     c->lane_var = -1;
+    char flat[24];
+    snprintf(flat, sizeof flat, "e * %d", vec);
     for (int a = 0; a < dom->rank; a++) {
         char nm[16];
         snprintf(nm, sizeof nm, "p%d", a);
         int v = cg_add_var(c, nm);
-        cg_line(c, "const %s %s = (e * %d / %lld) %% %lld;", it, nm, vec, (long long)strides[a], (long long)dom->shape[a]);
+        cg_digit_var(c, v, flat, strides[a], dom->shape[a], false);
         cg_index_var(&di[a], v, nm);
         if (a == dom->rank - 1 && vec > 1) c->lane_var = v;
     }
