@@ -600,14 +600,16 @@ int main(void)
     CHECK_CONTAINS(body_of(wl), "[3] = __ldg((const uint4 *)(in1 + e0) + 3);"); /* 256 * d0_0 + d0_1: e0 */
     CHECK_CONTAINS(body_of(wl), "[1] = __ldg((const uint4 *)(in2 + e0) + 1);");
     /* an offset over a run of the flat position's digits is one division of it (DIGIT_RUNS):
-     * the row of [13, 16, 3] at kb, the weight [16, 3] at kb % 48, the top digit without a % */
+     * the row of [13, 16, 3] at kb, the weight [16, 3] at kb % 48, the top digit without a %;
+     * a bf16 quotient of bf16 values by div.full.f32 (BF16_DIV_FULL), f32 by IEEE division */
     char *dr = one_kernel(rt, data, "digit_runs.fusion", NULL, 0, FU_F32);
     char *drb = one_kernel(rt, data, "digit_runs.fusion", NULL, 0, FU_BF16);
     CHECK_CONTAINS(body_of(dr), " = in0[(624 * o0 + kb)];");
     CHECK_CONTAINS(body_of(dr), "fu_load(in1[(kb % 48)])");
     CHECK_CONTAINS(body_of(dr), "const int k1 = kb / 48;");
-    CHECK(dr && !strstr(body_of(dr), "48 * k1"));
-    CHECK_CONTAINS(body_of(drb), " = in0[(624 * o0 + kb)];");
+    CHECK(dr && !strstr(body_of(dr), "48 * k1") && !strstr(body_of(dr), "fu_div_bf16("));
+    CHECK_CONTAINS(body_of(drb), " = fu_div_bf16(");
+    CHECK(drb && !strstr(body_of(drb), " / v"));
     free(dr);
     free(drb);
     CHECK(wl && !strstr(body_of(wl), "fu_load(in1[") && !strstr(body_of(wl), "fu_load(in2["));

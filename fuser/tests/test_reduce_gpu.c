@@ -9,7 +9,7 @@
  *   - wide_lanes (a gather by i64 indices plus an f32 input, f32 and bf16
  *     outputs: lanes read in several 16-byte loads), max-relative as below;
  *   - digit_runs (offsets over runs of the row position's digits as one
- *     division of it), max-relative as below;
+ *     division of it; a bf16 quotient by div.full.f32), max-relative as below;
  *   - column_reductions and bias_grad (outer reductions; f32, bf16; with and
  *     without row splits, odd sizes): max-relative as above;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
@@ -19,6 +19,9 @@
  *   - rows of a length no multiple of the vector (aligned rows: vectors from each
  *     row's first aligned element, the edges element by element) in every row
  *     layout;
+ *   - bf16_div (a bf16 quotient of bf16 values: div.full.f32): every normal bf16
+ *     value over 64 divisors, the interpreter's bits (subnormal results: within
+ *     2^-133);
  *   - every case runs twice and gives the same bits.
  * With --time: the soft-capped cross entropy at 8192 x 32768 in both dtypes,
  * median of 20 launches (CUDA events; the 537 MB / 1.07 GB input is far above
@@ -113,6 +116,64 @@ static void run_case(fu_runtime *rt, const char *data, const char *rel, const ch
     free_tensors(in, nin);
     printf("%-44s %s error=%-9.3g (tolerance %.3g)  %s\n", c->name, elementwise ? "elementwise" : "max-relative", worst,
            tol, check_failures == before ? "PASS" : "FAIL");
+    fflush(stdout);
+    tc_list_free(&l);
+}
+
+/* bf16_div.fusion: every normal bf16 value of both signs over divisors of every kind, against
+ * the interpreter: the same bits wherever its result is a normal bf16, zero, an infinity or
+ * NaN (docs/format.md, Numerics: div.full.f32 for a bf16 quotient of bf16 values); within one
+ * subnormal bf16 ulp (2^-133) where the result is subnormal, where the rule claims nothing. */
+static void run_bf16_div(fu_runtime *rt, const char *data)
+{
+    static const double divisors[] = {1, -1, 2, 0.5, 3, -3, 7, 0.75, 1.5, 1.75, 1.9921875, -1.9921875, 5, 9, 11, 13,
+                                      15, 17, 0.1005859375, 255, 127, 129, 0.3330078125, 1e-38, 1.1754944e-38, -1.1754944e-38,
+                                      3.3895314e38, -3.3895314e38, 1e30, 1e-30, 65536, 1.0 / 65536, 0, -0.0, INFINITY,
+                                      -INFINITY, NAN, 6.25e-2, 100, 1000, 0.01, 1.0078125, 1.00390625, 1.01171875, 2.5, 3.5,
+                                      4.5, 6.5, 10.5, 21, 37, 61, 83, 97, 113, 131, 151, 191, 223, 239, 251, 253, 1e10, 1e-10};
+    const int nb = (int)(sizeof divisors / sizeof divisors[0]);
+    tc_list l = {0};
+    /* (its tensors are bf16 by declaration: no DT, so the case is asked for as f32) */
+    tc_case *c = tc_add_suite(&l, data, "bf16_div.fusion", "gpu", NULL, 0, FU_F32, NULL);
+    bool sized = c && fu_tensor_numel(c->f, fu_fusion_input(c->f, 1)) == nb; /* b: one element a divisor */
+    CHECK(sized);
+    if (!sized) {
+        tc_list_free(&l);
+        return;
+    }
+    int before = check_failures;
+    fu_host_tensor in[2] = {0}, gpu[1] = {0}, cpu[1] = {0};
+    fu_error err = {0};
+    fu_plan_options po;
+    fu_plan_options_for_device(rt, &po);
+    OK(fu_random_inputs(c->f, 1, in, &err));
+    int64_t na = 0;
+    for (int sign = 0; sign < 2; sign++) /* exponent fields 1 .. 254, every significand */
+        for (int e = 1; e <= 254; e++)
+            for (int m = 0; m < 128; m++) fu_host_tensor_set(&in[0], na++, (sign ? -1 : 1) * ldexp(1 + m / 128.0, e - 127));
+    CHECK(na == fu_host_tensor_numel(&in[0]));
+    for (int k = 0; k < nb; k++) fu_host_tensor_set(&in[1], k, divisors[k]);
+    fu_status s = fu_exec_run_host(rt, c->f, &po, in, gpu, &err);
+    CHECK(s == FU_OK);
+    if (s != FU_OK) fprintf(stderr, "%s: GPU: %s\n", c->name, err.message);
+    fu_status r = fu_interp_run(c->f, in, cpu, &err);
+    CHECK(r == FU_OK);
+    int64_t wrong = 0, subnormal = 0;
+    for (int64_t i = 0; s == FU_OK && r == FU_OK && i < fu_host_tensor_numel(&cpu[0]); i++) {
+        double x = fu_host_tensor_get(&gpu[0], i), y = fu_host_tensor_get(&cpu[0], i);
+        bool tiny = y != 0 && fabs(y) < ldexp(1, -126);
+        subnormal += tiny;
+        bool ok = tiny ? gpu_test_diff(x, y) <= ldexp(1, -133) : (x == y && signbit(x) == signbit(y)) || (isnan(x) && isnan(y));
+        if (!ok && wrong++ < 5)
+            fprintf(stderr, "%s: %.9g / %.9g: GPU %.9g, interpreter %.9g\n", c->name, fu_host_tensor_get(&in[0], i / nb),
+                    fu_host_tensor_get(&in[1], i % nb), x, y);
+    }
+    CHECK(wrong == 0);
+    if (s == FU_OK) free_tensors(gpu, 1);
+    if (r == FU_OK) free_tensors(cpu, 1);
+    free_tensors(in, 2);
+    printf("%-44s bits: %lld of %lld differ (%lld subnormal results, within 2^-133)  %s\n", c->name, (long long)wrong,
+           (long long)(na * nb), (long long)subnormal, check_failures == before ? "PASS" : "FAIL");
     fflush(stdout);
     tc_list_free(&l);
 }
@@ -286,6 +347,7 @@ int main(int argc, char **argv)
         run_case(rt, suites, "cross_entropy/cross_entropy_bwd.fusion", cl8_odd, 2, dts[d], false);
         run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", ce_small, 2, dts[d], false);
     }
+    run_bf16_div(rt, data);
     for (int d = 0; timing && d < 2; d++) time_case(rt, data, dts[d]);
     fu_runtime_close(rt);
     return check_finish("test_reduce_gpu");

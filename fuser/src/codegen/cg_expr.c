@@ -17,6 +17,11 @@
 #ifndef DIGIT_RUNS
 #define DIGIT_RUNS 1
 #endif
+/* A bf16 quotient of two bf16 values by div.full.f32 (fu_div_bf16) rather than
+ * IEEE f32 division and its slow path; 0 for the latter (A/B). */
+#ifndef BF16_DIV_FULL
+#define BF16_DIV_FULL 1
+#endif
 /* A bf16 product of two bf16 values as one bf16 multiply (fu_mul_bf16) rather
  * than an f32 multiply and a rounding; 0 for the latter (A/B). */
 #ifndef BF16_PAIR_MUL
@@ -951,6 +956,11 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         if (kb && n->op == FU_OP_DIV && (v->dtype == FU_F32 || v->dtype == FU_BF16 || v->dtype == FU_F16) &&
             div_const_expr(va, k, v->dtype, raw, sizeof raw))
             return result_value(c, t, key, v->dtype, raw);
+        /* a quotient of two bf16 values rounded to bf16: div.full.f32 (docs/format.md, Numerics) */
+        if (BF16_DIV_FULL && n->op == FU_OP_DIV && v->dtype == FU_BF16 && a->dtype == FU_BF16 && b->dtype == FU_BF16) {
+            snprintf(raw, sizeof raw, "fu_div_bf16(%s, %s)", va, vb);
+            return result_value(c, t, key, v->dtype, raw);
+        }
         /* the larger or smaller of two values of the dtype is one of them: no rounding */
         if (n->op == FU_OP_MAX || n->op == FU_OP_MIN) {
             snprintf(raw, sizeof raw, binary_fmt(n->op), va, vb);
