@@ -213,9 +213,6 @@ const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t)
 /* ------------------------------------------------------------ indices */
 
 
-/* Renders an affine index as C, with the current lane folded into the
- * constant. The text is canonical ("o0", "7", "(3 * o0 + k1 + 2)"), so equal
- * forms give equal strings (the memo and the schedulers compare them). */
 /* The digit of var u's flat index next to var v's (above: place[u] = place[v] * radix[v], below:
  * place[v] = place[u] * radix[u]) whose coefficient in ix goes as the places, among the vars
  * not yet in a run; -1 where none. */
@@ -255,14 +252,14 @@ static size_t render_term(const cg_ctx *c, const cg_index *ix, int v, const int 
     return (size_t)snprintf(buf, n, "%lld * %s", coef, term);
 }
 
-static void affine_expr(const cg_ctx *c, const cg_index *ix, char *buf, size_t n)
+static void affine_expr_runs(const cg_ctx *c, const cg_index *ix, bool runs, char *buf, size_t n)
 {
     long long cst = ix->c + ix->lane_coef * c->lane;
     /* runs of digits: run[v] is the var that leads v's run (-1: v is in none), lo_of and
      * hi_of the leader's lowest and highest digit */
     int run[CG_MAXVARS], lo_of[CG_MAXVARS], hi_of[CG_MAXVARS];
     for (int v = 0; v < c->nvars; v++) run[v] = -1;
-    for (int v = 0; v < c->nvars; v++) {
+    for (int v = 0; runs && v < c->nvars; v++) {
         if (ix->coef[v] == 0 || !c->digit_flat[v] || run[v] >= 0) continue;
         run[v] = v;
         lo_of[v] = hi_of[v] = v;
@@ -295,6 +292,18 @@ static void affine_expr(const cg_ctx *c, const cg_index *ix, char *buf, size_t n
     }
     if (k < n && cst != 0) k += (size_t)snprintf(buf + k, n - k, " + %lld", cst);
     if (k < n) snprintf(buf + k, n - k, ")");
+}
+
+/* Renders an affine index as C, with the current lane folded into the
+ * constant, and runs of digits as a division of their flat position
+ * (cg_digit_var). The text is canonical ("o0", "7", "(3 * o0 + k1 + 2)",
+ * "(624 * o0 + kb)"), so equal forms give equal strings while the same digits
+ * are known (the memo keys on them; the schedulers compare forms: cg_index_same). */
+static void affine_expr(const cg_ctx *c, const cg_index *ix, char *buf, size_t n)
+{
+    affine_expr_runs(c, ix, true, buf, n);
+    /* a run's text (its flat position's) may be longer than its digits' names: never cut */
+    if (strlen(buf) + 1 >= n) affine_expr_runs(c, ix, false, buf, n);
 }
 
 static void refresh_expr(const cg_ctx *c, cg_index *ix)
