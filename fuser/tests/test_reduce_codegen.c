@@ -610,6 +610,11 @@ int main(void)
     CHECK(dr && !strstr(body_of(dr), "48 * k1") && !strstr(body_of(dr), "fu_div_bf16("));
     CHECK_CONTAINS(body_of(drb), " = fu_div_bf16(");
     CHECK(drb && !strstr(body_of(drb), " / v"));
+    /* a bf16 square root of bf16 values by sqrt.approx.f32 (BF16_SQRT_APPROX) */
+    char *sq = one_kernel(rt, data, "bf16_sqrt.fusion", NULL, 0, FU_F32);
+    CHECK_CONTAINS(body_of(sq), " = fu_sqrt_bf16(");
+    CHECK(sq && !strstr(body_of(sq), "fu_sqrt(v"));
+    free(sq);
     free(dr);
     free(drb);
     CHECK(wl && !strstr(body_of(wl), "fu_load(in1[") && !strstr(body_of(wl), "fu_load(in2["));

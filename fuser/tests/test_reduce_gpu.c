@@ -20,8 +20,8 @@
  *     row's first aligned element, the edges element by element) in every row
  *     layout;
  *   - bf16_div (a bf16 quotient of bf16 values: div.full.f32): every normal bf16
- *     value over 64 divisors, the interpreter's bits (subnormal results: within
- *     2^-133);
+ *     value over 64 divisors; bf16_sqrt (sqrt.approx.f32): every bf16 value; the
+ *     interpreter's bits (subnormal results: within 2^-133);
  *   - every case runs twice and gives the same bits.
  * With --time: the soft-capped cross entropy at 8192 x 32768 in both dtypes,
  * median of 20 launches (CUDA events; the 537 MB / 1.07 GB input is far above
@@ -31,6 +31,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,62 +121,99 @@ static void run_case(fu_runtime *rt, const char *data, const char *rel, const ch
     tc_list_free(&l);
 }
 
-/* bf16_div.fusion: every normal bf16 value of both signs over divisors of every kind, against
- * the interpreter: the same bits wherever its result is a normal bf16, zero, an infinity or
- * NaN (docs/format.md, Numerics: div.full.f32 for a bf16 quotient of bf16 values); within one
- * subnormal bf16 ulp (2^-133) where the result is subnormal, where the rule claims nothing. */
-static void run_bf16_div(fu_runtime *rt, const char *data)
+/* The bf16 rules of docs/format.md (Numerics) that claim the interpreter's bits: a case whose
+ * inputs fill() sets (false: they do not fit) and whose output 0 must hold, element by element,
+ * the interpreter's value and sign (NaN for NaN), except where the interpreter's result is
+ * subnormal (below 2^-126), where the rules claim nothing: there within one subnormal bf16 ulp
+ * (2^-133). describe() names element i's inputs in a message. */
+typedef struct bits_rule {
+    const char *file;
+    bool (*fill)(fu_host_tensor *in);
+    void (*describe)(const fu_host_tensor *in, int64_t i, char *buf, size_t n);
+} bits_rule;
+
+static void run_bits_rule(fu_runtime *rt, const char *data, const bits_rule *rule)
 {
-    static const double divisors[] = {1, -1, 2, 0.5, 3, -3, 7, 0.75, 1.5, 1.75, 1.9921875, -1.9921875, 5, 9, 11, 13,
-                                      15, 17, 0.1005859375, 255, 127, 129, 0.3330078125, 1e-38, 1.1754944e-38, -1.1754944e-38,
-                                      3.3895314e38, -3.3895314e38, 1e30, 1e-30, 65536, 1.0 / 65536, 0, -0.0, INFINITY,
-                                      -INFINITY, NAN, 6.25e-2, 100, 1000, 0.01, 1.0078125, 1.00390625, 1.01171875, 2.5, 3.5,
-                                      4.5, 6.5, 10.5, 21, 37, 61, 83, 97, 113, 131, 151, 191, 223, 239, 251, 253, 1e10, 1e-10};
-    const int nb = (int)(sizeof divisors / sizeof divisors[0]);
     tc_list l = {0};
     /* (its tensors are bf16 by declaration: no DT, so the case is asked for as f32) */
-    tc_case *c = tc_add_suite(&l, data, "bf16_div.fusion", "gpu", NULL, 0, FU_F32, NULL);
-    bool sized = c && fu_tensor_numel(c->f, fu_fusion_input(c->f, 1)) == nb; /* b: one element a divisor */
-    CHECK(sized);
-    if (!sized) {
-        tc_list_free(&l);
-        return;
-    }
-    int before = check_failures;
-    fu_host_tensor in[2] = {0}, gpu[1] = {0}, cpu[1] = {0};
+    tc_case *c = tc_add_suite(&l, data, rule->file, "gpu", NULL, 0, FU_F32, NULL);
+    CHECK(c != NULL);
+    if (!c) return;
+    int before = check_failures, nin = fu_fusion_num_inputs(c->f);
+    fu_host_tensor in[8] = {0}, gpu[1] = {0}, cpu[1] = {0};
     fu_error err = {0};
     fu_plan_options po;
     fu_plan_options_for_device(rt, &po);
     OK(fu_random_inputs(c->f, 1, in, &err));
-    int64_t na = 0;
-    for (int sign = 0; sign < 2; sign++) /* exponent fields 1 .. 254, every significand */
-        for (int e = 1; e <= 254; e++)
-            for (int m = 0; m < 128; m++) fu_host_tensor_set(&in[0], na++, (sign ? -1 : 1) * ldexp(1 + m / 128.0, e - 127));
-    CHECK(na == fu_host_tensor_numel(&in[0]));
-    for (int k = 0; k < nb; k++) fu_host_tensor_set(&in[1], k, divisors[k]);
-    fu_status s = fu_exec_run_host(rt, c->f, &po, in, gpu, &err);
+    bool filled = rule->fill(in);
+    CHECK(filled);
+    fu_status s = filled ? fu_exec_run_host(rt, c->f, &po, in, gpu, &err) : FU_ERR_ARG;
     CHECK(s == FU_OK);
-    if (s != FU_OK) fprintf(stderr, "%s: GPU: %s\n", c->name, err.message);
-    fu_status r = fu_interp_run(c->f, in, cpu, &err);
+    if (filled && s != FU_OK) fprintf(stderr, "%s: GPU: %s\n", c->name, err.message);
+    fu_status r = filled ? fu_interp_run(c->f, in, cpu, &err) : FU_ERR_ARG;
     CHECK(r == FU_OK);
-    int64_t wrong = 0, subnormal = 0;
-    for (int64_t i = 0; s == FU_OK && r == FU_OK && i < fu_host_tensor_numel(&cpu[0]); i++) {
+    int64_t wrong = 0, subnormal = 0, n = r == FU_OK ? fu_host_tensor_numel(&cpu[0]) : 0;
+    for (int64_t i = 0; s == FU_OK && r == FU_OK && i < n; i++) {
         double x = fu_host_tensor_get(&gpu[0], i), y = fu_host_tensor_get(&cpu[0], i);
         bool tiny = y != 0 && fabs(y) < ldexp(1, -126);
         subnormal += tiny;
         bool ok = tiny ? gpu_test_diff(x, y) <= ldexp(1, -133) : (x == y && signbit(x) == signbit(y)) || (isnan(x) && isnan(y));
-        if (!ok && wrong++ < 5)
-            fprintf(stderr, "%s: %.9g / %.9g: GPU %.9g, interpreter %.9g\n", c->name, fu_host_tensor_get(&in[0], i / nb),
-                    fu_host_tensor_get(&in[1], i % nb), x, y);
+        if (!ok && wrong++ < 5) {
+            char what[128];
+            rule->describe(in, i, what, sizeof what);
+            fprintf(stderr, "%s: %s: GPU %.9g, interpreter %.9g\n", c->name, what, x, y);
+        }
     }
     CHECK(wrong == 0);
     if (s == FU_OK) free_tensors(gpu, 1);
     if (r == FU_OK) free_tensors(cpu, 1);
-    free_tensors(in, 2);
+    free_tensors(in, nin);
     printf("%-44s bits: %lld of %lld differ (%lld subnormal results, within 2^-133)  %s\n", c->name, (long long)wrong,
-           (long long)(na * nb), (long long)subnormal, check_failures == before ? "PASS" : "FAIL");
+           (long long)n, (long long)subnormal, check_failures == before ? "PASS" : "FAIL");
     fflush(stdout);
     tc_list_free(&l);
+}
+
+/* bf16_div.fusion: a[A, 1] every normal bf16 value of both signs, b[B] divisors of every kind. */
+static const double divisors[] = {1, -1, 2, 0.5, 3, -3, 7, 0.75, 1.5, 1.75, 1.9921875, -1.9921875, 5, 9, 11, 13,
+                                  15, 17, 0.1005859375, 255, 127, 129, 0.3330078125, 1e-38, 1.1754944e-38, -1.1754944e-38,
+                                  3.3895314e38, -3.3895314e38, 1e30, 1e-30, 65536, 1.0 / 65536, 0, -0.0, INFINITY,
+                                  -INFINITY, NAN, 6.25e-2, 100, 1000, 0.01, 1.0078125, 1.00390625, 1.01171875, 2.5, 3.5,
+                                  4.5, 6.5, 10.5, 21, 37, 61, 83, 97, 113, 131, 151, 191, 223, 239, 251, 253, 1e10, 1e-10};
+#define NDIVISORS ((int64_t)(sizeof divisors / sizeof divisors[0]))
+
+static bool fill_div(fu_host_tensor *in)
+{
+    if (fu_host_tensor_numel(&in[0]) != 2 * 254 * 128 || fu_host_tensor_numel(&in[1]) != NDIVISORS) return false;
+    int64_t k = 0;
+    for (int sign = 0; sign < 2; sign++) /* exponent fields 1 .. 254, every significand */
+        for (int e = 1; e <= 254; e++)
+            for (int m = 0; m < 128; m++) fu_host_tensor_set(&in[0], k++, (sign ? -1 : 1) * ldexp(1 + m / 128.0, e - 127));
+    for (k = 0; k < NDIVISORS; k++) fu_host_tensor_set(&in[1], k, divisors[k]);
+    return true;
+}
+
+static void describe_div(const fu_host_tensor *in, int64_t i, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.9g / %.9g", fu_host_tensor_get(&in[0], i / NDIVISORS), fu_host_tensor_get(&in[1], i % NDIVISORS));
+}
+
+/* bf16_sqrt.fusion: x[65536] every bf16 bit pattern (NaNs as NaN). */
+static bool fill_sqrt(fu_host_tensor *in)
+{
+    if (fu_host_tensor_numel(&in[0]) != 65536) return false;
+    for (uint32_t bits = 0; bits < 65536; bits++) {
+        uint32_t word = bits << 16;
+        float v;
+        memcpy(&v, &word, sizeof v);
+        fu_host_tensor_set(&in[0], bits, v);
+    }
+    return true;
+}
+
+static void describe_sqrt(const fu_host_tensor *in, int64_t i, char *buf, size_t n)
+{
+    snprintf(buf, n, "sqrt(%.9g)", fu_host_tensor_get(&in[0], i));
 }
 
 static int cmp_float(const void *a, const void *b)
@@ -347,7 +385,10 @@ int main(int argc, char **argv)
         run_case(rt, suites, "cross_entropy/cross_entropy_bwd.fusion", cl8_odd, 2, dts[d], false);
         run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", ce_small, 2, dts[d], false);
     }
-    run_bf16_div(rt, data);
+    const bits_rule div_rule = {"bf16_div.fusion", fill_div, describe_div};
+    const bits_rule sqrt_rule = {"bf16_sqrt.fusion", fill_sqrt, describe_sqrt};
+    run_bits_rule(rt, data, &div_rule);
+    run_bits_rule(rt, data, &sqrt_rule);
     for (int d = 0; timing && d < 2; d++) time_case(rt, data, dts[d]);
     fu_runtime_close(rt);
     return check_finish("test_reduce_gpu");

@@ -22,6 +22,11 @@
 #ifndef BF16_DIV_FULL
 #define BF16_DIV_FULL 1
 #endif
+/* A bf16 square root of a bf16 value by sqrt.approx.f32 (fu_sqrt_bf16) rather
+ * than IEEE f32 square root and its slow path; 0 for the latter (A/B). */
+#ifndef BF16_SQRT_APPROX
+#define BF16_SQRT_APPROX 1
+#endif
 /* A bf16 product of two bf16 values as one bf16 multiply (fu_mul_bf16) rather
  * than an f32 multiply and a rounding; 0 for the latter (A/B). */
 #ifndef BF16_PAIR_MUL
@@ -941,6 +946,8 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         else if (n->op == FU_OP_LOGICAL_NOT) snprintf(raw, sizeof raw, "(!%s)", a);
         else if (n->op == FU_OP_TANH && (v->dtype == FU_BF16 || v->dtype == FU_F16))
             snprintf(raw, sizeof raw, "fu_tanh_approx(%s)", a); /* docs/format.md, Numerics */
+        else if (BF16_SQRT_APPROX && n->op == FU_OP_SQRT && v->dtype == FU_BF16 && fu_val(f, n->inputs[0])->dtype == FU_BF16)
+            snprintf(raw, sizeof raw, "fu_sqrt_bf16(%s)", a); /* docs/format.md, Numerics */
         else snprintf(raw, sizeof raw, "%s(%s)", unary_fn(n->op), a);
         /* -x and |x| of a value of the dtype are values of the dtype: no rounding */
         if (n->op == FU_OP_NEG || n->op == FU_OP_ABS) return new_value(c, t, key, ct, "%s", raw);

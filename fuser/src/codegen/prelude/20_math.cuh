@@ -1,5 +1,5 @@
 // ---- fuser prelude 20_math.cuh: exp, log, sqrt, division by a constant, abs, pow (docs/format.md, Numerics)
-// provides: fu_exp fu_exp_sub fu_log fu_log1p fu_sqrt fu_rsqrt fu_div_const fu_div_bf16 fu_abs fu_pow
+// provides: fu_exp fu_exp_sub fu_log fu_log1p fu_sqrt fu_rsqrt fu_div_const fu_div_bf16 fu_sqrt_bf16 fu_abs fu_pow
 // f32 exp through ex2.approx (2 instructions): relative error ~3e-7 plus the
 // rounding of x * log2(e); these kernels are bound by memory and by issue slots
 __device__ __forceinline__ float fu_exp(float x) { return __expf(x); }
@@ -30,6 +30,10 @@ __device__ __forceinline__ float fu_div_const(float a, float hi, float lo) { ret
 // at most, no slow path), never a different bf16 result for a normal one: such a quotient lies
 // at least 2^-17 (relative) from a bf16 rounding boundary (docs/format.md, Numerics)
 __device__ __forceinline__ float fu_div_bf16(float a, float b) { float r; asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+// sqrt(a) for a bf16 value a, rounded to bf16: sqrt.approx.f32 (3 ulp of f32 at most, no slow
+// path), never a different bf16 result: sqrt(a) lies at least 2^-19 (relative) from a bf16
+// rounding boundary (docs/format.md, Numerics)
+__device__ __forceinline__ float fu_sqrt_bf16(float a) { float r; asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(a)); return r; }
 __device__ __forceinline__ float fu_abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double fu_abs(double x) { return fabs(x); }
 __device__ __forceinline__ long long fu_abs(long long x) { return x < 0 ? -x : x; }
