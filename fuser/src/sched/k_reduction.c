@@ -106,7 +106,9 @@
 #ifndef ALIGNED_ROWS
 #define ALIGNED_ROWS 1
 #endif
+#ifndef ALIGNED_ROWS_MIN_VECS
 #define ALIGNED_ROWS_MIN_VECS 32
+#endif
 /* Vectors along the last axis where the row spans several axes (a sum over
  * [.., 16, 7, 8]), where the last one's extent is a multiple of the vector.
  * Before, such rows took scalar loads. 0 turns it off. */
