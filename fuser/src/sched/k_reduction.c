@@ -102,12 +102,19 @@
  * an odd one, bf16 4093 x 50257 forward at 46.5% of copy (docs/perf.md v19).
  * Not where column reductions keep an accumulator per row position (its
  * columns would move from row to row), nor for rows of fewer than
- * ALIGNED_ROWS_MIN_VECS vectors. 0 turns it off. */
+ * ALIGNED_ROWS_MIN_VECS vectors, nor, where the rows are fewer than the SMs (a
+ * kernel of one wave's latency, not of bandwidth), for rows of fewer than
+ * ALIGNED_FEW_ROWS_MIN_VECS: there the edges' code costs more than the vectors
+ * save (H100, docs/perf.md v34: 255 f32 in 7 rows, 4.74 -> 4.38 us a call as
+ * one element a thread). 0 turns it off. */
 #ifndef ALIGNED_ROWS
 #define ALIGNED_ROWS 1
 #endif
 #ifndef ALIGNED_ROWS_MIN_VECS
 #define ALIGNED_ROWS_MIN_VECS 32
+#endif
+#ifndef ALIGNED_FEW_ROWS_MIN_VECS
+#define ALIGNED_FEW_ROWS_MIN_VECS 256
 #endif
 /* Vectors along the last axis where the row spans several axes (a sum over
  * [.., 16, 7, 8]), where the last one's extent is a multiple of the vector.
@@ -1444,7 +1451,8 @@ static void choose_config(red_params *p, const fu_group *g)
     bool row_is_last_axis = p->inner[p->rank - 1] && p->D[p->rank - 1] == p->K;
     if (!p->inner[p->rank - 1] || (!VEC_INNER_AXES && !row_is_last_axis)) p->vec = 1;
     p->aligned_rows = ALIGNED_ROWS && row_is_last_axis && p->vec > 1 && p->K % p->vec && p->ncol == 0 &&
-                      p->K >= ALIGNED_ROWS_MIN_VECS * p->vec;
+                      p->K >= ALIGNED_ROWS_MIN_VECS * p->vec &&
+                      (p->rows >= g->opts->sm_count || p->K >= ALIGNED_FEW_ROWS_MIN_VECS * p->vec);
     while (!p->aligned_rows && p->vec > 1 && p->D[p->rank - 1] % p->vec) p->vec /= 2;
     /* A row's vectors over the threads: 8 iterations each where the row is
      * kept between passes (1024 threads hold 32 KiB-float rows),
