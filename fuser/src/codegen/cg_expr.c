@@ -179,22 +179,26 @@ static bool is_operand(const char *s)
     return true;
 }
 
-void cg_digit_var(cg_ctx *c, int var, const char *flat, long long place, long long radix, bool top)
+/* The C text of the digit (flat / place) % radix (no "% radix" where top) into buf. */
+static void digit_expr(const char *flat, long long place, long long radix, bool top, char *buf, size_t n)
 {
-    const char *it = c->index64 ? "long long" : "int";
-    const char *name = c->var_names[var];
     char f[CG_EXPR + 2];
     snprintf(f, sizeof f, is_operand(flat) ? "%s" : "(%s)", flat);
+    if (radix == 1 && !top) snprintf(buf, n, "0");
+    else if (place == 1 && top) snprintf(buf, n, "%s", flat);
+    else if (place == 1) snprintf(buf, n, "%s %% %lld", f, radix);
+    else if (top) snprintf(buf, n, "%s / %lld", f, place);
+    else snprintf(buf, n, "(%s / %lld) %% %lld", f, place, radix);
+}
+
+void cg_digit_var(cg_ctx *c, int var, const char *flat, long long place, long long radix, bool top)
+{
+    char e[CG_EXPR + 64], f[CG_EXPR + 2];
+    digit_expr(flat, place, radix, top, e, sizeof e);
+    cg_line(c, "const %s %s = %s;", c->index64 ? "long long" : "int", c->var_names[var], e);
     c->digit_flat[var] = 0;
-    if (radix == 1 && !top) {
-        cg_line(c, "const %s %s = 0;", it, name);
-        return;
-    }
-    if (place == 1 && top) cg_line(c, "const %s %s = %s;", it, name, flat);
-    else if (place == 1) cg_line(c, "const %s %s = %s %% %lld;", it, name, f, radix);
-    else if (top) cg_line(c, "const %s %s = %s / %lld;", it, name, f, place);
-    else cg_line(c, "const %s %s = (%s / %lld) %% %lld;", it, name, f, place, radix);
-    if (!DIGIT_RUNS || strlen(f) >= CG_EXPR) return;
+    snprintf(f, sizeof f, is_operand(flat) ? "%s" : "(%s)", flat);
+    if (!DIGIT_RUNS || (radix == 1 && !top) || strlen(f) >= CG_EXPR) return;
     int k = 0;
     while (k < c->nflats && strcmp(c->flats[k], f) != 0) k++;
     if (k == c->nflats) {
@@ -766,10 +770,8 @@ static void reshape_index(cg_ctx *c, const fu_value *in, const fu_value *out, co
                 int var = cg_add_var(c, name);
                 cg_digit_var(c, var, lin.expr, div, in->shape[k], outermost);
                 cg_index_var(&iidx[k], var, name);
-            } else {
-                if (outermost) snprintf(e, sizeof e, "%s / %lld", lin.expr, (long long)div);
-                else if (div == 1) snprintf(e, sizeof e, "%s %% %lld", lin.expr, (long long)in->shape[k]);
-                else snprintf(e, sizeof e, "(%s / %lld) %% %lld", lin.expr, (long long)div, (long long)in->shape[k]);
+            } else { /* no variable left: the digit as an opaque index */
+                digit_expr(lin.expr, div, in->shape[k], outermost, e, sizeof e);
                 index_from_expr(c, &iidx[k], e);
             }
             div *= in->shape[k];
