@@ -10,6 +10,10 @@
  *     outputs: lanes read in several 16-byte loads), max-relative as below;
  *   - digit_runs (offsets over runs of the row position's digits as one
  *     division of it; a bf16 quotient by div.full.f32), max-relative as below;
+ *   - warp_rows_prefetch (a warp a row, the next row's loads during this one's
+ *     later passes; 4500, 5003 and 9001 rows) and softmax_backward (two inputs
+ *     kept a warp a row: shared memory at 1024 bf16 columns, registers at 768),
+ *     max-relative as below;
  *   - column_reductions and bias_grad (outer reductions; f32, bf16; with and
  *     without row splits, odd sizes): max-relative as above;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
@@ -303,6 +307,7 @@ int main(int argc, char **argv)
     if (rc) return rc;
     const char *small[] = {"N=256", "V=4096"}, *wide[] = {"N=16", "V=32768"}, *pm[] = {"N=65536"};
     const char *wl[] = {"N=64", "C=256"}, *wl_odd[] = {"N=7", "C=100"}, *odd_rows[] = {"N=1001"};
+    const char *wrp_wide[] = {"N=5003", "C=1024"}, *wrp_many[] = {"N=9001"}, *sb_narrow[] = {"C=768"};
     const fu_dtype dts[2] = {FU_F32, FU_BF16};
     for (int d = 0; d < 2; d++) {
         run_case(rt, data, "softcap_cross_entropy.fusion", small, 2, dts[d], false);
@@ -312,6 +317,12 @@ int main(int argc, char **argv)
         run_case(rt, data, "wide_lanes.fusion", wl_odd, 2, dts[d], false);
         run_case(rt, data, "digit_runs.fusion", NULL, 0, dts[d], false);
         run_case(rt, data, "digit_runs.fusion", odd_rows, 1, dts[d], false);
+        /* more rows than warps: each warp's next row loaded during this one (f32); 1-3 rows a warp */
+        run_case(rt, data, "warp_rows_prefetch.fusion", NULL, 0, dts[d], false);
+        run_case(rt, data, "warp_rows_prefetch.fusion", wrp_wide, 2, dts[d], false);
+        run_case(rt, data, "warp_rows_prefetch.fusion", wrp_many, 1, dts[d], false);
+        run_case(rt, data, "softmax_backward.fusion", NULL, 0, dts[d], false);
+        run_case(rt, data, "softmax_backward.fusion", sb_narrow, 1, dts[d], false);
     }
     const char *few[] = {"N=8192", "C=1024"}, *many[] = {"N=64", "C=65536"}, *odd[] = {"N=1000", "C=24"};
     const char *bg[] = {"B=4", "T=512", "C=1024"}, *bg_odd[] = {"B=3", "T=5", "C=100"};

@@ -197,6 +197,14 @@
 #ifndef REGISTER_ROW_ITERS
 #define REGISTER_ROW_ITERS 4
 #endif
+/* ... but a warp a row keeps at most this many bytes a lane of its cached
+ * inputs in registers (under the launch bounds' 64 registers a thread), else
+ * shared memory: softmax backward bf16 16384 x 1024 (y and dy, 4 vectors of 8
+ * a lane each, 128 bytes) spilled 48 bytes and took 42.7 us in registers, 38.5
+ * in shared memory on an H100 (docs/perf.md v35). */
+#ifndef WARP_ROW_REGISTER_BYTES
+#define WARP_ROW_REGISTER_BYTES 96
+#endif
 /* A row a later pass reads again, on a block of its own: more threads, up to
  * REGISTER_ROW_MAX_THREADS, where REGISTER_ROW_ITERS vectors a thread then keep
  * it in registers (CACHE_BYTES) instead of CACHED_ROW_ITERS in shared memory.
@@ -241,6 +249,15 @@
  * registers stay live through the later passes); 0 turns it off. */
 #ifndef ROW_PREFETCH_BYTES
 #define ROW_PREFETCH_BYTES 32
+#endif
+/* ... and for a warp a row (WARP_ROWS) read again by later passes from shared
+ * memory, whose first batch is the whole row (f32 768 columns: 6 vectors a
+ * lane), while it is at most this many bytes a lane: each warp's next row is
+ * in flight during its row's reductions and later passes. On an H100, layer
+ * norm forward f32 16384 x 768 39.5 -> 37.9 us, rms norm 38.5 -> 37.6
+ * (docs/perf.md v35). 0 turns it off. */
+#ifndef ROW_PREFETCH_WARP_BYTES
+#define ROW_PREFETCH_WARP_BYTES 128
 #endif
 /* A launch of a block (or a warp) for each row takes its row in an `if`,
  * not a loop strided by the grid (one_row_each); 0 keeps the loop. */
@@ -1228,9 +1245,15 @@ static bool plan_hoists(red_params *p, const fu_group *g)
  * vectors a thread stays in registers, its passes unrolled to a few lines,
  * with no shared-memory store and reload (not beside column accumulators:
  * layer norm bwd at 4096 went from 131 to 162 us, f32). */
-static bool cache_in_smem(const red_params *p)
+static bool cache_in_smem(const red_params *p, const fu_fusion *f)
 {
-    return ROW_CACHE_SMEM && p->ncache > 0 && !(p->iters <= REGISTER_ROW_ITERS && p->ncol == 0);
+    if (!ROW_CACHE_SMEM || p->ncache == 0) return false;
+    if (p->warp_rows > 1) { /* WARP_ROW_REGISTER_BYTES */
+        int64_t bytes = 0;
+        for (int k = 0; k < p->ncache; k++) bytes += (int64_t)p->iters * p->vec * (int64_t)fu_dtype_size(fu_val(f, p->cache_t[k])->dtype);
+        if (bytes > WARP_ROW_REGISTER_BYTES) return true;
+    }
+    return !(p->iters <= REGISTER_ROW_ITERS && p->ncol == 0);
 }
 
 /* Bytes of shared memory the chosen inputs' slots take. */
@@ -1246,7 +1269,7 @@ static int64_t smem_cache_bytes(const red_params *p, const fu_group *g)
 
 static void choose_smem_cache(red_params *p, const fu_group *g)
 {
-    if (!cache_in_smem(p)) return;
+    if (!cache_in_smem(p, g->f)) return;
     int64_t total = 0;
     for (int k = 0; k < p->ncache; k++) {
         p->smem_slot_bytes[k] = (int)fu_dtype_size(fu_val(g->f, p->cache_t[k])->dtype) * p->vec;
@@ -1515,7 +1538,7 @@ static void choose_config(red_params *p, const fu_group *g)
      * a thread where they go to shared memory and its slots fit, else CACHE_BYTES */
     if (p->passes >= 2) {
         choose_cached_inputs(p, g, SMEM_CACHE_BYTES);
-        if (!cache_in_smem(p) || smem_cache_bytes(p, g) + STATIC_SHARED_BYTES > g->opts->max_shared_per_block)
+        if (!cache_in_smem(p, g->f) || smem_cache_bytes(p, g) + STATIC_SHARED_BYTES > g->opts->max_shared_per_block)
             choose_cached_inputs(p, g, CACHE_BYTES);
     }
     choose_smem_cache(p, g);
@@ -1658,19 +1681,20 @@ static void choose_grid(red_params *p, const fu_group *g)
     }
 }
 
-/* ROW_PREFETCH_BYTES: whether pass 1's first batch of the block's next row is
- * loaded while this row finishes (a row a block, strided, more rows than blocks). */
+/* ROW_PREFETCH_BYTES (ROW_PREFETCH_WARP_BYTES): whether pass 1's first batch of
+ * the block's (warp's) next row is loaded while this row finishes (rows strided,
+ * more rows than blocks or warps). */
 static bool choose_row_prefetch(const red_params *p, const fu_fusion *f)
 {
-    if (ROW_PREFETCH_BYTES <= 0 || !p->first_batch_early || p->queue || p->cluster > 1 || p->warp_rows > 1 || p->ncache > 0 ||
-        p->grid >= p->rows)
+    const int limit = p->warp_rows > 1 ? ROW_PREFETCH_WARP_BYTES : ROW_PREFETCH_BYTES;
+    if (limit <= 0 || (p->warp_rows > 1 && p->passes < 2) || !p->first_batch_early || p->queue || p->cluster > 1 || p->ncache > 0 || p->grid * p->warp_rows >= p->rows)
         return false;
     const red_pass *ps = &p->pass[1];
     int64_t bytes = 0;
     for (int k = 0; k < ps->nstage; k++) {
         bytes += (int64_t)ps->batch * vector_register_bytes(p, (int)fu_dtype_size(fu_val(f, ps->stage_t[k])->dtype));
     }
-    return ps->nstage > 0 && bytes <= ROW_PREFETCH_BYTES;
+    return ps->nstage > 0 && bytes <= limit;
 }
 
 /* ------------------------------------------------------------ emission */
@@ -2198,6 +2222,18 @@ static int block_reduce_partner(const red_emit *r, int pass, int i, const bool *
     return -1;
 }
 
+/* Strided rows: the thread's first row and the step to its next (64 bytes each). */
+static void strided_rows(const red_params *p, const char *it, char *first, char *step)
+{
+    if (p->warp_rows > 1) {
+        snprintf(first, 64, "(%s)blockIdx.x * %d + fu_warp", it, p->warp_rows);
+        snprintf(step, 64, "(%s)gridDim.x * %d", it, p->warp_rows);
+    } else {
+        snprintf(first, 64, "blockIdx.x");
+        snprintf(step, 64, "gridDim.x");
+    }
+}
+
 /* ROW_PREFETCH_BYTES: pass 1's first batch of row `row_expr` (when there is
  * such a row) into the staged arrays, declared by the caller. */
 static void emit_batch_ahead(red_emit *r, const char *row_expr, const char *comment)
@@ -2414,8 +2450,13 @@ static void emit_pass(red_emit *r, int pass)
     c->vec = 1; /* per-row code after the pass is scalar */
     c->lane_var = -1;
     cg_close(c); /* it0 */
-    if (pass == 1 && p->row_prefetch)
-        emit_batch_ahead(r, "row + gridDim.x", "the block's next row: its first batch in flight during this row's remaining work");
+    if (pass == 1 && p->row_prefetch) {
+        char first[64], step[64], next[140];
+        strided_rows(p, c->index64 ? "long long" : "int", first, step);
+        snprintf(next, sizeof next, "row + %s", step);
+        emit_batch_ahead(r, next, p->warp_rows > 1 ? "the warp's next row: its first batch in flight during this row's remaining work"
+                                                   : "the block's next row: its first batch in flight during this row's remaining work");
+    }
     /* the pass's reductions across the block */
     bool joined[MAX_REDS] = {false}; /* reduced with an earlier one (JOINT_BLOCK_REDUCE) */
     for (int i = 0; i < p->nred; i++) {
@@ -2726,6 +2767,20 @@ static bool one_row_each(const red_params *p)
     return SMALL_ROW_IF && !p->grid_sync && p->cluster == 1 && !p->queue && p->grid * p->warp_rows >= p->rows;
 }
 
+/* Where a warp (or L lanes) takes a row: the thread's lane in its row and the
+ * block's row slot it works on. */
+static void emit_row_lanes(red_emit *r)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    if (p->warp_rows <= 1 || p->queue || p->cluster > 1) return;
+    if (p->threads == 32)
+        cg_line(c, "const unsigned fu_lane = threadIdx.x & 31u, fu_warp = threadIdx.x >> 5; // a warp a row");
+    else
+        cg_line(c, "const unsigned fu_lane = threadIdx.x & %du, fu_warp = threadIdx.x >> %d; // %d lanes a row, %d rows a warp",
+                p->threads - 1, log2_int(p->threads), p->threads, 32 / p->threads);
+}
+
 /* The row loop's head: rows from the queue, whole clusters a row, a warp a
  * row, or the block's threads a row, strided. */
 static void emit_row_loop_head(red_emit *r)
@@ -2759,16 +2814,8 @@ static void emit_row_loop_head(red_emit *r)
         c->scope++;
     } else {
         /* a warp a row, or the block's threads a row: strided by the grid, or one each */
-        char first[64] = "blockIdx.x", step[64] = "gridDim.x";
-        if (p->warp_rows > 1) {
-            if (p->threads == 32)
-                cg_line(c, "const unsigned fu_lane = threadIdx.x & 31u, fu_warp = threadIdx.x >> 5; // a warp a row");
-            else
-                cg_line(c, "const unsigned fu_lane = threadIdx.x & %du, fu_warp = threadIdx.x >> %d; // %d lanes a row, %d rows a warp",
-                        p->threads - 1, log2_int(p->threads), p->threads, 32 / p->threads);
-            snprintf(first, sizeof first, "(%s)blockIdx.x * %d + fu_warp", it, p->warp_rows);
-            snprintf(step, sizeof step, "(%s)gridDim.x * %d", it, p->warp_rows);
-        }
+        char first[64], step[64];
+        strided_rows(p, it, first, step);
         if (one_row_each(p))
             cg_line(c, "if (const %s row = %s; row < %lld) { // the grid covers the rows: one each", it, first, (long long)p->rows);
         else
@@ -2958,10 +3005,14 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         if (grid_kind(p->reds[i].kind))
             cg_line(c, "%s fu_g%d = %s; // this block's part of %s", cg_compute_type(fu_val(f, p->reds[i].out)->dtype), i,
                     fu_red_identity(p->reds[i].op, fu_val(f, p->reds[i].out)->dtype), fu_val(f, p->reds[i].out)->name);
+    emit_row_lanes(r);
     if (p->row_prefetch) { /* the staged arrays outlive a row: each row loads the next one's first batch */
+        char first[64], step[64];
+        strided_rows(p, c->index64 ? "long long" : "int", first, step);
         begin_pass(r, 1);
         declare_staged(r);
-        emit_batch_ahead(r, "blockIdx.x", "the block's first row: its first batch (each later row's is loaded during the row before)");
+        emit_batch_ahead(r, first, p->warp_rows > 1 ? "the warp's first row: its first batch (each later row's is loaded during the row before)"
+                                                    : "the block's first row: its first batch (each later row's is loaded during the row before)");
     }
     emit_row_loop_head(r);
     emit_outer_vars(r, "row");
