@@ -1250,7 +1250,8 @@ static bool cache_in_smem(const red_params *p, const fu_fusion *f)
     if (!ROW_CACHE_SMEM || p->ncache == 0) return false;
     if (p->warp_rows > 1) { /* WARP_ROW_REGISTER_BYTES */
         int64_t bytes = 0;
-        for (int k = 0; k < p->ncache; k++) bytes += (int64_t)p->iters * p->vec * (int64_t)fu_dtype_size(fu_val(f, p->cache_t[k])->dtype);
+        for (int k = 0; k < p->ncache; k++)
+            bytes += (int64_t)p->iters * p->vec * (int64_t)fu_dtype_size(fu_val(f, p->cache_t[k])->dtype);
         if (bytes > WARP_ROW_REGISTER_BYTES) return true;
     }
     return !(p->iters <= REGISTER_ROW_ITERS && p->ncol == 0);
@@ -1687,7 +1688,8 @@ static void choose_grid(red_params *p, const fu_group *g)
 static bool choose_row_prefetch(const red_params *p, const fu_fusion *f)
 {
     const int limit = p->warp_rows > 1 ? ROW_PREFETCH_WARP_BYTES : ROW_PREFETCH_BYTES;
-    if (limit <= 0 || (p->warp_rows > 1 && p->passes < 2) || !p->first_batch_early || p->queue || p->cluster > 1 || p->ncache > 0 || p->grid * p->warp_rows >= p->rows)
+    if (limit <= 0 || (p->warp_rows > 1 && p->passes < 2) || !p->first_batch_early || p->queue || p->cluster > 1 ||
+        p->ncache > 0 || (int64_t)p->grid * p->warp_rows >= p->rows)
         return false;
     const red_pass *ps = &p->pass[1];
     int64_t bytes = 0;
@@ -2235,13 +2237,14 @@ static void strided_rows(const red_params *p, const char *it, char *first, char 
 }
 
 /* ROW_PREFETCH_BYTES: pass 1's first batch of row `row_expr` (when there is
- * such a row) into the staged arrays, declared by the caller. */
-static void emit_batch_ahead(red_emit *r, const char *row_expr, const char *comment)
+ * such a row) into the staged arrays, declared by the caller; `which` says
+ * which of the block's (warp's) rows it is. */
+static void emit_batch_ahead(red_emit *r, const char *row_expr, const char *which)
 {
     const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const char *it = c->index64 ? "long long" : "int";
-    cg_line(c, "// %s", comment);
+    cg_line(c, "// the %s's %s", p->warp_rows > 1 ? "warp" : "block", which);
     cg_line(c, "if (%s < %lld) {", row_expr, (long long)p->rows);
     c->indent++;
     c->scope++;
@@ -2454,8 +2457,7 @@ static void emit_pass(red_emit *r, int pass)
         char first[64], step[64], next[140];
         strided_rows(p, c->index64 ? "long long" : "int", first, step);
         snprintf(next, sizeof next, "row + %s", step);
-        emit_batch_ahead(r, next, p->warp_rows > 1 ? "the warp's next row: its first batch in flight during this row's remaining work"
-                                                   : "the block's next row: its first batch in flight during this row's remaining work");
+        emit_batch_ahead(r, next, "next row: its first batch in flight during this row's remaining work");
     }
     /* the pass's reductions across the block */
     bool joined[MAX_REDS] = {false}; /* reduced with an earlier one (JOINT_BLOCK_REDUCE) */
@@ -3011,8 +3013,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         strided_rows(p, c->index64 ? "long long" : "int", first, step);
         begin_pass(r, 1);
         declare_staged(r);
-        emit_batch_ahead(r, first, p->warp_rows > 1 ? "the warp's first row: its first batch (each later row's is loaded during the row before)"
-                                                    : "the block's first row: its first batch (each later row's is loaded during the row before)");
+        emit_batch_ahead(r, first, "first row: its first batch (each later row's is loaded during the row before)");
     }
     emit_row_loop_head(r);
     emit_outer_vars(r, "row");
