@@ -24,7 +24,7 @@
  *     row in shared memory, with more rows than warps, loads each warp's next
  *     row after pass 1 (f32), and not in bf16 (registers) nor with fewer rows;
  *     softmax backward's two inputs a warp a row go to shared memory at 128
- *     bytes a lane (bf16, 1024 columns), not at 96 (768);
+ *     bytes a lane (bf16, 1024 columns), not at 32 (256);
  *   - a kernel's prelude holds the helper files it uses and what they need
  *     (the pointwise kernel no reductions, the soft-capped cross entropy the
  *     shifted-lse file and the min/max file it needs, not the online lse's);
@@ -630,8 +630,8 @@ int main(void)
     CHECK(wrb && !strstr(body_of(wrb), "fu_row_ahead"));
     CHECK(wrf && !strstr(body_of(wrf), "fu_row_ahead"));
     /* a warp a row keeps at most WARP_ROW_REGISTER_BYTES a lane in registers: softmax
-     * backward's y and dy at 1024 bf16 columns (128 bytes) go to shared memory, at 768 not */
-    const char *sb_narrow[] = {"C=768"};
+     * backward's y and dy at 1024 bf16 columns (128 bytes) go to shared memory, at 256 not */
+    const char *sb_narrow[] = {"C=256"};
     char *sb = one_kernel(rt, data, "softmax_backward.fusion", NULL, 0, FU_BF16);
     char *sbn = one_kernel(rt, data, "softmax_backward.fusion", sb_narrow, 1, FU_BF16);
     CHECK_CONTAINS(sb, "extern __shared__ __align__(16) unsigned char fu_rows[];");

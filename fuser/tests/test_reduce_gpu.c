@@ -12,8 +12,8 @@
  *     division of it; a bf16 quotient by div.full.f32), max-relative as below;
  *   - warp_rows_prefetch (a warp a row, the next row's loads during this one's
  *     later passes; 4500, 5003 and 9001 rows) and softmax_backward (two inputs
- *     kept a warp a row: shared memory at 1024 bf16 columns, registers at 768),
- *     max-relative as below;
+ *     kept a warp a row: shared memory at 1024 and 768 bf16 columns, registers
+ *     at 256), max-relative as below;
  *   - column_reductions and bias_grad (outer reductions; f32, bf16; with and
  *     without row splits, odd sizes): max-relative as above;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
@@ -307,7 +307,7 @@ int main(int argc, char **argv)
     if (rc) return rc;
     const char *small[] = {"N=256", "V=4096"}, *wide[] = {"N=16", "V=32768"}, *pm[] = {"N=65536"};
     const char *wl[] = {"N=64", "C=256"}, *wl_odd[] = {"N=7", "C=100"}, *odd_rows[] = {"N=1001"};
-    const char *wrp_wide[] = {"N=5003", "C=1024"}, *wrp_many[] = {"N=9001"}, *sb_narrow[] = {"C=768"};
+    const char *wrp_wide[] = {"N=5003", "C=1024"}, *wrp_many[] = {"N=9001"}, *sb_mid[] = {"C=768"}, *sb_narrow[] = {"C=256"};
     const fu_dtype dts[2] = {FU_F32, FU_BF16};
     for (int d = 0; d < 2; d++) {
         run_case(rt, data, "softcap_cross_entropy.fusion", small, 2, dts[d], false);
@@ -322,6 +322,7 @@ int main(int argc, char **argv)
         run_case(rt, data, "warp_rows_prefetch.fusion", wrp_wide, 2, dts[d], false);
         run_case(rt, data, "warp_rows_prefetch.fusion", wrp_many, 1, dts[d], false);
         run_case(rt, data, "softmax_backward.fusion", NULL, 0, dts[d], false);
+        run_case(rt, data, "softmax_backward.fusion", sb_mid, 1, dts[d], false);
         run_case(rt, data, "softmax_backward.fusion", sb_narrow, 1, dts[d], false);
     }
     const char *few[] = {"N=8192", "C=1024"}, *many[] = {"N=64", "C=65536"}, *odd[] = {"N=1000", "C=24"};

@@ -199,11 +199,13 @@
 #endif
 /* ... but a warp a row keeps at most this many bytes a lane of its cached
  * inputs in registers (under the launch bounds' 64 registers a thread), else
- * shared memory: softmax backward bf16 16384 x 1024 (y and dy, 4 vectors of 8
- * a lane each, 128 bytes) spilled 48 bytes and took 42.7 us in registers, 38.5
- * in shared memory on an H100 (docs/perf.md v35). */
+ * shared memory. On an H100 (docs/perf.md v35): softmax backward bf16 16384 x
+ * 1024 (y and dy, 4 vectors of 8 a lane each, 128 bytes) spilled 48 bytes and
+ * took 42.7 us in registers, 38.5 in shared memory; rms norm forward bf16
+ * 16384 x 1024 (x, 64 bytes; its weight's loads hoisted beside it) spilled 48
+ * bytes, 32.0 -> 26.4 us. */
 #ifndef WARP_ROW_REGISTER_BYTES
-#define WARP_ROW_REGISTER_BYTES 96
+#define WARP_ROW_REGISTER_BYTES 48
 #endif
 /* A row a later pass reads again, on a block of its own: more threads, up to
  * REGISTER_ROW_MAX_THREADS, where REGISTER_ROW_ITERS vectors a thread then keep
