@@ -11,9 +11,10 @@
  *   - digit_runs (offsets over runs of the row position's digits as one
  *     division of it; a bf16 quotient by div.full.f32), max-relative as below;
  *   - warp_rows_prefetch (a warp a row, the next row's loads during this one's
- *     later passes; 4500, 5003 and 9001 rows) and softmax_backward (two inputs
- *     kept a warp a row: shared memory at 1024 and 768 bf16 columns, registers
- *     at 256), max-relative as below;
+ *     later passes; 4500 and 9001 rows, and 5003 rows of 1024 without them)
+ *     and softmax_backward (two inputs kept a warp a row: shared memory at 1024
+ *     and 768 bf16 columns, the latter with the next row ahead; registers at
+ *     256), max-relative as below;
  *   - column_reductions and bias_grad (outer reductions; f32, bf16; with and
  *     without row splits, odd sizes): max-relative as above;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the

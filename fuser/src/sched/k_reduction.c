@@ -257,9 +257,11 @@
  * lane), while it is at most this many bytes a lane: each warp's next row is
  * in flight during its row's reductions and later passes. On an H100, layer
  * norm forward f32 16384 x 768 39.5 -> 37.9 us, rms norm 38.5 -> 37.6
- * (docs/perf.md v35). 0 turns it off. */
+ * (docs/perf.md v35). At 128 bytes the layer norm forward (f32 1024, bf16
+ * 2048 columns: the weight and bias beside the row ahead) spilled 96 bytes.
+ * 0 turns it off. */
 #ifndef ROW_PREFETCH_WARP_BYTES
-#define ROW_PREFETCH_WARP_BYTES 128
+#define ROW_PREFETCH_WARP_BYTES 96
 #endif
 /* A launch of a block (or a warp) for each row takes its row in an `if`,
  * not a loop strided by the grid (one_row_each); 0 keeps the loop. */
