@@ -197,9 +197,9 @@
 #ifndef REGISTER_ROW_ITERS
 #define REGISTER_ROW_ITERS 4
 #endif
-/* ... but a warp a row keeps at most this many bytes a lane of its cached
- * inputs in registers (under the launch bounds' 64 registers a thread), else
- * shared memory. On an H100 (docs/perf.md v35): softmax backward bf16 16384 x
+/* ... but a warp a row (32 lanes; not the short rows' L lanes) keeps at most
+ * this many bytes a lane of its cached inputs in registers (under the launch
+ * bounds' 64 registers a thread), else shared memory. On an H100 (docs/perf.md v35): softmax backward bf16 16384 x
  * 1024 (y and dy, 4 vectors of 8 a lane each, 128 bytes) spilled 48 bytes and
  * took 42.7 us in registers, 38.5 in shared memory; rms norm forward bf16
  * 16384 x 1024 (x, 64 bytes; its weight's loads hoisted beside it) spilled 48
@@ -252,7 +252,7 @@
 #ifndef ROW_PREFETCH_BYTES
 #define ROW_PREFETCH_BYTES 32
 #endif
-/* ... and for a warp a row (WARP_ROWS) read again by later passes from shared
+/* ... and for a warp a row (WARP_ROWS; 32 lanes) read again by later passes from shared
  * memory, whose first batch is the whole row (f32 768 columns: 6 vectors a
  * lane), while it is at most this many bytes a lane: each warp's next row is
  * in flight during its row's reductions and later passes. On an H100, layer
@@ -1252,7 +1252,7 @@ static bool plan_hoists(red_params *p, const fu_group *g)
 static bool cache_in_smem(const red_params *p, const fu_fusion *f)
 {
     if (!ROW_CACHE_SMEM || p->ncache == 0) return false;
-    if (p->warp_rows > 1) { /* WARP_ROW_REGISTER_BYTES */
+    if (p->warp_rows > 1 && p->threads == 32) { /* WARP_ROW_REGISTER_BYTES (a warp a row; not L lanes a row) */
         int64_t bytes = 0;
         for (int k = 0; k < p->ncache; k++)
             bytes += (int64_t)p->iters * p->vec * (int64_t)fu_dtype_size(fu_val(f, p->cache_t[k])->dtype);
@@ -1692,7 +1692,7 @@ static void choose_grid(red_params *p, const fu_group *g)
 static bool choose_row_prefetch(const red_params *p, const fu_fusion *f)
 {
     const int limit = p->warp_rows > 1 ? ROW_PREFETCH_WARP_BYTES : ROW_PREFETCH_BYTES;
-    if (limit <= 0 || (p->warp_rows > 1 && p->passes < 2) || !p->first_batch_early || p->queue || p->cluster > 1 ||
+    if (limit <= 0 || (p->warp_rows > 1 && (p->passes < 2 || p->threads != 32)) || !p->first_batch_early || p->queue || p->cluster > 1 ||
         p->ncache > 0 || (int64_t)p->grid * p->warp_rows >= p->rows)
         return false;
     const red_pass *ps = &p->pass[1];
