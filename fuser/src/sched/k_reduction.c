@@ -199,11 +199,11 @@
 #endif
 /* ... but a warp a row (32 lanes; not the short rows' L lanes) keeps at most
  * this many bytes a lane of its cached inputs in registers (under the launch
- * bounds' 64 registers a thread), else shared memory. On an H100 (docs/perf.md v35): softmax backward bf16 16384 x
- * 1024 (y and dy, 4 vectors of 8 a lane each, 128 bytes) spilled 48 bytes and
- * took 42.7 us in registers, 38.5 in shared memory; rms norm forward bf16
- * 16384 x 1024 (x, 64 bytes; its weight's loads hoisted beside it) spilled 48
- * bytes, 32.0 -> 26.4 us. */
+ * bounds' 64 registers a thread), else shared memory. On an H100 (docs/perf.md
+ * v35): softmax backward bf16 16384 x 1024 (y and dy, 4 vectors of 8 a lane
+ * each, 128 bytes) spilled 48 bytes and took 42.7 us in registers, 38.5 in
+ * shared memory; rms norm forward bf16 16384 x 1024 (x, 64 bytes; its
+ * weight's loads hoisted beside it) spilled 48 bytes, 32.0 -> 26.4 us. */
 #ifndef WARP_ROW_REGISTER_BYTES
 #define WARP_ROW_REGISTER_BYTES 48
 #endif
@@ -252,10 +252,10 @@
 #ifndef ROW_PREFETCH_BYTES
 #define ROW_PREFETCH_BYTES 32
 #endif
-/* ... and for a warp a row (WARP_ROWS; 32 lanes) read again by later passes from shared
- * memory, whose first batch is the whole row (f32 768 columns: 6 vectors a
- * lane), while it is at most this many bytes a lane: each warp's next row is
- * in flight during its row's reductions and later passes. On an H100, layer
+/* ... and for a warp a row (WARP_ROWS; 32 lanes) read again by later passes
+ * from shared memory, whose first batch is the whole row (f32 768 columns: 6
+ * vectors a lane), while it is at most this many bytes a lane: each warp's
+ * next row is in flight during its row's reductions and later passes. On an H100, layer
  * norm forward f32 16384 x 768 39.5 -> 37.9 us, rms norm 38.5 -> 37.6
  * (docs/perf.md v35). At 128 bytes the layer norm forward (f32 1024, bf16
  * 2048 columns: the weight and bias beside the row ahead) spilled 96 bytes.
