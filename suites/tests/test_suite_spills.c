@@ -8,8 +8,8 @@
  * Why: a register budget that a plan exceeds shows in no output and no
  * check, only in time. Two rules of the reduction scheduler (a warp's row
  * cached in registers, its next row loaded ahead) spilled 48-96 bytes at
- * sizes the tests did not plan, and cost 10-17% there on an H100
- * (docs/perf.md v35).
+ * sizes the tests did not plan, and cost 10-17% where measured (an H100;
+ * docs/perf.md v35).
  *
  * Known spills, each at most the bytes listed below, are printed and pass:
  * the deterministic scatter (embedding backward) at 960-1024 threads spills
