@@ -2228,14 +2228,16 @@ static int block_reduce_partner(const red_emit *r, int pass, int i, const bool *
     return -1;
 }
 
-/* Strided rows: the thread's first row and the step to its next (64 bytes each). */
-static void strided_rows(const red_params *p, const char *it, char *first, char *step)
+/* Strided rows: the thread's first row and the step to its next (64 bytes each;
+ * first may be NULL). */
+static void strided_rows(const red_params *p, const cg_ctx *c, char *first, char *step)
 {
+    const char *it = c->index64 ? "long long" : "int";
     if (p->warp_rows > 1) {
-        snprintf(first, 64, "(%s)blockIdx.x * %d + fu_warp", it, p->warp_rows);
+        if (first) snprintf(first, 64, "(%s)blockIdx.x * %d + fu_warp", it, p->warp_rows);
         snprintf(step, 64, "(%s)gridDim.x * %d", it, p->warp_rows);
     } else {
-        snprintf(first, 64, "blockIdx.x");
+        if (first) snprintf(first, 64, "blockIdx.x");
         snprintf(step, 64, "gridDim.x");
     }
 }
@@ -2458,8 +2460,8 @@ static void emit_pass(red_emit *r, int pass)
     c->lane_var = -1;
     cg_close(c); /* it0 */
     if (pass == 1 && p->row_prefetch) {
-        char first[64], step[64], next[140];
-        strided_rows(p, c->index64 ? "long long" : "int", first, step);
+        char step[64], next[140];
+        strided_rows(p, c, NULL, step);
         snprintf(next, sizeof next, "row + %s", step);
         emit_batch_ahead(r, next, "next row: its first batch in flight during this row's remaining work");
     }
@@ -2821,7 +2823,7 @@ static void emit_row_loop_head(red_emit *r)
     } else {
         /* a warp a row, or the block's threads a row: strided by the grid, or one each */
         char first[64], step[64];
-        strided_rows(p, it, first, step);
+        strided_rows(p, c, first, step);
         if (one_row_each(p))
             cg_line(c, "if (const %s row = %s; row < %lld) { // the grid covers the rows: one each", it, first, (long long)p->rows);
         else
@@ -3014,7 +3016,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
     emit_row_lanes(r);
     if (p->row_prefetch) { /* the staged arrays outlive a row: each row loads the next one's first batch */
         char first[64], step[64];
-        strided_rows(p, c->index64 ? "long long" : "int", first, step);
+        strided_rows(p, c, first, step);
         begin_pass(r, 1);
         declare_staged(r);
         emit_batch_ahead(r, first, "first row: its first batch (each later row's is loaded during the row before)");
