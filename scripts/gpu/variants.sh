@@ -6,7 +6,11 @@
 #   VARIANTS="name=-DMACRO=0 -DOTHER=1;name2=..." VARIANT_ARGS="<run_suite args>" scripts/gpu/variants.sh
 #
 # The variant "default" is the Release build at ${BUILD:-/tmp/b} (no flags; always run first).
-# VARIANT_ROUNDS (default 2) rounds; each run's table is printed in full (fuser rows).
+# A variant "name=@DIR" is another source tree, built with no flags: an older commit's
+# `git archive COMMIT | tar -x -C DIR` in a carried folder, for an A/B against that commit on the
+# same card (`scripts/compare DIR/name1.json DIR/default1.json` then gates the rows as CI would).
+# VARIANT_ROUNDS (default 2) rounds; VARIANT_TIMEOUT_S (default 120) seconds a run; each run's
+# table is printed in full (fuser rows).
 # Logs under ${OUT:-/tmp/out}/variants/.
 # shellcheck source=part.sh
 . "$(dirname "$0")/part.sh" variants
@@ -18,10 +22,12 @@ IFS=';' read -r -a specs <<<"${VARIANTS:-}"
 pids=()
 for spec in "${specs[@]}"; do
   [ -n "$spec" ] || continue
-  name=${spec%%=*} flags=${spec#*=}
+  name=${spec%%=*} flags=${spec#*=} src=.
   case "$name" in ''|*[!A-Za-z0-9_]*) echo "variants.sh: bad variant name '$name'"; exit 2 ;; esac
+  case "$flags" in @*) src=${flags#@} flags= ;; esac
+  [ -f "$src/CMakeLists.txt" ] || { echo "variants.sh: $name: no source tree at $src"; exit 2; }
   dir=$build-$name
-  (cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS=$flags" >"$out/build_$name.log" 2>&1 &&
+  (cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_C_FLAGS=$flags" >"$out/build_$name.log" 2>&1 &&
      cmake --build "$dir" -j "$(nproc)" --target run_suite >>"$out/build_$name.log" 2>&1) &
   pids+=($!)
   names+=("$name")
@@ -32,7 +38,7 @@ read -r -a args <<<"$VARIANT_ARGS"
 for round in $(seq 1 "${VARIANT_ROUNDS:-2}"); do
   for name in "${names[@]}"; do
     [ -x "${bin[$name]}" ] || { echo "variants.sh: $name: no run_suite (build_$name.log)"; continue; }
-    timeout -k 5 120 "${bin[$name]}" "${args[@]}" --out "$out/$name$round.json" >"$out/$name$round.txt" 2>&1
+    timeout -k 5 "${VARIANT_TIMEOUT_S:-120}" "${bin[$name]}" "${args[@]}" --out "$out/$name$round.json" >"$out/$name$round.txt" 2>&1
     echo "variants.sh: $name round $round: exit $?"
     grep -E ' fuser ' "$out/$name$round.txt"
   done
