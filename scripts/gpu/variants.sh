@@ -5,6 +5,9 @@
 #
 #   VARIANTS="name=-DMACRO=0 -DOTHER=1;name2=..." VARIANT_ARGS="<run_suite args>" scripts/gpu/variants.sh
 #
+# VARIANT_ARGS may hold several selections separated by '|' ("a.fusion --sizes X | b --sizes Y"),
+# each run in turn (files NAMEROUND-K.json; one selection: NAMEROUND.json).
+#
 # The variant "default" is the Release build at ${BUILD:-/tmp/b} (no flags; always run first).
 # A variant "name=@DIR" is another source tree, built with no flags: an older commit's
 # `git archive COMMIT | tar -x -C DIR` in a carried folder, for an A/B against that commit on the
@@ -34,12 +37,17 @@ for spec in "${specs[@]}"; do
   bin[$name]=$dir/suites/run_suite
 done
 for p in "${pids[@]}"; do wait "$p" || echo "variants.sh: a build failed (build_*.log)"; done
-read -r -a args <<<"$VARIANT_ARGS"
+IFS='|' read -r -a selections <<<"$VARIANT_ARGS"
 for round in $(seq 1 "${VARIANT_ROUNDS:-2}"); do
   for name in "${names[@]}"; do
     [ -x "${bin[$name]}" ] || { echo "variants.sh: $name: no run_suite (build_$name.log)"; continue; }
-    timeout -k 5 "${VARIANT_TIMEOUT_S:-120}" "${bin[$name]}" "${args[@]}" --out "$out/$name$round.json" >"$out/$name$round.txt" 2>&1
-    echo "variants.sh: $name round $round: exit $?"
-    grep -E ' fuser ' "$out/$name$round.txt"
+    for k in "${!selections[@]}"; do
+      read -r -a args <<<"${selections[$k]}"
+      run=$name$round
+      [ "${#selections[@]}" -gt 1 ] && run=$name$round-$((k + 1))
+      timeout -k 5 "${VARIANT_TIMEOUT_S:-120}" "${bin[$name]}" "${args[@]}" --out "$out/$run.json" >"$out/$run.txt" 2>&1
+      echo "variants.sh: $name round $round${k:+ selection $((k + 1))}: exit $?"
+      grep -E ' fuser ' "$out/$run.txt"
+    done
   done
 done
