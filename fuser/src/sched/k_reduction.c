@@ -87,6 +87,17 @@
 #define STAGE_BYTES 128
 #endif
 #define STAGE_ELEMS_MULTIPASS 32
+/* A streamed pass (its staged inputs come from memory, no registers indexed
+ * by the position) loads its batch in two halves, one ahead of the other: the
+ * second half's loads are issued before the first half's arithmetic, and the
+ * next batch's first half before the second half's. A thread then always has
+ * half a batch in flight, where a whole batch and its arithmetic took turns:
+ * in a row with a transcendental an element, the arithmetic is most of the
+ * time and the memory stood idle during it. The same registers. 0 turns it
+ * off. */
+#ifndef STAGE_HALVES
+#define STAGE_HALVES 1
+#endif
 /* A vector narrower than a register (one bf16 element: a row of odd length)
  * counts as 4 bytes in STAGE_BYTES, since it takes a register: 64 of them
  * spilled the bf16 cross entropy forward at V = 50257. 0 turns it off. */
@@ -441,6 +452,7 @@ typedef struct red_pass {
     int nstage;                     /* inputs loaded a batch ahead of the arithmetic (staged) */
     fu_tensor stage_t[MAX_CACHE];
     int batch;                      /* vectors per batch slot loop */
+    bool halves;                    /* loaded in two halves, one ahead (STAGE_HALVES) */
     bool from_slots;                /* every staged input comes from the shared-memory slots */
     slot_guard guard;
     bool unrolled;                  /* #pragma unroll (registers indexed by the position), else unroll 1 */
@@ -1178,6 +1190,8 @@ static void plan_pass(red_params *p, const fu_group *g, int pass)
     bool col_pass = false;
     for (int i = 0; i < p->nred; i++) col_pass |= p->reds[i].kind == RK_COL && p->reds[i].pass == pass;
     ps->unrolled = row_regs || col_pass;
+    ps->halves = STAGE_HALVES && !ps->unrolled && ps->nstage > 0 && !ps->from_slots && !(pass == 1 && p->nsmem) &&
+                 batch % 2 == 0 && p->iters > batch;
     ps->nout = pass_outputs(p, g, pass, ps->out_t, MAX_OUTS);
     for (int i = 0; i < p->nred; i++) {
         const red_info *ri = &p->reds[i];
@@ -2055,25 +2069,33 @@ static void open_position_guard(red_emit *r)
     else cg_line(&r->w->cg, "{ // the batches cover the row exactly");
 }
 
-/* Opens one batch slot of an unrolled pass (b, its iteration it and row
- * position kb, guarded as open_position_guard says, and the inner-axis
- * variables); close_batch_slot ends it. */
-static void open_batch_slot(red_emit *r)
+/* Opens the batch slots [from, to) of an unrolled pass (b, its iteration it
+ * and row position kb, guarded as open_position_guard says, and the inner-axis
+ * variables), in the batch at it0 or, `ahead`, the next one; close_batch_slot
+ * ends it. */
+static void open_slots(red_emit *r, int from, int to, bool ahead)
 {
     const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const char *it = c->index64 ? "long long" : "int";
     cg_line(c, "#pragma unroll");
-    cg_line(c, "for (int b = 0; b < %d; b++) {", r->ps->batch);
+    cg_line(c, "for (int b = %d; b < %d; b++) {", from, to);
     c->indent++;
     c->scope++;
-    cg_line(c, "const int it = it0 + b;");
+    if (ahead) cg_line(c, "const int it = it0 + %d + b; // the next batch", r->ps->batch);
+    else cg_line(c, "const int it = it0 + b;");
     cg_line(c, "const %s kb = %s%s((%s)it * %d + %s) * %d;", it, p->cluster > 1 ? "fu_kbase + " : "",
             p->aligned_rows ? "fu_head + " : "", it, p->threads, p->tid, p->vec);
     open_position_guard(r);
     c->indent++;
     c->scope++;
     emit_inner_vars(r);
+}
+
+/* Every slot of the batch at it0. */
+static void open_batch_slot(red_emit *r)
+{
+    open_slots(r, 0, r->ps->batch, false);
 }
 
 static void close_batch_slot(red_emit *r)
@@ -2098,7 +2120,7 @@ static void emit_term_shift(cg_ctx *c, int i, const char *m)
 /* Phase M of an online log-sum-exp: the max of the batch first, then one
  * rescale of the running sum per batch (not one per vector), so phase B adds
  * exp(x - m) with m fixed. */
-static void emit_batch_max(red_emit *r, int pass, const cg_index *idx)
+static void emit_batch_max(red_emit *r, int pass, const cg_index *idx, int from, int to)
 {
     const red_params *p = r->p;
     const red_pass *ps = r->ps;
@@ -2118,7 +2140,7 @@ static void emit_batch_max(red_emit *r, int pass, const cg_index *idx)
         any |= ps->batch_max[i] != BM_NONE;
     }
     if (!any) return;
-    open_batch_slot(r);
+    open_slots(r, from, to, false);
     r->in_pass = true;
     for (int i = 0; i < p->nred; i++) {
         const red_info *ri = &p->reds[i];
@@ -2164,13 +2186,14 @@ static void declare_staged(red_emit *r)
     }
 }
 
-/* Phase A of a pass: every load of the batch at it0, issued together. */
-static void emit_batch_loads(red_emit *r, const cg_index *idx)
+/* Phase A of a pass: the loads of slots [from, to) of the batch at it0 (or,
+ * `ahead`, the next), issued together. */
+static void emit_slot_loads(red_emit *r, const cg_index *idx, int from, int to, bool ahead)
 {
     const red_params *p = r->p;
     if (r->ps->nstage == 0 && !(r->pass == 1 && p->ncache > 0)) return;
     r->in_pass = false;
-    open_batch_slot(r);
+    open_slots(r, from, to, ahead);
     for (int k = 0; k < r->ps->nstage; k++) {
         char dst[32];
         snprintf(dst, sizeof dst, "fu_s%d + b * %d", k, p->vec);
@@ -2179,6 +2202,17 @@ static void emit_batch_loads(red_emit *r, const cg_index *idx)
     if (r->pass == 1)
         for (int k = 0; k < p->ncache; k++) emit_row_load(r, p->cache_t[k], idx, NULL, k);
     close_batch_slot(r);
+}
+
+/* The slots loaded first: the first half where the pass loads in halves. */
+static int first_slots(const red_pass *ps)
+{
+    return ps->halves ? ps->batch / 2 : ps->batch;
+}
+
+static void emit_batch_loads(red_emit *r, const cg_index *idx)
+{
+    emit_slot_loads(r, idx, 0, first_slots(r->ps), false);
 }
 
 /* ROW_LOADS_FIRST: pass 1's staged arrays at row scope and its first batch
@@ -2390,6 +2424,23 @@ static void emit_row_edges(red_emit *r, int pass)
     }
 }
 
+/* Phases M and B of slots [from, to) of the batch: the batch max where an
+ * online log-sum-exp takes one, then the arithmetic, reading what phase A
+ * loaded. A half of the batch (ps->halves) in a scope of its own (its batch
+ * max's names). */
+static void emit_slots_work(red_emit *r, int pass, const cg_index *idx, int from, int to)
+{
+    cg_ctx *c = &r->w->cg;
+    if (r->ps->halves) cg_open(c);
+    emit_batch_max(r, pass, idx, from, to);
+    open_slots(r, from, to, false);
+    r->in_pass = true;
+    emit_elements(r, pass, idx, r->p->vec, true);
+    r->in_pass = false;
+    close_batch_slot(r);
+    if (r->ps->halves) cg_close(c);
+}
+
 static void emit_pass(red_emit *r, int pass)
 {
     const red_params *p = r->p;
@@ -2414,6 +2465,13 @@ static void emit_pass(red_emit *r, int pass)
     const bool issued = pass == 1 && p->first_batch_early;
     if (!issued) begin_pass(r, pass);
     const red_pass *ps = r->ps;
+    if (ps->halves && !issued) { /* the staged arrays outlive a batch: the first half before the loop */
+        cg_line(c, "// the first batch's first half; each batch then loads the rest a half ahead");
+        declare_staged(r);
+        cg_open(c);
+        emit_first_batch(r);
+        cg_close(c);
+    }
     cg_index idx[FU_MAX_RANK];
     full_index(r, idx);
     c->vec = p->vec;
@@ -2422,7 +2480,10 @@ static void emit_pass(red_emit *r, int pass)
     cg_line(c, "for (int it0 = 0; it0 < %d; it0 += %d) {", p->iters, ps->batch);
     c->indent++;
     c->scope++;
-    if (!issued) {
+    const int half = ps->batch / 2;
+    if (ps->halves) { /* this batch's first half is in flight: its second half joins it */
+        emit_slot_loads(r, idx, half, ps->batch, false);
+    } else if (!issued) {
         declare_staged(r);
         emit_batch_loads(r, idx);
     } else if (p->iters > ps->batch) { /* the first batch is in flight already */
@@ -2436,13 +2497,20 @@ static void emit_pass(red_emit *r, int pass)
         cg_line(c, "}");
     }
     emit_row_edges(r, pass);
-    emit_batch_max(r, pass, idx);
-    /* phase B: the arithmetic, reading what phase A loaded */
-    open_batch_slot(r);
-    r->in_pass = true;
-    emit_elements(r, pass, idx, p->vec, true);
-    r->in_pass = false;
-    close_batch_slot(r);
+    if (ps->halves) { /* the first half's arithmetic, the next batch's first half, the second half's */
+        emit_slots_work(r, pass, idx, 0, half);
+        cg_line(c, "if (it0 + %d < %d) {", ps->batch, p->iters);
+        c->indent++;
+        c->scope++;
+        emit_slot_loads(r, idx, 0, half, true);
+        c->scope--;
+        cg_drop_scope(c);
+        c->indent--;
+        cg_line(c, "}");
+        emit_slots_work(r, pass, idx, half, ps->batch);
+    } else {
+        emit_slots_work(r, pass, idx, 0, ps->batch);
+    }
     /* pass 1 keeps the row in this thread's slots for the later passes */
     if (pass == 1 && p->nsmem) {
         open_batch_slot(r);
