@@ -591,6 +591,15 @@ int main(void)
         CHECK(!strstr(b, "*= fu_exp_sub(r0, mx")); /* no rescale per vector or batch */
     }
     check_exp_poly(bf);
+    /* a transcendental an element, more than one batch a row: loaded in two halves, one ahead
+     * (STAGE_HALVES): the second half's loads, then the next batch's first half after the first
+     * half's arithmetic; not where the row is one batch (V = 4096: 4 vectors a thread) */
+    char *wide = one_kernel(rt, data, "softcap_cross_entropy.fusion", NULL, 0, FU_BF16);
+    CHECK(count_in(body_of(wide), "for (int b = 4; b < 8; b++) {") == 2); /* its loads, its terms */
+    CHECK(count_in(body_of(wide), "if (it0 + 8 < 32) {") == 1);
+    CHECK(count_in(body_of(wide), "const int it = it0 + 8 + b; // the next batch") == 1);
+    CHECK(bf && !strstr(body_of(bf), "// the next batch"));
+    free(wide);
     const char *psets[] = {"N=4096"};
     char *pm = one_kernel(rt, data, "pointwise_math.fusion", psets, 1, FU_F32);
     char *pmb = one_kernel(rt, data, "pointwise_math.fusion", psets, 1, FU_BF16);

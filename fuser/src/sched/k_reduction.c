@@ -88,13 +88,15 @@
 #endif
 #define STAGE_ELEMS_MULTIPASS 32
 /* A streamed pass (its staged inputs come from memory, no registers indexed
- * by the position) loads its batch in two halves, one ahead of the other: the
+ * by the position) of a row whose elements take a transcendental first
+ * (mufu_rows) loads its batch in two halves, one ahead of the other: the
  * second half's loads are issued before the first half's arithmetic, and the
  * next batch's first half before the second half's. A thread then always has
- * half a batch in flight, where a whole batch and its arithmetic took turns:
- * in a row with a transcendental an element, the arithmetic is most of the
- * time and the memory stood idle during it. The same registers. 0 turns it
- * off. */
+ * half a batch in flight, where a whole batch and its arithmetic took turns,
+ * and there the arithmetic is most of the time. The same registers. H100,
+ * docs/perf.md v36: the soft-capped cross entropy 1% faster; the plain cross
+ * entropy forward, whose arithmetic is light, up to 2.7% slower (bf16 8192 x
+ * 4096): a whole batch in flight at once serves it better. 0 turns it off. */
 #ifndef STAGE_HALVES
 #define STAGE_HALVES 1
 #endif
@@ -1190,7 +1192,7 @@ static void plan_pass(red_params *p, const fu_group *g, int pass)
     bool col_pass = false;
     for (int i = 0; i < p->nred; i++) col_pass |= p->reds[i].kind == RK_COL && p->reds[i].pass == pass;
     ps->unrolled = row_regs || col_pass;
-    ps->halves = STAGE_HALVES && !ps->unrolled && ps->nstage > 0 && !ps->from_slots && !(pass == 1 && p->nsmem) &&
+    ps->halves = STAGE_HALVES && p->mufu_rows && !ps->unrolled && ps->nstage > 0 && !ps->from_slots && !(pass == 1 && p->nsmem) &&
                  batch % 2 == 0 && p->iters > batch;
     ps->nout = pass_outputs(p, g, pass, ps->out_t, MAX_OUTS);
     for (int i = 0; i < p->nred; i++) {
@@ -3326,10 +3328,10 @@ static char *params_json(const red_params *p, const fu_fusion *f)
         const red_pass *ps = &p->pass[q];
         fu_sb_printf(&js, "%s{\"pass\": %d, \"batch\": %d, \"staged\": ", q > 1 ? ", " : "", q, ps->batch);
         json_names(&js, f, ps->stage_t, ps->nstage);
-        fu_sb_printf(&js, ", \"from_slots\": %s, \"guard\": \"%s\", \"unrolled\": %s, \"outputs\": ",
+        fu_sb_printf(&js, ", \"from_slots\": %s, \"guard\": \"%s\", \"unrolled\": %s, \"halves\": %s, \"outputs\": ",
                      ps->from_slots ? "true" : "false",
                      ps->guard == GUARD_PART ? "part" : ps->guard == GUARD_ROW ? "row" : "none",
-                     ps->unrolled ? "true" : "false");
+                     ps->unrolled ? "true" : "false", ps->halves ? "true" : "false");
         json_names(&js, f, ps->out_t, ps->nout);
         fu_sb_puts(&js, ", \"hoisted_before\": ");
         json_names(&js, f, p->pass[q - 1].hoist.t, p->pass[q - 1].hoist.n);
