@@ -2467,7 +2467,11 @@ static void emit_pass(red_emit *r, int pass)
     const bool issued = pass == 1 && p->first_batch_early;
     if (!issued) begin_pass(r, pass);
     const red_pass *ps = r->ps;
-    if (ps->halves && !issued) { /* the staged arrays outlive a batch: the first half before the loop */
+    /* the staged arrays outlive a batch: declared with the first half before the loop, in a
+     * scope of the pass's own (each pass has its fu_s0) */
+    const bool own_scope = ps->halves && !issued;
+    if (own_scope) {
+        cg_open(c);
         cg_line(c, "// the first batch's first half; each batch then loads the rest a half ahead");
         declare_staged(r);
         cg_open(c);
@@ -2529,6 +2533,7 @@ static void emit_pass(red_emit *r, int pass)
     c->vec = 1; /* per-row code after the pass is scalar */
     c->lane_var = -1;
     cg_close(c); /* it0 */
+    if (own_scope) cg_close(c);
     if (pass == 1 && p->row_prefetch) {
         char step[64], next[140];
         strided_rows(p, c, NULL, step);
