@@ -27,8 +27,8 @@
  *   - bf16_div (a bf16 quotient of bf16 values: div.full.f32): every normal bf16
  *     value over 64 divisors; bf16_sqrt (sqrt.approx.f32): every bf16 value; the
  *     interpreter's bits (subnormal results: within 2^-133);
- *   - softcap_softmax_rows (two passes from memory, each loaded in halves, one
- *     ahead: 3 rows of 1000003, guarded, and 2 of 4194304), max-relative as above;
+ *   - softcap_softmax_rows (two passes from memory, the first loaded in halves,
+ *     one ahead: 3 rows of 1000003, guarded, and 2 of 4194304), max-relative as above;
  *   - every case runs twice and gives the same bits.
  * With --time: the soft-capped cross entropy at 8192 x 32768 in both dtypes,
  * median of 20 launches (CUDA events; the 537 MB / 1.07 GB input is far above

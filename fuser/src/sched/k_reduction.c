@@ -87,7 +87,7 @@
 #define STAGE_BYTES 128
 #endif
 #define STAGE_ELEMS_MULTIPASS 32
-/* A streamed pass (its staged inputs come from memory, no registers indexed
+/* A streamed pass 1 (its staged inputs come from memory, no registers indexed
  * by the position) of a row whose elements take a transcendental first
  * (mufu_rows) loads its batch in two halves, one ahead of the other: the
  * second half's loads are issued before the first half's arithmetic, and the
@@ -1192,8 +1192,10 @@ static void plan_pass(red_params *p, const fu_group *g, int pass)
     bool col_pass = false;
     for (int i = 0; i < p->nred; i++) col_pass |= p->reds[i].kind == RK_COL && p->reds[i].pass == pass;
     ps->unrolled = row_regs || col_pass;
-    ps->halves = STAGE_HALVES && p->mufu_rows && !ps->unrolled && ps->nstage > 0 && !ps->from_slots && !(pass == 1 && p->nsmem) &&
-                 batch % 2 == 0 && p->iters > batch;
+    /* pass 1 only, whose first half is loaded before the row's values (ROW_LOADS_FIRST); a later
+     * pass would load its first half before its loop, a form no GPU has run yet */
+    ps->halves = STAGE_HALVES && ROW_LOADS_FIRST && pass == 1 && p->mufu_rows && !ps->unrolled && ps->nstage > 0 &&
+                 !ps->from_slots && !p->nsmem && batch % 2 == 0 && p->iters > batch;
     ps->nout = pass_outputs(p, g, pass, ps->out_t, MAX_OUTS);
     for (int i = 0; i < p->nred; i++) {
         const red_info *ri = &p->reds[i];
@@ -2467,17 +2469,6 @@ static void emit_pass(red_emit *r, int pass)
     const bool issued = pass == 1 && p->first_batch_early;
     if (!issued) begin_pass(r, pass);
     const red_pass *ps = r->ps;
-    /* the staged arrays outlive a batch: declared with the first half before the loop, in a
-     * scope of the pass's own (each pass has its fu_s0) */
-    const bool own_scope = ps->halves && !issued;
-    if (own_scope) {
-        cg_open(c);
-        cg_line(c, "// the first batch's first half; each batch then loads the rest a half ahead");
-        declare_staged(r);
-        cg_open(c);
-        emit_first_batch(r);
-        cg_close(c);
-    }
     cg_index idx[FU_MAX_RANK];
     full_index(r, idx);
     c->vec = p->vec;
@@ -2487,7 +2478,7 @@ static void emit_pass(red_emit *r, int pass)
     c->indent++;
     c->scope++;
     const int half = ps->batch / 2;
-    if (ps->halves) { /* this batch's first half is in flight: its second half joins it */
+    if (ps->halves) { /* (pass 1, issued) this batch's first half is in flight: its second half joins it */
         emit_slot_loads(r, idx, half, ps->batch, false);
     } else if (!issued) {
         declare_staged(r);
@@ -2533,7 +2524,6 @@ static void emit_pass(red_emit *r, int pass)
     c->vec = 1; /* per-row code after the pass is scalar */
     c->lane_var = -1;
     cg_close(c); /* it0 */
-    if (own_scope) cg_close(c);
     if (pass == 1 && p->row_prefetch) {
         char step[64], next[140];
         strided_rows(p, c, NULL, step);
