@@ -11,7 +11,8 @@
 # The variant "default" is the Release build at ${BUILD:-/tmp/b} (no flags; always run first).
 # A variant "name=@DIR" is another source tree, built with no flags: an older commit's
 # `git archive COMMIT | tar -x -C DIR` in a carried folder, for an A/B against that commit on the
-# same card (`scripts/compare DIR/name1.json DIR/default1.json` then gates the rows as CI would).
+# same card (here, `scripts/compare variants/name1.json variants/default1.json` then gates the
+# rows as CI would).
 # VARIANT_ROUNDS (default 2) rounds; VARIANT_TIMEOUT_S (default 120) seconds a run; each run's
 # table is printed in full (fuser rows).
 # Logs under ${OUT:-/tmp/out}/variants/.
@@ -43,10 +44,10 @@ for round in $(seq 1 "${VARIANT_ROUNDS:-2}"); do
     [ -x "${bin[$name]}" ] || { echo "variants.sh: $name: no run_suite (build_$name.log)"; continue; }
     for k in "${!selections[@]}"; do
       read -r -a args <<<"${selections[$k]}"
-      run=$name$round
-      [ "${#selections[@]}" -gt 1 ] && run=$name$round-$((k + 1))
+      run=$name$round which=
+      [ "${#selections[@]}" -gt 1 ] && run=$name$round-$((k + 1)) which=" selection $((k + 1))"
       timeout -k 5 "${VARIANT_TIMEOUT_S:-120}" "${bin[$name]}" "${args[@]}" --out "$out/$run.json" >"$out/$run.txt" 2>&1
-      echo "variants.sh: $name round $round${k:+ selection $((k + 1))}: exit $?"
+      echo "variants.sh: $name round $round$which: exit $?"
       grep -E ' fuser ' "$out/$run.txt"
     done
   done
