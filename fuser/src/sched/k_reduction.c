@@ -1195,7 +1195,7 @@ static void plan_pass(red_params *p, const fu_group *g, int pass)
     /* pass 1 only, whose first half is loaded before the row's values (ROW_LOADS_FIRST); a later
      * pass would load its first half before its loop, a form no GPU has run yet */
     ps->halves = STAGE_HALVES && ROW_LOADS_FIRST && pass == 1 && p->mufu_rows && !ps->unrolled && ps->nstage > 0 &&
-                 !ps->from_slots && !p->nsmem && batch % 2 == 0 && p->iters > batch;
+                 !p->nsmem && batch % 2 == 0 && p->iters > batch;
     ps->nout = pass_outputs(p, g, pass, ps->out_t, MAX_OUTS);
     for (int i = 0; i < p->nred; i++) {
         const red_info *ri = &p->reds[i];
