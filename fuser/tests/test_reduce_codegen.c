@@ -26,6 +26,10 @@
  *     with fewer rows, nor at 1024 columns (128 bytes a lane); softmax
  *     backward's two inputs a warp a row go to shared memory at 128 bytes a
  *     lane (bf16, 1024 columns), not at 32 (256);
+ *   - a compare of the row position with a per-row value (VECTOR_MISS): the
+ *     cross entropy backward's pass 2 and position_compare's two passes work
+ *     in vectors twice, the branch where no lane is at the value with no
+ *     compare left; a compare with a full-size value, and the forward, not;
  *   - a kernel's prelude holds the helper files it uses and what they need
  *     (the pointwise kernel no reductions, the soft-capped cross entropy the
  *     shifted-lse file and the min/max file it needs, not the online lse's);
@@ -507,6 +511,49 @@ static void check_row_params(const char *data, const char *suites)
     }
 }
 
+/* The part of body from the first "// no lane is at the position 'name" to its "} else {":
+ * the vector work where the compare is known (VECTOR_MISS); NULL where there is none. */
+static char *known_branch(const char *body, const char *name)
+{
+    char mark[96];
+    snprintf(mark, sizeof mark, "// no lane is at the position '%s", name);
+    const char *a = body ? strstr(body, mark) : NULL, *b = a ? strstr(a, "} else {") : NULL;
+    return a && b ? strndup(a, (size_t)(b - a)) : NULL;
+}
+
+/* A compare of the row position with a value the same along the row (VECTOR_MISS): the cross
+ * entropy backward's pass 2 works in vectors twice, once without the one-hot (no compare, no
+ * subtraction of it); its forward has no one-hot. position_compare.fusion: an eq, and an ne
+ * with the iota second, split their passes; a compare with a full-size value does not. Every
+ * kernel compiles (NVRTC). */
+static void check_vector_miss(fu_runtime *rt, const char *data, const char *suites)
+{
+    const char *sets[] = {"N=64", "V=4096"};
+    for (int d = 0; d < 2; d++) {
+        const fu_dtype dt = d ? FU_BF16 : FU_F32;
+        char *bwd = one_kernel(rt, suites, "cross_entropy/cross_entropy_bwd.fusion", sets, 2, dt);
+        char *fwd = one_kernel(rt, suites, "cross_entropy/cross_entropy_fwd.fusion", sets, 2, dt);
+        CHECK(count_in(body_of(bwd), "// no lane is at the position") == 1);
+        char *known = known_branch(body_of(bwd), "dlogits.is_target");
+        CHECK(known != NULL);
+        CHECK(known && !strstr(known, "==") && !strstr(known, "bool") && strstr(known, "fu_exp_sub("));
+        CHECK_CONTAINS(body_of(bwd), " == "); /* ... in the other branch */
+        CHECK(count_in(body_of(fwd), "// no lane is at the position") == 0);
+        free(known);
+        free(bwd);
+        free(fwd);
+        char *pc = one_kernel(rt, data, "position_compare.fusion", NULL, 0, dt);
+        CHECK(count_in(body_of(pc), "// no lane is at the position") == 2);
+        char *hit = known_branch(body_of(pc), "hit"), *miss = known_branch(body_of(pc), "miss");
+        CHECK(hit && miss && !strstr(body_of(pc), "position 'same'"));
+        CHECK(hit && !strstr(hit, "bool") && strstr(hit, "fu_exp_sub("));
+        CHECK(miss && !strstr(miss, " != ") && strstr(miss, " == ")); /* ... 'same' stays per lane */
+        free(hit);
+        free(miss);
+        free(pc);
+    }
+}
+
 /* A gathered index is checked by a compare and a select, and the kernel's fu_index_note reports
  * the first bad one when the thread leaves (docs/perf.md v27): no branch or call between the
  * label's load and the row's. Kernels without a gather declare no note: the embedding
@@ -578,6 +625,7 @@ int main(void)
     const char *sets[] = {"N=64", "V=4096"};
     char *bf = one_kernel(rt, data, "softcap_cross_entropy.fusion", sets, 2, FU_BF16);
     char *f32 = one_kernel(rt, data, "softcap_cross_entropy.fusion", sets, 2, FU_F32);
+    if (suites) check_vector_miss(rt, data, suites);
     CHECK_CONTAINS(body_of(bf), "fu_tanh_approx(");
     CHECK(!strstr(body_of(bf), "fu_tanh(") && !strstr(body_of(bf), "/ 30.0f"));
     CHECK_CONTAINS(body_of(f32), "fu_tanh(");

@@ -29,6 +29,9 @@
  *     interpreter's bits (subnormal results: within 2^-133);
  *   - softcap_softmax_rows (two passes from memory, the first loaded in halves,
  *     one ahead: 3 rows of 1000003, guarded, and 2 of 4194304), max-relative as above;
+ *   - position_compare (one-hots of the row position: each pass's vectors split
+ *     on whether a lane is at the target, VECTOR_MISS) at an odd row length
+ *     (aligned rows) and at 4096, max-relative as above;
  *   - every case runs twice and gives the same bits.
  * With --time: the soft-capped cross entropy at 8192 x 32768 in both dtypes,
  * median of 20 launches (CUDA events; the 537 MB / 1.07 GB input is far above
@@ -311,7 +314,7 @@ int main(int argc, char **argv)
     const char *small[] = {"N=256", "V=4096"}, *wide[] = {"N=16", "V=32768"}, *pm[] = {"N=65536"};
     const char *wl[] = {"N=64", "C=256"}, *wl_odd[] = {"N=7", "C=100"}, *odd_rows[] = {"N=1001"};
     const char *wrp_wide[] = {"N=5003", "C=1024"}, *wrp_many[] = {"N=9001"}, *sb_mid[] = {"C=768"}, *sb_narrow[] = {"C=256"};
-    const char *halves_exact[] = {"N=2", "V=4194304"};
+    const char *halves_exact[] = {"N=2", "V=4194304"}, *pc_exact[] = {"K=4096"};
     const fu_dtype dts[2] = {FU_F32, FU_BF16};
     for (int d = 0; d < 2; d++) {
         run_case(rt, data, "softcap_cross_entropy.fusion", small, 2, dts[d], false);
@@ -330,6 +333,8 @@ int main(int argc, char **argv)
         run_case(rt, data, "softmax_backward.fusion", sb_narrow, 1, dts[d], false);
         run_case(rt, data, "softcap_softmax_rows.fusion", NULL, 0, dts[d], false);
         run_case(rt, data, "softcap_softmax_rows.fusion", halves_exact, 2, dts[d], false);
+        run_case(rt, data, "position_compare.fusion", NULL, 0, dts[d], false);
+        run_case(rt, data, "position_compare.fusion", pc_exact, 1, dts[d], false);
     }
     const char *few[] = {"N=8192", "C=1024"}, *many[] = {"N=64", "C=65536"}, *odd[] = {"N=1000", "C=24"};
     const char *bg[] = {"B=4", "T=512", "C=1024"}, *bg_odd[] = {"B=3", "T=5", "C=100"};

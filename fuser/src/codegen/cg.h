@@ -118,6 +118,14 @@ struct cg_ctx {
      * parts that do not need it are emitted and remembered as usual. */
     bool deferring;
 
+    /* A position compare split on (cg_vector_miss_diff): while miss_cmp is that
+     * compare's tensor, cg_value gives it as false (eq) or true (ne) where
+     * miss_known (no lane is at the value), else from miss_diff, the value less
+     * lane 0's position (lane k is at it where that is k). -1: none. */
+    fu_tensor miss_cmp;
+    bool miss_known;
+    char miss_diff[16];
+
     bool index64;               /* index arithmetic in long long (else int) */
     int failed;
     char error[512];
@@ -162,6 +170,16 @@ void cg_f32_literal(double v, char *buf, size_t n);
  * storage inside the memo) or "0" on failure (c->failed is set); while
  * c->deferring, CG_DEFERRED for a value that needs one not ready yet. */
 const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx);
+/* Whether cmp (a full-shape eq or ne, rank `rank`) compares the position along
+ * the last axis, an iota, with a value of extent 1 along that axis, both
+ * integers: in a vector of consecutive positions of that axis, at most one lane
+ * can be at the value. */
+bool cg_is_position_compare(const fu_fusion *f, fu_tensor cmp);
+/* For such a compare at the current vector (idx at its lanes, c->vec lanes
+ * along the last axis): declares the value less lane 0's position, unsigned
+ * (the value first emitted if not yet there), and writes its name to diff. No
+ * lane is at the value where it is c->vec or more; lane k is where it is k. */
+void cg_vector_miss_diff(cg_ctx *c, fu_tensor cmp, const cg_index *idx, char *diff, size_t n);
 extern const char CG_DEFERRED[];
 
 const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t);

@@ -89,6 +89,7 @@ void cg_init(cg_ctx *c, const fu_fusion *f, fu_strbuf *out)
     c->out = out;
     c->vec = 1;
     c->lane_var = -1;
+    c->miss_cmp = -1;
 }
 
 void cg_free(cg_ctx *c)
@@ -956,6 +957,10 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         return result_value(c, t, key, v->dtype, raw);
     }
     case FU_KIND_BINARY: {
+        if (t == c->miss_cmp) { /* a position compare split on (cg_vector_miss_diff) */
+            if (c->miss_known) return memo_add(c, t, key, n->op == FU_OP_EQ ? "false" : "true");
+            return new_value(c, t, key, "bool", "(%s %s %du)", c->miss_diff, n->op == FU_OP_EQ ? "==" : "!=", c->lane);
+        }
         const fu_value *a = fu_val(f, n->inputs[0]), *b = fu_val(f, n->inputs[1]);
         broadcast_index(a, v->rank, idx, sub[0]);
         broadcast_index(b, v->rank, idx, sub[1]);
@@ -969,6 +974,9 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         bool kaf = fu_dtype_is_float(v->dtype) && constant_of(f, n->inputs[0], &ka);
         /* x * 1, 1 * x, x / 1, x - (+0): x itself, bit for bit (same dtype, already rounded) */
         if (kb && ((k == 1.0 && (n->op == FU_OP_MUL || n->op == FU_OP_DIV)) || (k == 0.0 && !signbit(k) && n->op == FU_OP_SUB)))
+            return memo_add(c, t, key, va);
+        /* (+0 as a known compare's cast: cg_vector_miss_diff) */
+        if (n->op == FU_OP_SUB && fu_dtype_is_float(v->dtype) && (!strcmp(vb, "0.0f") || !strcmp(vb, "0.0")))
             return memo_add(c, t, key, va);
         if (kaf && ka == 1.0 && n->op == FU_OP_MUL) return memo_add(c, t, key, vb);
         if (kb && n->op == FU_OP_DIV && (v->dtype == FU_F32 || v->dtype == FU_BF16 || v->dtype == FU_F16) &&
@@ -1007,6 +1015,8 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         const char *va = cg_value(c, n->inputs[1], sub[1]);
         const char *vb = cg_value(c, n->inputs[2], sub[2]);
         if (deferred(vc) || deferred(va) || deferred(vb)) return CG_DEFERRED;
+        if (!strcmp(vc, "true") || !strcmp(vc, "false")) /* a known compare (c->miss_cmp) */
+            return memo_add(c, t, key, vc[0] == 't' ? va : vb);
         bool small = fu_dtype_is_int(v->dtype) && value_is_i32(c, va) && value_is_i32(c, vb);
         const char *r = new_value(c, t, key, ct, "(%s ? %s : %s)", vc, va, vb);
         if (small) mark_i32(c, r);
@@ -1020,7 +1030,13 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         /* every value of the input dtype is one of the output dtype, in the same
          * compute type: the value itself (no new variable, no conversion) */
         if (cast_is_exact(in->dtype, v->dtype) && !strcmp(cg_compute_type(in->dtype), ct)) return memo_add(c, t, key, a);
-        if (in->dtype == FU_BOOL && fu_dtype_is_float(v->dtype)) return new_value(c, t, key, ct, "(%s)(%s)", ct, a);
+        if (in->dtype == FU_BOOL && fu_dtype_is_float(v->dtype)) {
+            if (!strcmp(a, "false") || !strcmp(a, "true")) { /* a known compare (c->miss_cmp): 0 or 1 */
+                literal(a[0] == 't' ? 1.0 : 0.0, v->dtype, e, sizeof e);
+                return memo_add(c, t, key, e);
+            }
+            return new_value(c, t, key, ct, "(%s)(%s)", ct, a);
+        }
         if (v->dtype == FU_BOOL) snprintf(raw, sizeof raw, "(%s != 0)", a);
         else if (v->dtype == FU_I32) snprintf(raw, sizeof raw, "(long long)(int)(%s)", a);
         else snprintf(raw, sizeof raw, "(%s)(%s)", ct, a);
@@ -1068,4 +1084,56 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
     }
     cg_fail(c, "op '%s' -> '%s' cannot be inlined", fu_op_name(n->op), v->name);
     return "0";
+}
+
+/* The input of position compare cmp that is the iota (0 or 1), or -1. */
+static int position_side(const fu_fusion *f, const fu_node *n)
+{
+    const fu_value *v = fu_val(f, n->output);
+    if ((n->op != FU_OP_EQ && n->op != FU_OP_NE) || v->rank < 1 || v->shape[v->rank - 1] < 2) return -1;
+    for (int s = 0; s < 2; s++) {
+        const fu_node *pi = fu_producer(f, n->inputs[s]);
+        const fu_value *iv = fu_val(f, n->inputs[s]), *ov = fu_val(f, n->inputs[1 - s]);
+        if (!pi || fu_op_kind_of(pi->op) != FU_KIND_IOTA || pi->attrs.axis != v->rank - 1 || iv->rank != v->rank ||
+            memcmp(iv->shape, v->shape, (size_t)v->rank * sizeof *v->shape))
+            continue;
+        if (fu_dtype_is_int(iv->dtype) && fu_dtype_is_int(ov->dtype) && (ov->rank == 0 || ov->shape[ov->rank - 1] == 1))
+            return s;
+    }
+    return -1;
+}
+
+bool cg_is_position_compare(const fu_fusion *f, fu_tensor cmp)
+{
+    const fu_node *n = fu_producer(f, cmp);
+    return n && position_side(f, n) >= 0;
+}
+
+void cg_vector_miss_diff(cg_ctx *c, fu_tensor cmp, const cg_index *idx, char *diff, size_t n)
+{
+    const fu_fusion *f = c->f;
+    const fu_node *nd = fu_producer(f, cmp);
+    const int s = nd ? position_side(f, nd) : -1;
+    const fu_value *v = fu_val(f, cmp);
+    snprintf(diff, n, "fu_d%d", c->tmp++);
+    if (s < 0 || c->vec < 2 || c->lane_var != v->rank - 1) {
+        cg_fail(c, "codegen: '%s' is not a compare of the vector's positions", v->name);
+        return;
+    }
+    const int saved = c->lane;
+    c->lane = 0;
+    cg_index li[FU_MAX_RANK], sub[FU_MAX_RANK];
+    memcpy(li, idx, sizeof li);
+    cg_index_refresh(c, &li[v->rank - 1]);
+    broadcast_index(fu_val(f, nd->inputs[1 - s]), v->rank, li, sub);
+    const char *at = cg_value(c, nd->inputs[1 - s], sub);
+    c->lane = saved;
+    /* Unsigned, so that no difference overflows. In 32 bits where the value fits in int, as
+     * the positions do (extents up to INT_MAX): then value - position is in (-2^32, 2^32),
+     * and it is k in [0, vec) exactly where its low 32 bits are (k - 2^32 would need a
+     * position past INT_MAX - 1). Else in 64 bits, where equality is exact. */
+    const bool narrow = value_is_i32(c, at) && v->shape[v->rank - 1] <= INT_MAX;
+    const char *ut = narrow ? "unsigned" : "unsigned long long";
+    cg_line(c, "const %s %s = (%s)%s - (%s)(%s); // '%s': lane k is at the position where this is k", ut, diff, ut, at,
+            ut, li[v->rank - 1].expr, v->name);
 }
