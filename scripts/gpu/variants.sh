@@ -5,8 +5,10 @@
 #
 #   VARIANTS="name=-DMACRO=0 -DOTHER=1;name2=..." VARIANT_ARGS="<run_suite args>" scripts/gpu/variants.sh
 #
-# VARIANT_ARGS may hold several selections separated by '|' ("a.fusion --sizes X | b --sizes Y"),
-# each run in turn (files NAMEROUND-K.json; one selection: NAMEROUND.json).
+# VARIANT_ARGS may hold several selections separated by ' | ', a bar between spaces
+# ("a.fusion --sizes X | b --sizes Y"), each run in turn (files NAMEROUND-K.json; one selection:
+# NAMEROUND.json); a bar inside an argument (a filter's alternation, /(bwd|fwdbwd)/) is the
+# argument's.
 #
 # The variant "default" is the Release build at ${BUILD:-/tmp/b} (no flags; always run first).
 # A variant "name=@DIR" is another source tree, built with no flags: an older commit's
@@ -38,7 +40,8 @@ for spec in "${specs[@]}"; do
   bin[$name]=$dir/suites/run_suite
 done
 for p in "${pids[@]}"; do wait "$p" || echo "variants.sh: a build failed (build_*.log)"; done
-IFS='|' read -r -a selections <<<"$VARIANT_ARGS"
+sep=$'\x1f'
+IFS=$sep read -r -a selections <<<"${VARIANT_ARGS// | /$sep}"
 for round in $(seq 1 "${VARIANT_ROUNDS:-2}"); do
   for name in "${names[@]}"; do
     [ -x "${bin[$name]}" ] || { echo "variants.sh: $name: no run_suite (build_$name.log)"; continue; }
