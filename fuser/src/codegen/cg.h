@@ -170,10 +170,10 @@ void cg_f32_literal(double v, char *buf, size_t n);
  * storage inside the memo) or "0" on failure (c->failed is set); while
  * c->deferring, CG_DEFERRED for a value that needs one not ready yet. */
 const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx);
-/* Whether cmp (a full-shape eq or ne, rank `rank`) compares the position along
- * the last axis, an iota, with a value of extent 1 along that axis, both
- * integers: in a vector of consecutive positions of that axis, at most one lane
- * can be at the value. */
+/* Whether cmp is an eq or ne of the position along its last axis (an iota of
+ * cmp's shape) with a value of extent 1 along that axis, both integers: in a
+ * vector of consecutive positions of that axis, at most one lane is at the
+ * value. */
 bool cg_is_position_compare(const fu_fusion *f, fu_tensor cmp);
 /* For such a compare at the current vector (idx at its lanes, c->vec lanes
  * along the last axis): declares the value less lane 0's position, unsigned

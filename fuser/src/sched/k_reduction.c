@@ -97,6 +97,9 @@
  * docs/perf.md v36: the soft-capped cross entropy 1% faster; the plain cross
  * entropy forward, whose arithmetic is light, up to 2.7% slower (bf16 8192 x
  * 4096): a whole batch in flight at once serves it better. 0 turns it off. */
+#ifndef STAGE_HALVES
+#define STAGE_HALVES 1
+#endif
 /* A compare of the row position with a value the same along the row (a
  * one-hot: the cross entropy backward's is_target = eq(class iota, target)) is
  * false at every lane of a pass's vector but in one vector a row. Such a pass's
@@ -111,9 +114,6 @@
  * run short of issue slots (not measured there yet). 0 turns it off. */
 #ifndef VECTOR_MISS
 #define VECTOR_MISS 1
-#endif
-#ifndef STAGE_HALVES
-#define STAGE_HALVES 1
 #endif
 /* A vector narrower than a register (one bf16 element: a row of odd length)
  * counts as 4 bytes in STAGE_BYTES, since it takes a register: 64 of them
