@@ -105,11 +105,10 @@
  * false at every lane of a pass's vector but in one vector a row. Such a pass's
  * vector work is written twice: where no lane is at the value, with the compare
  * known (false for eq, true for ne; the compiler folds what follows from it), and
- * else with each lane's compare on the value's distance to the vector. The bf16
- * cross entropy backward's pass 2 took 8.5 PTX instructions an element (9.5
- * SASS), 3 of them for the one-hot (its compare, a select, the subtraction); the
- * known branch takes 6.5 (the row's validity select, which nvcc unswitched out
- * of the old loop, is back in it). H100, docs/perf.md v37: -2.2% to +0.8%, a
+ * else with each lane's compare on the value's distance to the vector. The
+ * cross entropy backward's pass 2, PTX an element (docs/perf.md v37): bf16 9.06
+ * -> 8.06 on the known branch (the row's validity select, which nvcc unswitched
+ * out of the old loop, is back in it), f32 10.0 -> 6.4. H100: -2.2% to +0.8%, a
  * wash where memory bounds the kernel; meant for the H200, where these kernels
  * run short of issue slots (not measured there yet). 0 turns it off. */
 #ifndef VECTOR_MISS
