@@ -15,6 +15,8 @@
 # it0 < I; it0 += B)` with B * vec elements a thread per trip), the count per
 # element. Only the innermost loops are printed (a loop holding another is the
 # row loop; its count is not per element).
+# INST_COUNT_KEEP=DIR keeps each kernel's source and listing there (kN.cu, and
+# kN.sass or kN.ptx), e.g. under a GPU call's $OUT, whose machine has cuobjdump.
 set -euo pipefail
 fuser=${1:?usage: inst_count.sh FUSER FILE.fusion [fuser options...]}
 file=${2:?usage: inst_count.sh FUSER FILE.fusion [fuser options...]}
@@ -37,16 +39,21 @@ for src in "$work"/k*.cu; do
   if [ -n "$cuobjdump" ]; then
     kind=SASS
     "$nvcc" -arch=sm_90 -cubin -w -o "$work/$k.cubin" "$src"
-    "$cuobjdump" -sass "$work/$k.cubin" |
-      awk '/^[[:space:]]+\/\*[0-9a-f]{4}\*\// { n++; line = $0; sub(/^[[:space:]]+\/\*[0-9a-f]+\*\/[[:space:]]+/, "", line); ins[n] = line; next }
+    "$cuobjdump" -sass "$work/$k.cubin" >"$work/$k.sass"
+    awk '/^[[:space:]]+\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f]+\*\// { n++; line = $0; sub(/^[[:space:]]+\/\*[0-9a-f]+\*\/[[:space:]]+/, "", line); ins[n] = line; next }
            /^\.L_x_[0-9]+:/ { lab = $1; sub(/:$/, "", lab); at[lab] = n + 1 }
-           END { for (i = 1; i <= n; i++) print ins[i]; print "@@labels"; for (l in at) print l, at[l] }' >"$work/$k.lst"
+           END { for (i = 1; i <= n; i++) print ins[i]; print "@@labels"; for (l in at) print l, at[l] }' "$work/$k.sass" >"$work/$k.lst"
   else
     kind=PTX
     "$nvcc" -arch=sm_90 -ptx -w -o "$work/$k.ptx" "$src"
     awk '/^\$L__BB[0-9_]+:/ { lab = $1; sub(/:$/, "", lab); at[lab] = n + 1; next }
          /^[[:space:]]+[a-z@][^;]*;/ && !/^[[:space:]]+\.(reg|local|shared|param|global|const)/ && !/^[[:space:]]+(mov\.(b32|f32)|cvt\.u32\.u16)[[:space:]]/ { n++; line = $0; sub(/^[[:space:]]+/, "", line); ins[n] = line }
          END { for (i = 1; i <= n; i++) print ins[i]; print "@@labels"; for (l in at) print l, at[l] }' "$work/$k.ptx" >"$work/$k.lst"
+  fi
+  if [ -n "${INST_COUNT_KEEP:-}" ]; then
+    mkdir -p "$INST_COUNT_KEEP"
+    cp "$src" "$INST_COUNT_KEEP/"
+    cp "$work/$k.$([ "$kind" = SASS ] && echo sass || echo ptx)" "$INST_COUNT_KEEP/"
   fi
   echo "== $name ($kind, vec=${vec:-?}, elements per pass-loop trip: ${per:-?})"
   awk -v per="$per" -v kind="$kind" '

@@ -27,9 +27,9 @@ report() { # name, fusion file, fuser options...
   nvcc -arch="$arch" -cubin -Xptxas -v -w -o "$work/$name.cubin" "$src" 2>&1 | grep -E "registers|spill" | sed 's/^ptxas info *: */  /'
   cuobjdump -sass "$work/$name.cubin" >"$work/$name.sass" 2>&1 || { echo "  cuobjdump failed"; return; }
   # opcode histogram (the mnemonic without its modifiers), most frequent first
-  grep -E '^\s+/\*[0-9a-f]{4}\*/' "$work/$name.sass" | sed -E 's/^\s+\/\*[0-9a-f]+\*\/\s+(@!?U?P[0-9T] )?//; s/[ .;].*//' |
+  grep -E '^\s+/\*[0-9a-f]{4,}\*/' "$work/$name.sass" | sed -E 's/^\s+\/\*[0-9a-f]+\*\/\s+(@!?U?P[0-9T] )?//; s/[ .;].*//' |
     sort | uniq -c | sort -rn | head -n 14 | awk '{printf "  %6d %s\n", $1, $2}'
-  echo "  total: $(grep -cE '^\s+/\*[0-9a-f]{4}\*/' "$work/$name.sass") instructions"
+  echo "  total: $(grep -cE '^\s+/\*[0-9a-f]{4,}\*/' "$work/$name.sass") instructions"
 }
 report ce_fwd_bf16 suites/cross_entropy/cross_entropy_fwd.fusion --set DT=bf16
 report ce_fwdbwd_bf16 suites/cross_entropy/cross_entropy_fwdbwd.fusion --set DT=bf16
