@@ -177,9 +177,10 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx);
 bool cg_is_position_compare(const fu_fusion *f, fu_tensor cmp);
 /* For such a compare at the current vector (idx at its lanes, c->vec lanes
  * along the last axis): declares the value less lane 0's position, unsigned
- * (the value first emitted if not yet there), and writes its name to diff. No
- * lane is at the value where it is c->vec or more; lane k is where it is k. */
-void cg_vector_miss_diff(cg_ctx *c, fu_tensor cmp, const cg_index *idx, char *diff, size_t n);
+ * (the value first emitted if not yet there), and returns its name, kept in
+ * c->miss_diff. No lane is at the value where it is c->vec or more; lane k is
+ * where it is k. */
+const char *cg_vector_miss_diff(cg_ctx *c, fu_tensor cmp, const cg_index *idx);
 extern const char CG_DEFERRED[];
 
 const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t);

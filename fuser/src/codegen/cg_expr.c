@@ -1109,16 +1109,17 @@ bool cg_is_position_compare(const fu_fusion *f, fu_tensor cmp)
     return n && position_side(f, n) >= 0;
 }
 
-void cg_vector_miss_diff(cg_ctx *c, fu_tensor cmp, const cg_index *idx, char *diff, size_t n)
+const char *cg_vector_miss_diff(cg_ctx *c, fu_tensor cmp, const cg_index *idx)
 {
     const fu_fusion *f = c->f;
     const fu_node *nd = fu_producer(f, cmp);
     const int s = nd ? position_side(f, nd) : -1;
     const fu_value *v = fu_val(f, cmp);
-    snprintf(diff, n, "fu_d%d", c->tmp++);
+    char *diff = c->miss_diff;
+    snprintf(diff, sizeof c->miss_diff, "fu_d%d", c->tmp++);
     if (s < 0 || c->vec < 2 || c->lane_var != v->rank - 1) {
         cg_fail(c, "codegen: '%s' is not a compare of the vector's positions", v->name);
-        return;
+        return diff;
     }
     const int saved = c->lane;
     c->lane = 0;
@@ -1136,4 +1137,5 @@ void cg_vector_miss_diff(cg_ctx *c, fu_tensor cmp, const cg_index *idx, char *di
     const char *ut = narrow ? "unsigned" : "unsigned long long";
     cg_line(c, "const %s %s = (%s)%s - (%s)(%s); // '%s': lane k is at the position where this is k", ut, diff, ut, at,
             ut, li[v->rank - 1].expr, v->name);
+    return diff;
 }

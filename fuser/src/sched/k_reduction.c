@@ -2429,8 +2429,8 @@ static void emit_vector_work(red_emit *r, int pass, const cg_index *idx)
         emit_elements(r, pass, idx, r->p->vec, true);
         return;
     }
-    cg_vector_miss_diff(c, cmp, idx, c->miss_diff, sizeof c->miss_diff);
-    cg_line(c, "if (%s >= %du) { // no lane is at the position '%s' compares with", c->miss_diff, r->p->vec, fu_val(r->f, cmp)->name);
+    const char *diff = cg_vector_miss_diff(c, cmp, idx);
+    cg_line(c, "if (%s >= %du) { // no lane is at the position '%s' compares with", diff, r->p->vec, fu_val(r->f, cmp)->name);
     c->miss_cmp = cmp;
     for (int known = 1; known >= 0; known--) {
         if (!known) cg_line(c, "} else {");
