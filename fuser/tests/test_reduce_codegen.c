@@ -697,6 +697,19 @@ int main(void)
     char *wrw = one_kernel(rt, data, "warp_rows_prefetch.fusion", wr_wide, 2, FU_F32); /* 128 bytes a lane */
     CHECK(wrw && strstr(wrw, "fu_rows[]") && !strstr(body_of(wrw), "fu_row_ahead"));
     free(wrw);
+    /* ... with the per-row inputs of the row ahead (ROW_PREFETCH_SCALARS): loaded beside the first
+     * row's batch and the next row's, and nowhere else; each row reads the copies it took at its
+     * start, in both passes. None where nothing is loaded ahead (bf16: the row in registers) */
+    char *ra = one_kernel(rt, data, "row_inputs_ahead.fusion", NULL, 0, FU_F32);
+    char *rab = one_kernel(rt, data, "row_inputs_ahead.fusion", NULL, 0, FU_BF16);
+    CHECK(count_in(body_of(ra), "fu_ra0 = fu_load(in1[o0]); // 'temp' of that row") == 2);
+    CHECK(count_in(body_of(ra), "fu_ra1 = fu_load(in2[o0]); // 'bias' of that row") == 2);
+    CHECK(count_in(body_of(ra), "in1[") == 2 && count_in(body_of(ra), "in2[") == 2);
+    CHECK_CONTAINS(body_of(ra), "const float fu_rs0 = fu_ra0;");
+    CHECK(count_in(body_of(ra), " * fu_rs0);") == 8 && count_in(body_of(ra), " + fu_rs1);") == 8); /* 4 lanes, 2 passes */
+    CHECK(rab && !strstr(body_of(rab), "fu_ra0") && !strstr(body_of(rab), "fu_row_ahead"));
+    free(ra);
+    free(rab);
     /* a warp a row keeps at most WARP_ROW_REGISTER_BYTES a lane in registers: softmax
      * backward's y and dy at 1024 bf16 columns (128 bytes) go to shared memory, at 256 not */
     const char *sb_narrow[] = {"C=256"};

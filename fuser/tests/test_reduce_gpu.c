@@ -11,7 +11,9 @@
  *   - digit_runs (offsets over runs of the row position's digits as one
  *     division of it; a bf16 quotient by div.full.f32), max-relative as below;
  *   - warp_rows_prefetch (a warp a row, the next row's loads during this one's
- *     later passes; 4500 and 9001 rows, and 5003 rows of 1024 without them)
+ *     later passes; 4500 and 9001 rows, and 5003 rows of 1024 without them),
+ *     row_inputs_ahead (the same with two per-row inputs loaded a row ahead,
+ *     20001 rows: each warp 4 or 5)
  *     and softmax_backward (two inputs kept a warp a row: shared memory at 1024
  *     and 768 bf16 columns, the latter with the next row ahead; registers at
  *     256), max-relative as below;
@@ -328,6 +330,7 @@ int main(int argc, char **argv)
         run_case(rt, data, "warp_rows_prefetch.fusion", NULL, 0, dts[d], false);
         run_case(rt, data, "warp_rows_prefetch.fusion", wrp_wide, 2, dts[d], false);
         run_case(rt, data, "warp_rows_prefetch.fusion", wrp_many, 1, dts[d], false);
+        run_case(rt, data, "row_inputs_ahead.fusion", NULL, 0, dts[d], false);
         run_case(rt, data, "softmax_backward.fusion", NULL, 0, dts[d], false);
         run_case(rt, data, "softmax_backward.fusion", sb_mid, 1, dts[d], false);
         run_case(rt, data, "softmax_backward.fusion", sb_narrow, 1, dts[d], false);

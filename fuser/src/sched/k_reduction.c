@@ -55,6 +55,7 @@
 
 #define MAX_REDS 32
 #define MAX_CACHE 4
+#define MAX_ROW_AHEAD 8 /* per-row inputs loaded a row ahead */
 #ifndef CACHE_BYTES
 #define CACHE_BYTES 128 /* bytes of a row each thread may keep between passes, in registers */
 #endif
@@ -289,6 +290,13 @@
  * 0 turns it off. */
 #ifndef ROW_PREFETCH_WARP_BYTES
 #define ROW_PREFETCH_WARP_BYTES 96
+#endif
+/* ... and with it the next row's per-row inputs (a norm backward's mean and
+ * 1/std of the row), into registers a row ahead: otherwise each row's
+ * arithmetic starts with a round trip to memory for them, after the prefetched
+ * batch has arrived. 0 turns it off. */
+#ifndef ROW_PREFETCH_SCALARS
+#define ROW_PREFETCH_SCALARS 1
 #endif
 /* A launch of a block (or a warp) for each row takes its row in an `if`,
  * not a loop strided by the grid (one_row_each); 0 keeps the loop. */
@@ -526,6 +534,8 @@ typedef struct red_params {
     /* the passes (1 .. passes) */
     bool first_batch_early; /* pass 1's first batch is loaded before the per-row values (ROW_LOADS_FIRST) */
     bool row_prefetch;      /* ... and the next row's during this row's later work (ROW_PREFETCH_BYTES) */
+    int nrow_ahead;         /* ... with these per-row inputs (ROW_PREFETCH_SCALARS) */
+    fu_tensor row_ahead_t[MAX_ROW_AHEAD];
     red_pass pass[MAX_PASSES];
     /* the outputs */
     bool full_out; /* a full-size output */
@@ -1752,6 +1762,20 @@ static bool choose_row_prefetch(const red_params *p, const fu_fusion *f)
     return ps->nstage > 0 && bytes <= limit;
 }
 
+/* ROW_PREFETCH_SCALARS: the per-row inputs (one value a row, not one) that a
+ * prefetching row loop loads a row ahead, beside the next row's first batch. */
+static void choose_row_ahead(red_params *p, const fu_group *g)
+{
+    p->nrow_ahead = 0;
+    if (!ROW_PREFETCH_SCALARS || !p->row_prefetch) return;
+    for (int i = 0; i < p->nparams && p->nrow_ahead < MAX_ROW_AHEAD; i++) {
+        const fu_value *v = fu_val(g->f, p->param_t[i]);
+        if (p->param_out[i] || is_full_shape(p, v) || fu_shape_numel(v->rank, v->shape) <= 1 || !row_index(p, NULL, v, NULL))
+            continue;
+        p->row_ahead_t[p->nrow_ahead++] = p->param_t[i];
+    }
+}
+
 /* ------------------------------------------------------------ emission */
 
 const char *fu_red_identity(fu_op op, fu_dtype dt)
@@ -1806,6 +1830,10 @@ typedef struct red_emit {
     const red_pass *ps;
     bool in_pass;
     bool in_edge;                  /* emitting a pass's row edges (an element a thread) */
+    /* within a row: the per-row inputs loaded a row ahead are read from this
+     * row's copies (fu_rs<i>) where read at the row's own offset */
+    bool row_ahead_live;
+    cg_index row_ahead_base[MAX_ROW_AHEAD];
     bool edge_loaded[MAX_CACHE];   /* cached input k's edge element is in fu_ce<k> */
     /* single_out[o] computed ahead (emit_single_row_ahead): its element's index */
     bool ahead[MAX_OUTS];
@@ -1925,6 +1953,11 @@ static const char *register_element(red_emit *r, const cg_ctx *c, fu_tensor t, i
 static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, void *user)
 {
     red_emit *r = user;
+    for (int i = 0; r->row_ahead_live && i < r->p->nrow_ahead; i++)
+        if (r->p->row_ahead_t[i] == t && cg_index_same(c, &r->row_ahead_base[i], off)) {
+            snprintf(r->cache_var, sizeof r->cache_var, "fu_rs%d", i);
+            return r->cache_var;
+        }
     if ((!r->in_pass && !r->in_edge) || !off->affine || off->lane_coef != (c->vec > 1 ? 1 : 0)) return NULL;
     cg_index base = *off;
     base.lane_coef = 0;
@@ -2326,7 +2359,18 @@ static void emit_batch_ahead(red_emit *r, const char *row_expr, const char *whic
     cg_line(c, "const %s fu_row_ahead = %s;", it, row_expr);
     emit_outer_vars(r, "fu_row_ahead"); /* (this row's names, shadowed in this block) */
     emit_row_alignment(r, "fu_row_ahead");
+    const bool live = r->row_ahead_live; /* (this row's copies are not that row's values) */
+    r->row_ahead_live = false;
     emit_first_batch(r);
+    for (int i = 0; i < p->nrow_ahead; i++) {
+        const fu_value *v = fu_val(r->f, p->row_ahead_t[i]);
+        cg_index idx[FU_MAX_RANK], off;
+        row_index(p, c, v, idx);
+        cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+        cg_line(c, "fu_ra%d = fu_load(%s[%s]); // '%s' of that row", i, cg_find_param(c, p->row_ahead_t[i])->name, off.expr,
+                v->name);
+    }
+    r->row_ahead_live = live;
     c->scope--;
     cg_drop_scope(c);
     c->indent--;
@@ -3144,11 +3188,25 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         strided_rows(p, c, first, step);
         begin_pass(r, 1);
         declare_staged(r);
+        for (int i = 0; i < p->nrow_ahead; i++) {
+            const fu_value *v = fu_val(f, p->row_ahead_t[i]);
+            const char *ct = cg_compute_type(v->dtype);
+            cg_line(c, "%s fu_ra%d = (%s)0; // '%s', loaded a row ahead", ct, i, ct, v->name);
+        }
         emit_batch_ahead(r, first, "first row: its first batch (each later row's is loaded during the row before)");
     }
     emit_row_loop_head(r);
     emit_outer_vars(r, "row");
     emit_row_alignment(r, "row");
+    for (int i = 0; i < p->nrow_ahead; i++) {
+        const fu_value *v = fu_val(f, p->row_ahead_t[i]);
+        const char *ct = cg_compute_type(v->dtype);
+        cg_index idx[FU_MAX_RANK];
+        row_index(p, c, v, idx);
+        cg_offset(c, v->rank, v->shape, v->strides, idx, &r->row_ahead_base[i]);
+        cg_line(c, "const %s fu_rs%d = fu_ra%d; // '%s' of this row (the next row's is loaded during it)", ct, i, i, v->name);
+    }
+    r->row_ahead_live = p->nrow_ahead > 0;
     for (int k = 0; k < p->ncache; k++)
         cg_line(c, "alignas(16) %s fu_c%d[%d]; // '%s' kept in registers between passes",
                 cg_storage_type(fu_val(f, p->cache_t[k])->dtype), k, p->iters * p->vec, fu_val(f, p->cache_t[k])->name);
@@ -3212,7 +3270,8 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         cg_line(c, "if (threadIdx.x == 0) fu_next[fu_q ^ 1u] = fu_ticket;");
         cg_line(c, "__syncthreads();");
     }
-    cg_close(c);
+    cg_close(c); /* the row loop */
+    r->row_ahead_live = false;
     if (p->cluster > 1) cg_line(c, "fu_cluster_sync(); // no block leaves while another may read its slots");
     if (p->ncol && p->grid_sync) emit_column_combine_grid(r);
     else if (p->ncol) emit_column_combine_last(r);
@@ -3377,8 +3436,10 @@ static char *params_json(const red_params *p, const fu_fusion *f)
     fu_sb_puts(&js, "], \"kept_values\": [");
     for (int k = 0; k < p->nkeep; k++)
         fu_sb_printf(&js, "%s{\"name\": \"%s\", \"pass\": %d}", k ? ", " : "", fu_val(f, p->keep_t[k])->name, p->keep_pass[k]);
-    fu_sb_printf(&js, "], \"first_batch_early\": %s, \"row_prefetch\": %s, \"passes_plan\": [", p->first_batch_early ? "true" : "false",
+    fu_sb_printf(&js, "], \"first_batch_early\": %s, \"row_prefetch\": %s, \"row_inputs_ahead\": ", p->first_batch_early ? "true" : "false",
                  p->row_prefetch ? "true" : "false");
+    json_names(&js, f, p->row_ahead_t, p->nrow_ahead);
+    fu_sb_puts(&js, ", \"passes_plan\": [");
     for (int q = 1; q <= p->passes; q++) {
         const red_pass *ps = &p->pass[q];
         fu_sb_printf(&js, "%s{\"pass\": %d, \"batch\": %d, \"staged\": ", q > 1 ? ", " : "", q, ps->batch);
@@ -3462,6 +3523,7 @@ static red_params *plan_params(const fu_group *g, char *why, size_t nwhy)
         for (int q = 1; q <= p->passes; q++) plan_pass(p, g, q);
         p->first_batch_early = ROW_LOADS_FIRST && (p->pass[1].nstage > 0 || p->ncache > 0);
         p->row_prefetch = choose_row_prefetch(p, f);
+        choose_row_ahead(p, g);
         if (!plan_hoists(p, g)) {
             snprintf(why, nwhy, "out of memory");
             ok = false;
