@@ -429,6 +429,21 @@
 #ifndef COL_GRID_SYNC
 #define COL_GRID_SYNC 1
 #endif
+/* A thread's partials of consecutive columns stored 16 bytes at a time (a
+ * float4 of 4 columns), not element by element: a warp's store then fills
+ * whole 32-byte sectors in two instructions instead of eight partial ones.
+ * 0 stores each element. */
+#ifndef COL_PARTIAL_VEC_STORES
+#define COL_PARTIAL_VEC_STORES 1
+#endif
+/* The grid form's level 1: each column's group partials in this many runs of
+ * consecutive groups, a lane each, the runs' sums then added across the lanes
+ * in a fixed tree (deterministic). One thread a column took a round trip to L2
+ * for every COL_COMBINE_CHUNK groups, serially (66 groups: 5). A power of two
+ * up to 32; 1 adds a column's groups in one thread, in group order. */
+#ifndef COL_LEVEL1_RUNS
+#define COL_LEVEL1_RUNS 8
+#endif
 /* Partials of a column the combine loads at once (registers a column reduction). */
 #ifndef COL_COMBINE_CHUNK
 #define COL_COMBINE_CHUNK 16
@@ -2791,9 +2806,21 @@ static void emit_column_partials(red_emit *r)
         const red_info *ri = &p->reds[i];
         if (ri->kind != RK_COL) continue;
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
-        for (int lane = 0; lane < p->vec; lane++)
-            cg_line(c, "((%s *)(fu_ws + %lld))[(long long)blockIdx.x * %lld + kb + %d] = fu_col%d[it * %d + %d];", ct,
-                    (long long)ri->col_ws, (long long)K, lane, i, p->vec, lane);
+        /* 16-byte stores where a thread's columns fill them and they are aligned: the
+         * slots start 8-byte aligned (fu_ws + col_ws) and even in count where K is a
+         * multiple of 4, and kb is a multiple of vec */
+        const bool f4 = COL_PARTIAL_VEC_STORES && strcmp(ct, "float") == 0 && p->vec % 4 == 0 && K % 4 == 0;
+        for (int lane = 0; lane < p->vec; lane += f4 ? 4 : 1) {
+            if (f4)
+                cg_line(c,
+                        "*(float4 *)((float *)(fu_ws + %lld) + (long long)blockIdx.x * %lld + kb + %d) = "
+                        "make_float4(fu_col%d[it * %d + %d], fu_col%d[it * %d + %d], fu_col%d[it * %d + %d], fu_col%d[it * %d + %d]);",
+                        (long long)ri->col_ws, (long long)K, lane, i, p->vec, lane, i, p->vec, lane + 1, i, p->vec, lane + 2, i,
+                        p->vec, lane + 3);
+            else
+                cg_line(c, "((%s *)(fu_ws + %lld))[(long long)blockIdx.x * %lld + kb + %d] = fu_col%d[it * %d + %d];", ct,
+                        (long long)ri->col_ws, (long long)K, lane, i, p->vec, lane);
+        }
     }
     c->indent--;
     cg_line(c, "}");
@@ -2803,9 +2830,11 @@ static void emit_column_partials(red_emit *r)
 
 /* One column kb of a combine level, inside the caller's loop: level 0 adds the
  * partials of the blocks fu_first .. fu_first + fu_members - 1 in block order
- * into the group's partial fu_group; level 1 adds the fu_groups groups' in
- * group order and writes the per-column outputs. */
-static void emit_column_level(red_emit *r, int level)
+ * into the group's partial fu_group; level 1 adds the groups' fu_g0 .. fu_g0 +
+ * fu_gn - 1 in group order (all of them, where the caller has no runs), then,
+ * with runs (COL_LEVEL1_RUNS lanes a column), adds the runs across the lanes,
+ * and writes the per-column outputs (where has_column: "kb < K && part 0"). */
+static void emit_column_level(red_emit *r, int level, int runs, const char *has_column)
 {
     const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
@@ -2824,8 +2853,8 @@ static void emit_column_level(red_emit *r, int level)
         cg_line(c, "for (unsigned q0 = 0; q0 < fu_members; q0 += %du) { // the group's blocks, in block order", COL_COMBINE_CHUNK);
         emit_partials_chunk(r, "fu_first + q0", "fu_members - q0", level);
     } else {
-        cg_line(c, "for (unsigned q0 = 0; q0 < fu_groups; q0 += %du) { // the groups, in group order", COL_COMBINE_CHUNK);
-        emit_partials_chunk(r, "q0", "fu_groups - q0", level);
+        cg_line(c, "for (unsigned q0 = 0; q0 < fu_gn; q0 += %du) { // the groups, in group order", COL_COMBINE_CHUNK);
+        emit_partials_chunk(r, "fu_g0 + q0", "fu_gn - q0", level);
     }
     cg_line(c, "}");
     if (level == 0) {
@@ -2835,6 +2864,19 @@ static void emit_column_level(red_emit *r, int level)
                         cg_compute_type(fu_val(f, p->reds[i].out)->dtype), (long long)p->reds[i].col_ws_groups, (long long)K,
                         r->var[i]);
         return;
+    }
+    /* the runs' sums across the column's lanes: xor 1, 2, 4 .. (every lane of the warp is here) */
+    for (int step = 1; step < runs; step *= 2)
+        for (int i = 0; i < p->nred; i++)
+            if (p->reds[i].kind == RK_COL) {
+                char other[48];
+                snprintf(other, sizeof other, "__shfl_xor_sync(0xffffffffu, %s, %d)", r->var[i], step);
+                fu_red_combine(c, p->reds[i].op, r->var[i], other);
+            }
+    if (has_column) {
+        cg_line(c, "if (%s) {", has_column);
+        c->indent++;
+        c->scope++;
     }
     for (int i = 0; i < p->nred; i++)
         if (p->reds[i].kind == RK_COL) {
@@ -2850,14 +2892,23 @@ static void emit_column_level(red_emit *r, int level)
         cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
         fu_kw_store(r->w, fu_kw_output(r->w, p->col_out[o]), off.expr, val);
     }
+    if (has_column) {
+        c->scope--;
+        cg_drop_scope(c);
+        c->indent--;
+        cg_line(c, "}");
+    }
 }
 
 /* The column combine over the whole grid (COL_GRID_SYNC; a cooperative launch,
  * every block resident): once every block's partial is written, the (group,
  * column) pairs of level 0 are spread over all the grid's threads, and after a
- * second barrier the columns of level 1. The same additions in the same order
- * as the last-block form below: the same bits. Where one last block did all
- * the work, the tail after the rows was most of a norm backward's time. */
+ * second barrier the columns of level 1, COL_LEVEL1_RUNS lanes a column. Level
+ * 0 makes the same additions in the same order as the last-block form below;
+ * level 1 adds the runs in a tree, so the bits are those of that form only
+ * where COL_LEVEL1_RUNS is 1 (deterministic either way: the order depends on
+ * the resident grid alone). Where one last block did all the work, the tail
+ * after the rows was most of a norm backward's time. */
 static void emit_column_combine_grid(red_emit *r)
 {
     const red_params *p = r->p;
@@ -2879,14 +2930,36 @@ static void emit_column_combine_grid(red_emit *r)
     cg_line(c, "const unsigned fu_members = gridDim.x - fu_first < %du ? gridDim.x - fu_first : %du;", COL_GROUP_BLOCKS,
             COL_GROUP_BLOCKS);
     cg_line(c, "const %s kb = (%s)(fu_w - (long long)fu_group * %lld);", it, it, (long long)K);
-    emit_column_level(r, 0);
+    emit_column_level(r, 0, 1, NULL);
     cg_close(c);
     cg_line(c, "fu_grid_sync(fu_count + 2); // every group's partial written (two barriers: the counter as it was)");
-    cg_line(c, "for (%s kb = (%s)blockIdx.x * %d + threadIdx.x; kb < %lld; kb += (%s)gridDim.x * %d) {", it, it, p->block_threads,
-            (long long)K, it, p->block_threads);
+    const int runs = p->block_threads % 32 == 0 ? COL_LEVEL1_RUNS : 1; /* (whole warps: the shuffles) */
+    if (runs <= 1) {
+        cg_line(c, "for (%s kb = (%s)blockIdx.x * %d + threadIdx.x; kb < %lld; kb += (%s)gridDim.x * %d) {", it, it,
+                p->block_threads, (long long)K, it, p->block_threads);
+        c->indent++;
+        c->scope++;
+        cg_line(c, "const unsigned fu_g0 = 0u, fu_gn = fu_groups;");
+        emit_column_level(r, 1, 1, NULL);
+        cg_close(c);
+        return;
+    }
+    /* a column's lanes are consecutive and a warp holds whole columns; the loop runs
+     * to a multiple of the warp so that every lane of a warp takes each trip */
+    const long long lanes = ((long long)K * runs + 31) / 32 * 32;
+    cg_line(c, "const unsigned fu_run = (fu_groups + %du) / %du; // groups a lane adds: %d runs of them a column, "
+               "added across the column's lanes", runs - 1, runs, runs);
+    cg_line(c, "for (long long fu_w = (long long)blockIdx.x * %d + threadIdx.x; fu_w < %lldll; fu_w += (long long)gridDim.x * %d) {",
+            p->block_threads, lanes, p->block_threads);
     c->indent++;
     c->scope++;
-    emit_column_level(r, 1);
+    cg_line(c, "const %s kb = (%s)(fu_w / %d);", it, it, runs);
+    cg_line(c, "const unsigned fu_part = (unsigned)(fu_w %% %d), fu_g0 = fu_part * fu_run;", runs);
+    cg_line(c, "const unsigned fu_gn = kb < %lld && fu_g0 < fu_groups ? (fu_groups - fu_g0 < fu_run ? fu_groups - fu_g0 : fu_run) : 0u;",
+            (long long)K);
+    char has[64];
+    snprintf(has, sizeof has, "fu_part == 0u && kb < %lld", (long long)K);
+    emit_column_level(r, 1, runs, has);
     cg_close(c);
 }
 
@@ -2928,7 +3001,8 @@ static void emit_column_combine_last(red_emit *r)
         cg_line(c, "for (%s kb = threadIdx.x; kb < %lld; kb += %d) {", it, (long long)K, p->threads);
         c->indent++;
         c->scope++;
-        emit_column_level(r, level);
+        if (level == 1) cg_line(c, "const unsigned fu_g0 = 0u, fu_gn = fu_groups;");
+        emit_column_level(r, level, 1, NULL);
         cg_close(c);
     }
 }
