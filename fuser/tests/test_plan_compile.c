@@ -323,7 +323,8 @@ static void check_codegen_choices(const char *suites)
         CHECK(count_of(ce, "fu_exp(") == 0);
         CHECK_CONTAINS(ce, "const unsigned fu_d");
         CHECK_CONTAINS(ce, " == 7u);");
-        CHECK(count_of(ce, "fu_pack_bf16x2(") == 8); /* in each of VECTOR_MISS's two branches */
+        CHECK(count_of(ce, "fu_pack_bf16x2(") == 16); /* in each of VECTOR_MISS's two branches, in each of
+                                                          * ROW_UNSWITCH's two copies of the loop */
         CHECK(count_of(ce, "fu_to_bf16(") == 1); /* the scalar loss only */
     }
     free(ce);
@@ -351,8 +352,9 @@ static void check_codegen_choices(const char *suites)
     if (fb) {
         CHECK_CONTAINS(fb, "extern __shared__ __align__(16) unsigned char fu_rows[]; // 65536 bytes");
         CHECK(count_of(fb, "*(uint4 *)(fu_rows + 0 + ((int)it * 512 + threadIdx.x) * 16) = *(const uint4 *)(fu_s0 + b * 8);") == 1);
-        CHECK(count_of(fb, "= *(const uint4 *)(fu_rows + 0 + ((int)it * 512 + threadIdx.x) * 16);") == 1);
-        CHECK(count_of(fb, "for (int it0 = 0; it0 < 8; it0 += 2) {") == 1);
+        /* (pass 2's loop twice: for a valid row and an ignored one, ROW_UNSWITCH) */
+        CHECK(count_of(fb, "= *(const uint4 *)(fu_rows + 0 + ((int)it * 512 + threadIdx.x) * 16);") == 2);
+        CHECK(count_of(fb, "for (int it0 = 0; it0 < 8; it0 += 2) {") == 2);
         CHECK(count_of(fb, "if (kb < ") == 0);
         CHECK(count_of(fb, "fu_max_bf16x2(") == 4);
         /* values of finished reductions once per row: the log-sum-exp before pass 2 (and

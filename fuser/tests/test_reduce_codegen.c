@@ -533,12 +533,17 @@ static void check_vector_miss(fu_runtime *rt, const char *data, const char *suit
         const fu_dtype dt = d ? FU_BF16 : FU_F32;
         char *bwd = one_kernel(rt, suites, "cross_entropy/cross_entropy_bwd.fusion", sets, 2, dt);
         char *fwd = one_kernel(rt, suites, "cross_entropy/cross_entropy_fwd.fusion", sets, 2, dt);
-        CHECK(count_in(body_of(bwd), "// no lane is at the position") == 1);
+        CHECK(count_in(body_of(bwd), "// no lane is at the position") == 2); /* in each copy of the loop, below */
         char *known = known_branch(body_of(bwd), "dlogits.is_target");
         CHECK(known != NULL);
         CHECK(known && !strstr(known, "==") && !strstr(known, "bool") && strstr(known, "fu_exp_sub("));
         CHECK_CONTAINS(body_of(bwd), " == "); /* ... in the other branch */
         CHECK(count_in(body_of(fwd), "// no lane is at the position") == 0);
+        /* the row's validity decided once a row (ROW_UNSWITCH): pass 2's loop for a valid row,
+         * then for an ignored one, neither with a select on it; the forward's where is per row */
+        CHECK(count_in(body_of(bwd), "is one value a row: the pass's loop for each") == 1);
+        CHECK(count_in(body_of(bwd), "// pass 2 over the row") == 1);
+        CHECK(bwd && !strstr(body_of(bwd), " : 0.0f);") && !strstr(body_of(fwd), "the pass's loop for each"));
         free(known);
         free(bwd);
         free(fwd);

@@ -182,6 +182,10 @@ bool cg_is_position_compare(const fu_fusion *f, fu_tensor cmp);
  * where it is k. */
 const char *cg_vector_miss_diff(cg_ctx *c, fu_tensor cmp, const cg_index *idx);
 extern const char CG_DEFERRED[];
+/* Until the current scope closes, bool tensor t at idx is the literal `true` or
+ * `false` (a scheduler that branched on its value): what reads it folds (a
+ * `where` on it is its branch). */
+void cg_assume(cg_ctx *c, fu_tensor t, const cg_index *idx, bool value);
 
 const cg_param *cg_find_param(const cg_ctx *c, fu_tensor t);
 

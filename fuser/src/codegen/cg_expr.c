@@ -902,6 +902,16 @@ static bool div_const_expr(const char *a, double k, fu_dtype dt, char *buf, size
     return true;
 }
 
+void cg_assume(cg_ctx *c, fu_tensor t, const cg_index *idx, bool value)
+{
+    char key[sizeof c->memo[0]->key];
+    if (!index_key(idx, fu_val(c->f, t)->rank, key, sizeof key)) {
+        cg_fail(c, "codegen: the index of '%s' is too long", fu_val(c->f, t)->name);
+        return;
+    }
+    memo_add(c, t, key, value ? "true" : "false");
+}
+
 const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
 {
     if (c->failed) return "0";
@@ -1012,11 +1022,15 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
     case FU_KIND_WHERE: {
         for (int k = 0; k < 3; k++) broadcast_index(fu_val(f, n->inputs[k]), v->rank, idx, sub[k]);
         const char *vc = cg_value(c, n->inputs[0], sub[0]);
+        if (deferred(vc)) return CG_DEFERRED;
+        if (!strcmp(vc, "true") || !strcmp(vc, "false")) { /* a known condition (c->miss_cmp, cg_assume): its branch alone */
+            const int k = vc[0] == 't' ? 1 : 2;
+            const char *vk = cg_value(c, n->inputs[k], sub[k]);
+            return deferred(vk) ? CG_DEFERRED : memo_add(c, t, key, vk);
+        }
         const char *va = cg_value(c, n->inputs[1], sub[1]);
         const char *vb = cg_value(c, n->inputs[2], sub[2]);
-        if (deferred(vc) || deferred(va) || deferred(vb)) return CG_DEFERRED;
-        if (!strcmp(vc, "true") || !strcmp(vc, "false")) /* a known compare (c->miss_cmp) */
-            return memo_add(c, t, key, vc[0] == 't' ? va : vb);
+        if (deferred(va) || deferred(vb)) return CG_DEFERRED;
         bool small = fu_dtype_is_int(v->dtype) && value_is_i32(c, va) && value_is_i32(c, vb);
         const char *r = new_value(c, t, key, ct, "(%s ? %s : %s)", vc, va, vb);
         if (small) mark_i32(c, r);

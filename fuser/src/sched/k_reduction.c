@@ -112,6 +112,15 @@
  * out of the old loop, is back in it), f32 10.0 -> 6.4. H100: -2.2% to +0.8%, a
  * wash where memory bounds the kernel; meant for the H200, where these kernels
  * run short of issue slots (not measured there yet). 0 turns it off. */
+/* A `where` of the pass whose condition is one value a row, known before the
+ * pass (the cross entropy backward's `valid`: the target is not the ignored
+ * index), is decided once a row: the pass's loop is written twice, under `if
+ * (cond)` with the condition true and in the `else` with it false, and each
+ * copy folds the select away. nvcc did this itself for the old loop and no
+ * longer does beside VECTOR_MISS's two branches. 0 turns it off. */
+#ifndef ROW_UNSWITCH
+#define ROW_UNSWITCH 1
+#endif
 #ifndef VECTOR_MISS
 #define VECTOR_MISS 1
 #endif
@@ -493,6 +502,7 @@ typedef struct red_pass {
     int batch;                      /* vectors per batch slot loop */
     bool halves;                    /* loaded in two halves, one ahead (STAGE_HALVES) */
     fu_tensor miss_cmp;             /* a position compare the vector work is split on (VECTOR_MISS), or -1 */
+    fu_tensor unswitch;             /* a per-row condition the pass's loop is written for twice (ROW_UNSWITCH), or -1 */
     bool from_slots;                /* every staged input comes from the shared-memory slots */
     slot_guard guard;
     bool unrolled;                  /* #pragma unroll (registers indexed by the position), else unroll 1 */
@@ -1148,6 +1158,28 @@ static fu_tensor choose_vector_miss(const red_params *p, const fu_group *g, int 
     return -1;
 }
 
+/* ROW_UNSWITCH: the condition of the first full-size `where` the pass reads
+ * at the row position whose condition is a bool of one value a row, computed
+ * from what is known before the pass (no reduction of this pass or a later
+ * one); -1 where none. */
+static fu_tensor choose_unswitch(const red_params *p, const fu_group *g, int pass)
+{
+    const fu_fusion *f = g->f;
+    if (!ROW_UNSWITCH) return -1;
+    uint32_t ready = 0;
+    for (int i = 0; i < p->nred; i++)
+        if (p->reds[i].kind == RK_GRID_PRO || (p->reds[i].kind == RK_ROW && p->reds[i].pass < pass)) ready |= 1u << i;
+    for (int i = 0; i < f->nnodes; i++) {
+        const fu_node *n = &f->nodes[i];
+        if (!g->in_group[i] || fu_op_kind_of(n->op) != FU_KIND_WHERE || !is_full_shape(p, fu_val(f, n->output))) continue;
+        const fu_value *cv = fu_val(f, n->inputs[0]);
+        if (cv->dtype != FU_BOOL || is_full_shape(p, cv) || !row_index(p, NULL, cv, NULL) || (p->deps[n->inputs[0]] & ~ready))
+            continue;
+        if (pass_reads(p, g, pass, n->output)) return n->inputs[0];
+    }
+    return -1;
+}
+
 /* The inputs a pass reads at the row position and that are not in the
  * register cache: loaded a batch ahead of the arithmetic (staged). Pass 1
  * stages the inputs kept in shared memory first, read or not, since it fills
@@ -1253,6 +1285,7 @@ static void plan_pass(red_params *p, const fu_group *g, int pass)
                  !p->nsmem && batch % 2 == 0 && p->iters > batch;
     ps->nout = pass_outputs(p, g, pass, ps->out_t, MAX_OUTS);
     ps->miss_cmp = choose_vector_miss(p, g, pass);
+    ps->unswitch = choose_unswitch(p, g, pass);
     for (int i = 0; i < p->nred; i++) {
         const red_info *ri = &p->reds[i];
         ps->batch_max[i] = BM_NONE;
@@ -2564,6 +2597,9 @@ static void emit_slots_work(red_emit *r, int pass, const cg_index *idx, int from
     if (r->ps->halves) cg_close(c);
 }
 
+static void emit_pass_loop(red_emit *r, int pass, bool issued);
+static void emit_pass_reductions(red_emit *r, int pass);
+
 static void emit_pass(red_emit *r, int pass)
 {
     const red_params *p = r->p;
@@ -2587,6 +2623,51 @@ static void emit_pass(red_emit *r, int pass)
     }
     const bool issued = pass == 1 && p->first_batch_early;
     if (!issued) begin_pass(r, pass);
+    const fu_tensor uc = r->ps->unswitch;
+    if (uc < 0) {
+        emit_pass_loop(r, pass, issued);
+    } else { /* the loop twice, the row's condition known in each (ROW_UNSWITCH) */
+        const fu_value *ucv = fu_val(f, uc);
+        cg_index ridx[FU_MAX_RANK];
+        row_index(p, c, ucv, ridx);
+        const char *cond = cg_value(c, uc, ridx);
+        bool before[MAX_CACHE], after_true[MAX_CACHE];
+        memcpy(before, r->edge_loaded, sizeof before);
+        for (int branch = 0; branch < 2; branch++) {
+            if (branch == 0) cg_line(c, "if (%s) { // '%s' is one value a row: the pass's loop for each", cond, ucv->name);
+            else cg_line(c, "} else {");
+            c->indent++;
+            c->scope++;
+            cg_assume(c, uc, ridx, branch == 0);
+            emit_pass_loop(r, pass, issued);
+            c->scope--;
+            cg_drop_scope(c);
+            c->indent--;
+            /* an edge element is loaded after both only where both loaded it */
+            if (branch == 0) {
+                memcpy(after_true, r->edge_loaded, sizeof after_true);
+                memcpy(r->edge_loaded, before, sizeof before);
+            } else {
+                for (int k = 0; k < MAX_CACHE; k++) r->edge_loaded[k] = r->edge_loaded[k] && after_true[k];
+            }
+        }
+        cg_line(c, "}");
+    }
+    if (pass == 1 && p->row_prefetch) {
+        char step[64], next[140];
+        strided_rows(p, c, NULL, step);
+        snprintf(next, sizeof next, "row + %s", step);
+        emit_batch_ahead(r, next, "next row: its first batch in flight during this row's remaining work");
+    }
+    emit_pass_reductions(r, pass);
+}
+
+/* The pass's loop over the row's batches (its first already in flight where
+ * issued), with the row's edges and the slots' work. */
+static void emit_pass_loop(red_emit *r, int pass, bool issued)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
     const red_pass *ps = r->ps;
     cg_index idx[FU_MAX_RANK];
     full_index(r, idx);
@@ -2643,12 +2724,14 @@ static void emit_pass(red_emit *r, int pass)
     c->vec = 1; /* per-row code after the pass is scalar */
     c->lane_var = -1;
     cg_close(c); /* it0 */
-    if (pass == 1 && p->row_prefetch) {
-        char step[64], next[140];
-        strided_rows(p, c, NULL, step);
-        snprintf(next, sizeof next, "row + %s", step);
-        emit_batch_ahead(r, next, "next row: its first batch in flight during this row's remaining work");
-    }
+}
+
+/* After the pass's loop: its reductions across the block (warp, cluster). */
+static void emit_pass_reductions(red_emit *r, int pass)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    const fu_fusion *f = r->f;
     /* the pass's reductions across the block */
     bool joined[MAX_REDS] = {false}; /* reduced with an earlier one (JOINT_BLOCK_REDUCE) */
     for (int i = 0; i < p->nred; i++) {
@@ -3524,6 +3607,8 @@ static char *params_json(const red_params *p, const fu_fusion *f)
                      ps->unrolled ? "true" : "false", ps->halves ? "true" : "false");
         if (ps->miss_cmp >= 0) fu_sb_printf(&js, "\"vector_miss\": \"%s\", ", fu_val(f, ps->miss_cmp)->name);
         else fu_sb_puts(&js, "\"vector_miss\": null, ");
+        if (ps->unswitch >= 0) fu_sb_printf(&js, "\"unswitch\": \"%s\", ", fu_val(f, ps->unswitch)->name);
+        else fu_sb_puts(&js, "\"unswitch\": null, ");
         fu_sb_puts(&js, "\"outputs\": ");
         json_names(&js, f, ps->out_t, ps->nout);
         fu_sb_puts(&js, ", \"hoisted_before\": ");
