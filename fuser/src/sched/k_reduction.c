@@ -2889,9 +2889,9 @@ static void emit_column_partials(red_emit *r)
         const red_info *ri = &p->reds[i];
         if (ri->kind != RK_COL) continue;
         const char *ct = cg_compute_type(fu_val(f, ri->out)->dtype);
-        /* 16-byte stores where a thread's columns fill them and they are aligned: the
-         * slots start 8-byte aligned (fu_ws + col_ws) and even in count where K is a
-         * multiple of 4, and kb is a multiple of vec */
+        /* 16-byte stores where a thread's columns fill them, aligned: the workspace is,
+         * col_ws is a multiple of K 8-byte slots, and blockIdx.x * K + kb a multiple of 4
+         * floats where K and vec are multiples of 4 */
         const bool f4 = COL_PARTIAL_VEC_STORES && strcmp(ct, "float") == 0 && p->vec % 4 == 0 && K % 4 == 0;
         for (int lane = 0; lane < p->vec; lane += f4 ? 4 : 1) {
             if (f4)
