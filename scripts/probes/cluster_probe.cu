@@ -2,9 +2,9 @@
 // v38): the cross entropy's long rows run over clusters of 2-8 blocks of 1024 threads, each block keeping
 // its part of the row in shared memory, and the plan assumes every cluster of its grid is resident
 // (SMs / cluster size of them). The SMs come in GPCs, and a cluster lives in one GPC, so fewer may fit.
-// For each cluster size (2-8, and 16 where the GPU allows non-portable sizes) and dynamic shared memory
-// of 64, 128 and 200 KiB a block, prints cudaOccupancyMaxActiveClusters beside SMs / size, and the
-// SMs the resident clusters leave idle.
+// For each cluster size (1-8, and 16 where the GPU allows non-portable sizes) and dynamic shared memory
+// of 64, 128 and 200 KiB a block, prints cudaOccupancyMaxActiveClusters beside SMs / size, and how many
+// of the SMs the resident clusters keep busy.
 #include <cstdio>
 #include <cuda_runtime.h>
 

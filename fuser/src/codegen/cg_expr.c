@@ -902,6 +902,14 @@ static bool div_const_expr(const char *a, double k, fu_dtype dt, char *buf, size
     return true;
 }
 
+/* A bool value known when the kernel is written (a constant, a compare split on by
+ * cg_vector_miss_diff, a condition under cg_assume) is the literal itself: 1 for
+ * `true`, 0 for `false`, -1 for a value known only at run time. */
+static int known_bool(const char *v)
+{
+    return !strcmp(v, "true") ? 1 : !strcmp(v, "false") ? 0 : -1;
+}
+
 void cg_assume(cg_ctx *c, fu_tensor t, const cg_index *idx, bool value)
 {
     char key[sizeof c->memo[0]->key];
@@ -1023,8 +1031,8 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
         for (int k = 0; k < 3; k++) broadcast_index(fu_val(f, n->inputs[k]), v->rank, idx, sub[k]);
         const char *vc = cg_value(c, n->inputs[0], sub[0]);
         if (deferred(vc)) return CG_DEFERRED;
-        if (!strcmp(vc, "true") || !strcmp(vc, "false")) { /* a known condition (c->miss_cmp, cg_assume): its branch alone */
-            const int k = vc[0] == 't' ? 1 : 2;
+        if (known_bool(vc) >= 0) { /* a known condition: its branch alone */
+            const int k = known_bool(vc) ? 1 : 2;
             const char *vk = cg_value(c, n->inputs[k], sub[k]);
             return deferred(vk) ? CG_DEFERRED : memo_add(c, t, key, vk);
         }
@@ -1045,8 +1053,8 @@ const char *cg_value(cg_ctx *c, fu_tensor t, const cg_index *idx)
          * compute type: the value itself (no new variable, no conversion) */
         if (cast_is_exact(in->dtype, v->dtype) && !strcmp(cg_compute_type(in->dtype), ct)) return memo_add(c, t, key, a);
         if (in->dtype == FU_BOOL && fu_dtype_is_float(v->dtype)) {
-            if (!strcmp(a, "false") || !strcmp(a, "true")) { /* a known compare (c->miss_cmp): 0 or 1 */
-                literal(a[0] == 't' ? 1.0 : 0.0, v->dtype, e, sizeof e);
+            if (known_bool(a) >= 0) { /* a known bool: 0 or 1 */
+                literal(known_bool(a), v->dtype, e, sizeof e);
                 return memo_add(c, t, key, e);
             }
             return new_value(c, t, key, ct, "(%s)(%s)", ct, a);

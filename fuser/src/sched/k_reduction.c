@@ -1158,6 +1158,17 @@ static fu_tensor choose_vector_miss(const red_params *p, const fu_group *g, int 
     return -1;
 }
 
+/* The reductions whose values are final once pass `pass` is done (0: before
+ * the first): the grid prologue's, and the row reductions of passes 1 .. pass. */
+static uint32_t ready_after(const red_params *p, int pass)
+{
+    uint32_t ready = 0;
+    for (int i = 0; i < p->nred; i++)
+        if (p->reds[i].kind == RK_GRID_PRO || (pass > 0 && p->reds[i].kind == RK_ROW && p->reds[i].pass <= pass))
+            ready |= 1u << i;
+    return ready;
+}
+
 /* ROW_UNSWITCH: the condition of the first full-size `where` the pass reads
  * at the row position whose condition is a bool of one value a row, computed
  * from what is known before the pass (no reduction of this pass or a later
@@ -1166,9 +1177,7 @@ static fu_tensor choose_unswitch(const red_params *p, const fu_group *g, int pas
 {
     const fu_fusion *f = g->f;
     if (!ROW_UNSWITCH) return -1;
-    uint32_t ready = 0;
-    for (int i = 0; i < p->nred; i++)
-        if (p->reds[i].kind == RK_GRID_PRO || (p->reds[i].kind == RK_ROW && p->reds[i].pass < pass)) ready |= 1u << i;
+    const uint32_t ready = ready_after(p, pass - 1);
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
         if (!g->in_group[i] || fu_op_kind_of(n->op) != FU_KIND_WHERE || !is_full_shape(p, fu_val(f, n->output))) continue;
@@ -1338,10 +1347,7 @@ static bool plan_hoists(red_params *p, const fu_group *g)
     bool ok = true;
     for (int pass = 0; pass < p->passes && ok; pass++) {
         tensor_list *l = &p->pass[pass].hoist;
-        uint32_t ready = 0;
-        for (int i = 0; i < p->nred; i++)
-            if (p->reds[i].kind == RK_GRID_PRO || (pass > 0 && p->reds[i].kind == RK_ROW && p->reds[i].pass <= pass))
-                ready |= 1u << i;
+        const uint32_t ready = ready_after(p, pass);
         for (int o = 0; o < g->noutputs && ok; o++) ok = hoist_from(p, g, l, g->outputs[o], ready);
         for (int i = 0; i < p->nred && ok; i++)
             if (pass == 0 ? p->reds[i].kind != RK_GRID_PRO : p->reds[i].pass > pass) ok = hoist_from(p, g, l, p->reds[i].in, ready);
@@ -2392,6 +2398,17 @@ static void strided_rows(const red_params *p, const cg_ctx *c, char *first, char
     }
 }
 
+/* Per-row input i loaded a row ahead (ROW_PREFETCH_SCALARS): its offset at
+ * the row the outer variables name. */
+static void row_ahead_offset(red_emit *r, int i, cg_index *off)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_value *v = fu_val(r->f, r->p->row_ahead_t[i]);
+    cg_index idx[FU_MAX_RANK];
+    row_index(r->p, c, v, idx);
+    cg_offset(c, v->rank, v->shape, v->strides, idx, off);
+}
+
 /* ROW_PREFETCH_BYTES: pass 1's first batch of row `row_expr` (when there is
  * such a row) into the staged arrays, declared by the caller; `which` says
  * which of the block's (warp's) rows it is. */
@@ -2411,12 +2428,10 @@ static void emit_batch_ahead(red_emit *r, const char *row_expr, const char *whic
     r->row_ahead_live = false;
     emit_first_batch(r);
     for (int i = 0; i < p->nrow_ahead; i++) {
-        const fu_value *v = fu_val(r->f, p->row_ahead_t[i]);
-        cg_index idx[FU_MAX_RANK], off;
-        row_index(p, c, v, idx);
-        cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+        cg_index off;
+        row_ahead_offset(r, i, &off);
         cg_line(c, "fu_ra%d = fu_load(%s[%s]); // '%s' of that row", i, cg_find_param(c, p->row_ahead_t[i])->name, off.expr,
-                v->name);
+                fu_val(r->f, p->row_ahead_t[i])->name);
     }
     r->row_ahead_live = live;
     c->scope--;
@@ -3358,9 +3373,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
     for (int i = 0; i < p->nrow_ahead; i++) {
         const fu_value *v = fu_val(f, p->row_ahead_t[i]);
         const char *ct = cg_compute_type(v->dtype);
-        cg_index idx[FU_MAX_RANK];
-        row_index(p, c, v, idx);
-        cg_offset(c, v->rank, v->shape, v->strides, idx, &r->row_ahead_base[i]);
+        row_ahead_offset(r, i, &r->row_ahead_base[i]);
         cg_line(c, "const %s fu_rs%d = fu_ra%d; // '%s' of this row (the next row's is loaded during it)", ct, i, i, v->name);
     }
     r->row_ahead_live = p->nrow_ahead > 0;
