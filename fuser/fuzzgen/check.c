@@ -181,11 +181,12 @@ static bool check_gpu(fu_runtime *rt, const fu_fusion *f, const fu_plan_options 
     return ok;
 }
 
-void fz_check(fu_fusion *const *fusions, int n, fz_device dev, fu_runtime *rt, FILE *log, fz_report *rep)
+void fz_check(fu_fusion *const *fusions, int n, fz_device dev, int sms, fu_runtime *rt, FILE *log, fz_report *rep)
 {
     double t0 = now_s();
     fu_plan_options po;
     fu_plan_options_for_device(rt, &po);
+    if (sms > 0) po.sm_count = sms;
     batch b;
     memset(&b, 0, sizeof b);
     fu_sb_init(&b.sb);

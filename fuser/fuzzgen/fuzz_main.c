@@ -2,19 +2,22 @@
  * fuzz_main.c -- `fuser-fuzz`: seeded random fusions (gen.c) and their check
  * against the planner, NVRTC, the interpreter and the GPU (check.c).
  *
- *   fuser-fuzz write --count N --seed S --out DIR [--ops default|extended]
+ *   fuser-fuzz write --count N --seed S --out DIR [--ops default|extended|rows]
  *       writes DIR/fz_S_I.fusion, I = 0 .. N-1, in the text format (for other
  *       tools: torch.compile's kernel counts on the same fusions); with
  *       --ops extended, fx_S_I.fusion: the other documented ops too (masks,
- *       where, iota, log, reciprocal, pow, take, scatter_add; gen.c)
+ *       where, iota, log, reciprocal, pow, take, scatter_add; gen.c); with
+ *       --ops rows, fr_S_I.fusion: tall ones (1057 to 8209 rows, a per-row
+ *       input, `where` on one bool a row)
  *   fuser-fuzz check [--count N] [--seed S] [--dir DIR] [--device plan|compile|gpu]
- *                    [--ops default|extended]
+ *                    [--ops default|extended|rows] [--sms N]
  *       checks the N fusions of seed S (or every .fusion file of DIR) and
  *       prints the failures, then the kernel counts beside the lower bound;
  *       each fusion runs on the interpreter (and on the GPU against it) with
  *       two draws of inputs: normal(0, 1), then those scaled by 1/32; the
  *       planner's rewritten fusion is interpreted too, against the decomposed
- *       fusion (no GPU needed)
+ *       fusion (no GPU needed); --sms N plans for N SMs instead of the
+ *       device's, so that small fusions' rows outnumber the grid
  *
  * Exit status: 0 all passed, 1 some failed, 2 usage or I/O errors, 77 for
  * --device gpu where there is no GPU.
@@ -33,9 +36,9 @@
 
 static int usage(FILE *fp, int code)
 {
-    fprintf(fp, "usage: fuser-fuzz write --count N --seed S --out DIR [--ops default|extended]\n"
+    fprintf(fp, "usage: fuser-fuzz write --count N --seed S --out DIR [--ops default|extended|rows]\n"
                 "       fuser-fuzz check [--count N] [--seed S] [--dir DIR] [--device plan|compile|gpu]\n"
-                "                        [--ops default|extended]\n");
+                "                        [--ops default|extended|rows] [--sms N]\n");
     return code;
 }
 
@@ -122,7 +125,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) return usage(stdout, 0);
     bool write = !strcmp(argv[1], "write");
     if (!write && strcmp(argv[1], "check")) return usage(stderr, 2);
-    uint64_t seed = 1, count = 200;
+    uint64_t seed = 1, count = 200, sms = 0;
     const char *out = NULL, *dir = NULL, *device = "compile";
     int ops = FZ_OPS_DEFAULT;
     for (int i = 2; i < argc; i++) {
@@ -135,10 +138,11 @@ int main(int argc, char **argv)
         i++;
         if (!strcmp(a, "--count") && parse_u64(v, &count) && count <= 100000) continue;
         if (!strcmp(a, "--seed") && parse_u64(v, &seed)) continue;
+        if (!strcmp(a, "--sms") && !write && parse_u64(v, &sms) && sms >= 1 && sms <= 4096) continue;
         if (!strcmp(a, "--out") && write) out = v;
         else if (!strcmp(a, "--dir") && !write) dir = v;
-        else if (!strcmp(a, "--ops") && (!strcmp(v, "default") || !strcmp(v, "extended")))
-            ops = !strcmp(v, "extended") ? FZ_OPS_EXTENDED : FZ_OPS_DEFAULT;
+        else if (!strcmp(a, "--ops") && (!strcmp(v, "default") || !strcmp(v, "extended") || !strcmp(v, "rows")))
+            ops = !strcmp(v, "extended") ? FZ_OPS_EXTENDED : !strcmp(v, "rows") ? FZ_OPS_ROWS : FZ_OPS_DEFAULT;
         else if (!strcmp(a, "--device") && !write &&
                  (!strcmp(v, "plan") || !strcmp(v, "compile") || !strcmp(v, "gpu"))) device = v;
         else {
@@ -186,7 +190,7 @@ int main(int argc, char **argv)
     if (!rc) {
         fz_report rep;
         memset(&rep, 0, sizeof rep);
-        fz_check(fs, n, dev, rt, stdout, &rep);
+        fz_check(fs, n, dev, (int)sms, rt, stdout, &rep);
         fz_print_report(stdout, &rep);
         rc = rep.failures ? 1 : 0;
     }

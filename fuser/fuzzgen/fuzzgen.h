@@ -19,8 +19,10 @@ fu_fusion *fz_generate(uint64_t seed, int index);
 
 /* Which ops the generator draws: the default families, or those and the other
  * documented ops (masks, where, iota, log, reciprocal, pow, take, scatter_add;
- * gen.c). Extended fusions are named fx_SEED_INDEX. */
-enum { FZ_OPS_DEFAULT = 0, FZ_OPS_EXTENDED = 1 };
+ * gen.c), or the default families over tall shapes with a per-row input and
+ * `where` on one bool a row (rows). Extended fusions are named fx_SEED_INDEX,
+ * tall ones fr_SEED_INDEX. */
+enum { FZ_OPS_DEFAULT = 0, FZ_OPS_EXTENDED = 1, FZ_OPS_ROWS = 2 };
 fu_fusion *fz_generate_ops(uint64_t seed, int index, int ops);
 /* "fz" or "fx": the names' prefix for ops */
 const char *fz_name_prefix(int ops);
@@ -50,8 +52,10 @@ typedef struct fz_report {
  * the GPU agrees with the interpreter (f32: max|gpu - cpu| / max|cpu| <= 1e-5;
  * bf16 and f16: <= 5e-2, the suites' element tolerance; integers exactly).
  * Each failure is one line on `log`. rt: the runtime (compile-only or with a
- * device; NULL for FZ_PLAN). */
-void fz_check(fu_fusion *const *fusions, int n, fz_device dev, fu_runtime *rt, FILE *log, fz_report *rep);
+ * device; NULL for FZ_PLAN). sms > 0 plans for that many SMs instead of the
+ * device's: a grid that small is outnumbered by the rows of small fusions, as
+ * a real one is by large fusions' (the kernels are right on any GPU). */
+void fz_check(fu_fusion *const *fusions, int n, fz_device dev, int sms, fu_runtime *rt, FILE *log, fz_report *rep);
 /* max|gpu - cpu| / max|cpu| (NaN against NaN and equal infinities agree;
  * max|gpu - cpu| where the reference is all zero); integers: the count of
  * elements that differ. */

@@ -21,6 +21,15 @@
  * a causal mask is), iota, log, reciprocal, pow, take and scatter_add. Those
  * fusions are named fx_SEED_INDEX; the default draw is the same as before, so
  * a seed's default fusions never change.
+ *
+ * FZ_OPS_ROWS draws tall fusions (fr_SEED_INDEX): a base of 1057 to 8209 rows
+ * of 100 to 1024 columns (up to a quarter of FZ_MAX_NUMEL_ROWS elements),
+ * always a per-row input ([rows, 1], as a norm's saved mean is), and one step
+ * in five a `where` whose condition is one bool a row (a per-row value against
+ * a literal), which the row scheduler decides once a row (ROW_UNSWITCH,
+ * docs/perf.md v38). Checked with `fuser-fuzz check --sms 8`, the plans' grids
+ * are smaller than the rows, so blocks and warps loop over rows, as they do on
+ * a real GPU only at sizes the interpreter cannot check quickly.
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +39,7 @@
 #include "ir.h"
 
 #define FZ_MAX_NUMEL (1 << 16)
+#define FZ_MAX_NUMEL_ROWS (1 << 21)
 #define FZ_MAX_POOL 64
 
 typedef struct fz_rng {
@@ -50,6 +60,7 @@ static bool chance(fz_rng *r, int percent) { return below(r, 100) < percent; }
 typedef struct gen {
     fz_rng rng;
     int ops; /* FZ_OPS_* */
+    int64_t max_numel; /* FZ_MAX_NUMEL, or FZ_MAX_NUMEL_ROWS for FZ_OPS_ROWS */
     fu_fusion *f;
     fu_tensor pool[FZ_MAX_POOL];
     int npool;
@@ -145,7 +156,7 @@ static fu_tensor step_binary(gen *g, fu_tensor a)
         int64_t out[FU_MAX_RANK];
         if (c != a && is_float(dtype_of(g, c)) &&
             fu_shape_broadcast(rank_of(g, a), shape_of(g, a), rank_of(g, c), shape_of(g, c), &r, out) &&
-            fu_shape_numel(r, out) <= FZ_MAX_NUMEL)
+            fu_shape_numel(r, out) <= g->max_numel)
             b = c;
     }
     if (b < 0) b = scalar(g, (double)(below(&g->rng, 7) - 3) * 0.5 + 0.25, dtype_of(g, a));
@@ -303,7 +314,7 @@ static fu_tensor step_broadcast(gen *g, fu_tensor a)
     for (int i = 0; i < rank; i++) {
         out[r] = sh[i];
         if (sh[i] == 1 && chance(&g->rng, 70)) out[r] = pick_extent(g);
-        if (out[r] > 0 && numel * out[r] / (sh[i] ? sh[i] : 1) > FZ_MAX_NUMEL) out[r] = sh[i];
+        if (out[r] > 0 && numel * out[r] / (sh[i] ? sh[i] : 1) > g->max_numel) out[r] = sh[i];
         numel = numel / (sh[i] ? sh[i] : 1) * out[r];
         r++;
     }
@@ -341,7 +352,7 @@ static fu_tensor step_scatter(gen *g, fu_tensor a)
     if (rank_of(g, a) != 2) return step_reshape(g, a);
     int64_t sh[2] = {shape_of(g, a)[0], shape_of(g, a)[1]}; /* copied: adding ops moves the shapes */
     int64_t rows = 1 + below(&g->rng, 40), base_shape[2] = {rows, sh[1]};
-    if (rows * sh[1] > FZ_MAX_NUMEL) return step_unary(g, a);
+    if (rows * sh[1] > g->max_numel) return step_unary(g, a);
     char nm[16];
     fu_tensor base = fu_full(g->f, 2, base_shape, 0.0, dtype_of(g, a), next_name(g, nm, sizeof nm));
     fu_tensor ids = index_input(g, 1, &sh[0]);
@@ -464,14 +475,14 @@ static fu_tensor step_take_scatter(gen *g, fu_tensor a)
         ish[0] = 1 + below(&g->rng, 4); /* (one statement each: the draws in order) */
         ish[1] = 1 + below(&g->rng, 3);
         int irank = rank < FU_MAX_RANK && chance(&g->rng, 40) ? 2 : 1;
-        if (fu_tensor_numel(g->f, a) / sh[axis] * ish[0] * (irank == 2 ? ish[1] : 1) > FZ_MAX_NUMEL) irank = 1;
+        if (fu_tensor_numel(g->f, a) / sh[axis] * ish[0] * (irank == 2 ? ish[1] : 1) > g->max_numel) irank = 1;
         return fu_take(g->f, a, index_input(g, irank, ish), axis, next_name(g, nm, sizeof nm));
     }
     int64_t ash[FU_MAX_RANK], bsh[FU_MAX_RANK];
     memcpy(ash, sh, (size_t)rank * sizeof *sh);
     memcpy(bsh, sh, (size_t)rank * sizeof *sh);
     bsh[axis] = 1 + below(&g->rng, 8); /* the base's extent on the axis the index picks */
-    if (fu_shape_numel(rank, bsh) > FZ_MAX_NUMEL) bsh[axis] = 1;
+    if (fu_shape_numel(rank, bsh) > g->max_numel) bsh[axis] = 1;
     fu_tensor base = fu_full(g->f, rank, bsh, 0.0, dtype_of(g, a), next_name(g, nm, sizeof nm));
     fu_tensor ids = index_input(g, rank, ash);
     return fu_scatter_add(g->f, base, ids, a, axis, next_name(g, nm, sizeof nm));
@@ -488,10 +499,44 @@ static fu_tensor step_extended(gen *g, fu_tensor a)
     }
 }
 
+/* ---- FZ_OPS_ROWS */
+
+/* A per-row tensor of a (a's shape with its last axis 1): one of the pool's, or a's
+ * reduction over its last axis, kept. -1 where a has no rows or an empty last axis. */
+static fu_tensor per_row_of(gen *g, fu_tensor a)
+{
+    int rank = rank_of(g, a);
+    if (rank == 0 || shape_of(g, a)[rank - 1] == 0 || fu_tensor_numel(g->f, a) == 0) return -1;
+    for (int tries = 0; tries < 4; tries++) {
+        fu_tensor c = g->pool[below(&g->rng, g->npool)];
+        if (c == a || !is_float(dtype_of(g, c)) || rank_of(g, c) != rank || shape_of(g, c)[rank - 1] != 1) continue;
+        if (!memcmp(shape_of(g, c), shape_of(g, a), (size_t)(rank - 1) * sizeof(int64_t))) return c;
+    }
+    int last = rank - 1;
+    char nm[16];
+    return fu_reduce(g->f, chance(&g->rng, 50) ? FU_OP_SUM : FU_OP_RMAX, a, 1, &last, true, next_name(g, nm, sizeof nm));
+}
+
+/* where(cond, a, other) with cond one bool a row (a per-row value compared with a literal,
+ * as a cross entropy's valid-target test is), other a literal or -a */
+static fu_tensor step_row_where(gen *g, fu_tensor a)
+{
+    fu_tensor r = per_row_of(g, a);
+    if (r < 0) return step_unary(g, a);
+    char nm[16];
+    fu_op op = compare_ops[below(&g->rng, 6)];
+    fu_tensor m = binary(g, op, r, scalar(g, (double)(below(&g->rng, 5) - 2) * 0.5, dtype_of(g, r)));
+    if (chance(&g->rng, 25)) m = fu_unary(g->f, FU_OP_LOGICAL_NOT, m, next_name(g, nm, sizeof nm));
+    fu_tensor other = chance(&g->rng, 50) ? scalar(g, chance(&g->rng, 50) ? 0.0 : -1.5, dtype_of(g, a)) : unary(g, FU_OP_NEG, a);
+    return chance(&g->rng, 50) ? fu_where(g->f, m, a, other, next_name(g, nm, sizeof nm))
+                               : fu_where(g->f, m, other, a, next_name(g, nm, sizeof nm));
+}
+
 static fu_tensor step(gen *g)
 {
     fu_tensor a = pick(g);
     if (g->ops == FZ_OPS_EXTENDED && chance(&g->rng, 20)) return step_extended(g, a);
+    if (g->ops == FZ_OPS_ROWS && chance(&g->rng, 20)) return step_row_where(g, a);
     int w = below(&g->rng, 100);
     if (w < 17) return step_unary(g, a);
     if (w < 36) return step_binary(g, a);
@@ -512,6 +557,7 @@ static fu_fusion *try_generate(uint64_t seed, int index, int attempt, int ops)
     gen g;
     memset(&g, 0, sizeof g);
     g.ops = ops;
+    g.max_numel = ops == FZ_OPS_ROWS ? FZ_MAX_NUMEL_ROWS : FZ_MAX_NUMEL;
     g.rng.s = seed * 0x100000001B3ull ^ ((uint64_t)index << 20) ^ (uint64_t)attempt;
     fz_next(&g.rng);
     char name[64];
@@ -519,19 +565,35 @@ static fu_fusion *try_generate(uint64_t seed, int index, int attempt, int ops)
     g.f = fu_fusion_new(name);
     if (!g.f) return NULL;
     fu_dtype dt = chance(&g.rng, 30) ? FU_BF16 : FU_F32;
-    int rank = chance(&g.rng, 8) ? 4 : 1 + below(&g.rng, 3);
+    int rank;
     int64_t shape[FU_MAX_RANK];
-    for (int i = 0; i < rank; i++) shape[i] = pick_extent(&g);
+    if (ops == FZ_OPS_ROWS) { /* [rows, columns], or [b, rows, columns] */
+        static const int64_t rows[] = {1057, 2053, 4099, 8209}, cols[] = {100, 128, 255, 256, 384, 768, 1000, 1024};
+        rank = chance(&g.rng, 20) ? 3 : 2;
+        if (rank == 3) shape[0] = 2 + below(&g.rng, 3);
+        shape[rank - 2] = rows[below(&g.rng, 4)];
+        shape[rank - 1] = cols[below(&g.rng, 8)];
+        while (shape[rank - 1] > 100 && fu_shape_numel(rank, shape) > g.max_numel / 4) /* the rows stay many */
+            shape[rank - 1] = (shape[rank - 1] + 1) / 2;
+    } else {
+        rank = chance(&g.rng, 8) ? 4 : 1 + below(&g.rng, 3);
+        for (int i = 0; i < rank; i++) shape[i] = pick_extent(&g);
+    }
     for (;;) { /* shrink the largest axis until it fits */
         int64_t n = fu_shape_numel(rank, shape);
-        if (n <= FZ_MAX_NUMEL / 4) break;
+        if (n <= g.max_numel / 4) break;
         int big = 0;
         for (int i = 1; i < rank; i++)
             if (shape[i] > shape[big]) big = i;
         shape[big] = (shape[big] + 1) / 2;
     }
     push(&g, fu_input(g.f, "x0", dt, rank, shape));
-    if (chance(&g.rng, 50)) { /* a broadcast operand: some axes 1 */
+    if (ops == FZ_OPS_ROWS) { /* a per-row operand */
+        int64_t s1[FU_MAX_RANK];
+        memcpy(s1, shape, (size_t)rank * sizeof *s1);
+        s1[rank - 1] = 1;
+        push(&g, fu_input(g.f, "x1", dt, rank, s1));
+    } else if (chance(&g.rng, 50)) { /* a broadcast operand: some axes 1 */
         int64_t s1[FU_MAX_RANK];
         for (int i = 0; i < rank; i++) s1[i] = chance(&g.rng, 50) ? 1 : shape[i];
         push(&g, fu_input(g.f, "x1", dt, rank, s1));
@@ -542,11 +604,11 @@ static fu_fusion *try_generate(uint64_t seed, int index, int attempt, int ops)
     for (int s = 0; s < nsteps; s++) {
         last = step(&g);
         if (last < 0 || g.f->first_error.status != FU_OK) break;
-        if (fu_tensor_numel(g.f, last) > FZ_MAX_NUMEL) break;
+        if (fu_tensor_numel(g.f, last) > g.max_numel) break;
         push(&g, last);
     }
     fu_error err;
-    if (last < 0 || g.f->first_error.status != FU_OK || fu_tensor_numel(g.f, last) > FZ_MAX_NUMEL) {
+    if (last < 0 || g.f->first_error.status != FU_OK || fu_tensor_numel(g.f, last) > g.max_numel) {
         fu_fusion_free(g.f);
         return NULL;
     }
@@ -563,7 +625,7 @@ static fu_fusion *try_generate(uint64_t seed, int index, int attempt, int ops)
     return g.f;
 }
 
-const char *fz_name_prefix(int ops) { return ops == FZ_OPS_EXTENDED ? "fx" : "fz"; }
+const char *fz_name_prefix(int ops) { return ops == FZ_OPS_EXTENDED ? "fx" : ops == FZ_OPS_ROWS ? "fr" : "fz"; }
 
 fu_fusion *fz_generate_ops(uint64_t seed, int index, int ops)
 {

@@ -20,8 +20,17 @@ set_tests_properties(test_fuzz_ops_plan PROPERTIES LABELS unit)
 set_tests_properties(test_fuzz_ops_compile PROPERTIES LABELS compile TIMEOUT 600 SKIP_RETURN_CODE 77
   ENVIRONMENT "FUSER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/fuzz-cache")
 set_tests_properties(test_fuzz_ops_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77)
+# Tall fusions (--ops rows: a per-row input, `where` on one bool a row) planned for 8 SMs, so
+# that the rows outnumber the grid and blocks and warps loop over them (fr_17_*).
+add_test(NAME test_fuzz_rows_plan COMMAND fuser_fuzz check --ops rows --sms 8 --count 300 --seed 17 --device plan)
+add_test(NAME test_fuzz_rows_compile COMMAND fuser_fuzz check --ops rows --sms 8 --count 100 --seed 17 --device compile)
+add_test(NAME test_fuzz_rows_gpu COMMAND fuser_fuzz check --ops rows --sms 8 --count 200 --seed 17 --device gpu)
+set_tests_properties(test_fuzz_rows_plan PROPERTIES LABELS unit)
+set_tests_properties(test_fuzz_rows_compile PROPERTIES LABELS compile TIMEOUT 600 SKIP_RETURN_CODE 77
+  ENVIRONMENT "FUSER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/fuzz-cache")
+set_tests_properties(test_fuzz_rows_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77)
 if(FUSER_SANITIZE)
-  set_property(TEST test_fuzz_gpu test_fuzz_ops_gpu APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=protect_shadow_gap=0")
+  set_property(TEST test_fuzz_gpu test_fuzz_ops_gpu test_fuzz_rows_gpu APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=protect_shadow_gap=0")
 endif()
 # On a GPU: the issue's fusions against the interpreter, and the atomic bf16
 # scatter with skewed ids (issue 21 item 8).
