@@ -715,6 +715,34 @@ int main(void)
     CHECK(rab && !strstr(body_of(rab), "fu_ra0") && !strstr(body_of(rab), "fu_row_ahead"));
     free(ra);
     free(rab);
+    /* per-column inputs ([C] and [1, C]) read in the passes of rows a block takes several of:
+     * loaded into registers once, before the row loop, and read from them in both passes
+     * (ROW_INVARIANT_BYTES); from memory where a thread holds several vectors in rolled
+     * passes (C = 4096) or a block takes one row (N = 500) */
+    const char *ri_wide[] = {"C=4096"}, *ri_few[] = {"N=500"};
+    for (int d = 0; d < 2; d++) {
+        fu_dtype dt = d ? FU_BF16 : FU_F32;
+        char *ri = one_kernel(rt, data, "row_invariant.fusion", NULL, 0, dt);
+        const char *b = body_of(ri);
+        const int vec = dt == FU_BF16 ? 8 : 4;
+        char decl[80], w0[96], w1[96];
+        snprintf(decl, sizeof decl, "fu_w0[%d]; // 'w', the same at every row: loaded once", vec);
+        snprintf(w0, sizeof w0, "*(uint4 *)(fu_w0 + it * %d) = __ldg((const uint4 *)(in1 + k1));", vec);
+        snprintf(w1, sizeof w1, "*(uint4 *)(fu_w1 + it * %d) = __ldg((const uint4 *)(in2 + k1));", vec);
+        CHECK_CONTAINS(b, decl);
+        CHECK(count_in(b, w0) == 1 && count_in(b, w1) == 1);
+        CHECK(count_in(b, "in1 + ") == 1 && count_in(b, "in2 + ") == 1); /* nowhere else */
+        CHECK(strstr(b, "fu_w0 +") < strstr(b, "for (int row = ")); /* before the row loop */
+        /* each lane's weight, in both passes (bf16: its pair's half; f32: its element) */
+        CHECK(count_in(b, dt == FU_BF16 ? "fu_pair_lo(fu_w0, it * 4 + 0)" : "fu_load(fu_w0[it * 4 + 0])") == 2);
+        char *riw = one_kernel(rt, data, "row_invariant.fusion", ri_wide, 1, dt);
+        char *rif = one_kernel(rt, data, "row_invariant.fusion", ri_few, 1, dt);
+        CHECK(riw && !strstr(body_of(riw), "fu_w0"));
+        CHECK(rif && !strstr(body_of(rif), "fu_w0"));
+        free(ri);
+        free(riw);
+        free(rif);
+    }
     /* a warp a row keeps at most WARP_ROW_REGISTER_BYTES a lane in registers: softmax
      * backward's y and dy at 1024 bf16 columns (128 bytes) go to shared memory, at 256 not */
     const char *sb_narrow[] = {"C=256"};

@@ -13,7 +13,8 @@
  *   - warp_rows_prefetch (a warp a row, the next row's loads during this one's
  *     later passes; 4500 and 9001 rows, and 5003 rows of 1024 without them),
  *     row_inputs_ahead (the same with two per-row inputs loaded a row ahead,
- *     20001 rows: each warp 4 or 5)
+ *     20001 rows: each warp 4 or 5), row_invariant (per-column inputs loaded
+ *     into registers once for a block's rows; 768, 1000 and 4096 columns)
  *     and softmax_backward (two inputs kept a warp a row: shared memory at 1024
  *     and 768 bf16 columns, the latter with the next row ahead; registers at
  *     256), max-relative as below;
@@ -318,6 +319,7 @@ int main(int argc, char **argv)
     const char *wrp_wide[] = {"N=5003", "C=1024"}, *wrp_many[] = {"N=9001"}, *sb_mid[] = {"C=768"}, *sb_narrow[] = {"C=256"};
     const char *halves_exact[] = {"N=2", "V=4194304"}, *pc_exact[] = {"K=4096"};
     const fu_dtype dts[2] = {FU_F32, FU_BF16};
+    const char *ri_odd[] = {"C=1000"}, *ri_wide[] = {"C=4096"};
     for (int d = 0; d < 2; d++) {
         run_case(rt, data, "softcap_cross_entropy.fusion", small, 2, dts[d], false);
         run_case(rt, data, "softcap_cross_entropy.fusion", wide, 2, dts[d], false);
@@ -331,6 +333,9 @@ int main(int argc, char **argv)
         run_case(rt, data, "warp_rows_prefetch.fusion", wrp_wide, 2, dts[d], false);
         run_case(rt, data, "warp_rows_prefetch.fusion", wrp_many, 1, dts[d], false);
         run_case(rt, data, "row_inputs_ahead.fusion", NULL, 0, dts[d], false);
+        run_case(rt, data, "row_invariant.fusion", NULL, 0, dts[d], false);
+        run_case(rt, data, "row_invariant.fusion", ri_odd, 1, dts[d], false);
+        run_case(rt, data, "row_invariant.fusion", ri_wide, 1, dts[d], false);
         run_case(rt, data, "softmax_backward.fusion", NULL, 0, dts[d], false);
         run_case(rt, data, "softmax_backward.fusion", sb_mid, 1, dts[d], false);
         run_case(rt, data, "softmax_backward.fusion", sb_narrow, 1, dts[d], false);

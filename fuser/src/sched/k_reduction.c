@@ -56,6 +56,7 @@
 #define MAX_REDS 32
 #define MAX_CACHE 4
 #define MAX_ROW_AHEAD 8 /* per-row inputs loaded a row ahead */
+#define MAX_INVARIANT 4 /* per-column inputs kept in registers across rows */
 #ifndef CACHE_BYTES
 #define CACHE_BYTES 128 /* bytes of a row each thread may keep between passes, in registers */
 #endif
@@ -306,6 +307,16 @@
  * batch has arrived. 0 turns it off. */
 #ifndef ROW_PREFETCH_SCALARS
 #define ROW_PREFETCH_SCALARS 1
+#endif
+/* The inputs a pass reads at the row position that are the same at every row
+ * (one value a column: a norm's weight, [D]) are loaded into registers once,
+ * before the row loop, where the blocks (warps) take several rows each and a
+ * thread's positions are the same in every row: otherwise every row loads
+ * them again (an L1 hit, but on the path from the row's batch to its
+ * arithmetic) in each pass that reads them. At most this many bytes a thread;
+ * 0 turns it off. */
+#ifndef ROW_INVARIANT_BYTES
+#define ROW_INVARIANT_BYTES 32
 #endif
 /* A launch of a block (or a warp) for each row takes its row in an `if`,
  * not a loop strided by the grid (one_row_each); 0 keeps the loop. */
@@ -561,6 +572,8 @@ typedef struct red_params {
     bool row_prefetch;      /* ... and the next row's during this row's later work (ROW_PREFETCH_BYTES) */
     int nrow_ahead;         /* ... with these per-row inputs (ROW_PREFETCH_SCALARS) */
     fu_tensor row_ahead_t[MAX_ROW_AHEAD];
+    int ninvariant;         /* per-column inputs loaded once into registers (ROW_INVARIANT_BYTES) */
+    fu_tensor invariant_t[MAX_INVARIANT];
     red_pass pass[MAX_PASSES];
     /* the outputs */
     bool full_out; /* a full-size output */
@@ -1830,6 +1843,31 @@ static void choose_row_ahead(red_params *p, const fu_group *g)
     }
 }
 
+/* ROW_INVARIANT_BYTES: the per-column inputs (one value a column, more than one)
+ * loaded into registers before the row loop, where blocks (warps) take several
+ * rows and a thread's positions are the same in each (no cluster parts, no row
+ * alignment), one 16-byte vector a load, and every pass indexes the registers
+ * by constants (one vector a thread, or unrolled passes). */
+static void choose_row_invariant(red_params *p, const fu_group *g)
+{
+    p->ninvariant = 0;
+    if (ROW_INVARIANT_BYTES <= 0 || p->cluster > 1 || p->aligned_rows || p->rows <= p->grid * p->warp_rows) return;
+    for (int q = 1; q <= p->passes; q++)
+        if (p->iters > 1 && !p->pass[q].unrolled) return;
+    int64_t budget = ROW_INVARIANT_BYTES;
+    for (int i = 0; i < p->nparams && p->ninvariant < MAX_INVARIANT; i++) {
+        const fu_value *v = fu_val(g->f, p->param_t[i]);
+        int64_t vector_bytes = (int64_t)fu_dtype_size(v->dtype) * p->vec, bytes = vector_bytes * p->iters;
+        if (p->param_out[i] || is_full_shape(p, v) || fu_shape_numel(v->rank, v->shape) <= 1 || !col_index(p, NULL, v, NULL) ||
+            vector_bytes > 16 || bytes > budget)
+            continue;
+        /* (its vectors' lanes along the last axis, as the passes read them) */
+        if (p->vec > 1 && (!p->inner[p->rank - 1] || v->shape[v->rank - 1] != p->D[p->rank - 1])) continue;
+        budget -= bytes;
+        p->invariant_t[p->ninvariant++] = p->param_t[i];
+    }
+}
+
 /* ------------------------------------------------------------ emission */
 
 const char *fu_red_identity(fu_op op, fu_dtype dt)
@@ -1888,6 +1926,7 @@ typedef struct red_emit {
      * row's copies (fu_rs<i>) where read at the row's own offset */
     bool row_ahead_live;
     cg_index row_ahead_base[MAX_ROW_AHEAD];
+    cg_index invariant_base[MAX_INVARIANT]; /* a per-column input's offset at the thread's position, lane 0 */
     bool edge_loaded[MAX_CACHE];   /* cached input k's edge element is in fu_ce<k> */
     /* single_out[o] computed ahead (emit_single_row_ahead): its element's index */
     bool ahead[MAX_OUTS];
@@ -2025,6 +2064,8 @@ static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, voi
         return r->cache_var;
     }
     if (r->in_edge) return NULL; /* (no staged input holds an edge) */
+    for (int i = 0; i < r->p->ninvariant; i++)
+        if (r->p->invariant_t[i] == t && cg_index_same(c, &r->invariant_base[i], &base)) return register_element(r, c, t, i, "fu_w", "it");
     for (int i = 0; i < r->ps->nstage; i++)
         if (r->ps->stage_t[i] == t && cg_index_same(c, &r->stage_base[i], &base)) return register_element(r, c, t, i, "fu_s", "b");
     return NULL;
@@ -2092,6 +2133,35 @@ static void canonical_base(red_emit *r, fu_tensor t, cg_index *base)
     c->lane_var = r->p->vec > 1 ? r->p->rank - 1 : -1;
     c->lane = 0;
     full_index(r, idx);
+    cg_offset(c, v->rank, v->shape, v->strides, idx, base);
+    base->lane_coef = 0;
+    c->vec = saved_vec;
+    c->lane_var = saved_lane_var;
+}
+
+/* Per-column input k of the row-invariant registers (ROW_INVARIANT_BYTES): its
+ * index at the thread's position (lane 0), and the offset lookup_cache matches. */
+static void invariant_index(red_emit *r, int k, cg_index *idx)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_value *v = fu_val(r->f, r->p->invariant_t[k]);
+    col_index(r->p, c, v, idx);
+    if (r->p->vec > 1) {
+        idx[v->rank - 1].lane_coef = 1;
+        cg_index_refresh(c, &idx[v->rank - 1]);
+    }
+}
+
+static void invariant_base(red_emit *r, int k, cg_index *base)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_value *v = fu_val(r->f, r->p->invariant_t[k]);
+    int saved_vec = c->vec, saved_lane_var = c->lane_var;
+    c->vec = r->p->vec;
+    c->lane_var = r->p->vec > 1 ? r->p->rank - 1 : -1;
+    c->lane = 0;
+    cg_index idx[FU_MAX_RANK];
+    invariant_index(r, k, idx);
     cg_offset(c, v->rank, v->shape, v->strides, idx, base);
     base->lane_coef = 0;
     c->vec = saved_vec;
@@ -2228,6 +2298,44 @@ static void close_batch_slot(red_emit *r)
     cg_drop_scope(c);
     cg_line(c, "}");
     cg_close(c); /* b */
+}
+
+/* ROW_INVARIANT_BYTES: the per-column inputs, into registers before the row loop
+ * (fu_w<k>: a vector a thread's iteration, at pass 1's positions). */
+static void emit_row_invariant_loads(red_emit *r)
+{
+    const red_params *p = r->p;
+    if (p->ninvariant == 0) return;
+    cg_ctx *c = &r->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    for (int k = 0; k < p->ninvariant; k++) {
+        const fu_value *v = fu_val(r->f, p->invariant_t[k]);
+        cg_line(c, "alignas(16) %s fu_w%d[%d]; // '%s', the same at every row: loaded once", cg_storage_type(v->dtype), k,
+                p->iters * p->vec, v->name);
+    }
+    begin_pass(r, 1);
+    c->vec = p->vec;
+    c->lane_var = p->vec > 1 ? p->rank - 1 : -1;
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (int it = 0; it < %d; it++) {", p->iters);
+    c->indent++;
+    c->scope++;
+    cg_line(c, "const %s kb = ((%s)it * %d + %s) * %d;", it, it, p->threads, p->tid, p->vec);
+    open_position_guard(r);
+    c->indent++;
+    c->scope++;
+    emit_inner_vars(r);
+    for (int k = 0; k < p->ninvariant; k++) {
+        cg_index idx[FU_MAX_RANK];
+        char dst[32];
+        invariant_index(r, k, idx);
+        snprintf(dst, sizeof dst, "fu_w%d + it * %d", k, p->vec);
+        emit_row_load(r, p->invariant_t[k], idx, dst, -1);
+    }
+    close_batch_slot(r);
+    c->vec = 1;
+    c->lane_var = -1;
+    for (int k = 0; k < p->ninvariant; k++) invariant_base(r, k, &r->invariant_base[k]);
 }
 
 /* The shift fu_m<i> of an online log-sum-exp's terms exp(x - m) once the
@@ -3355,6 +3463,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
             cg_line(c, "%s fu_g%d = %s; // this block's part of %s", cg_compute_type(fu_val(f, p->reds[i].out)->dtype), i,
                     fu_red_identity(p->reds[i].op, fu_val(f, p->reds[i].out)->dtype), fu_val(f, p->reds[i].out)->name);
     emit_row_lanes(r);
+    emit_row_invariant_loads(r);
     if (p->row_prefetch) { /* the staged arrays outlive a row: each row loads the next one's first batch */
         char first[64], step[64];
         strided_rows(p, c, first, step);
@@ -3558,6 +3667,10 @@ static void config_text(const red_params *p, fu_kernel_plan *kp)
         size_t n = strlen(kp->config);
         snprintf(kp->config + n, sizeof kp->config - n, " kept_values=%d", p->nkeep);
     }
+    if (p->ninvariant) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " row_invariant=%d", p->ninvariant);
+    }
 }
 
 /* kp->params_json: every number, flag and name of the struct. */
@@ -3609,6 +3722,8 @@ static char *params_json(const red_params *p, const fu_fusion *f)
     fu_sb_printf(&js, "], \"first_batch_early\": %s, \"row_prefetch\": %s, \"row_inputs_ahead\": ", p->first_batch_early ? "true" : "false",
                  p->row_prefetch ? "true" : "false");
     json_names(&js, f, p->row_ahead_t, p->nrow_ahead);
+    fu_sb_puts(&js, ", \"row_invariant\": ");
+    json_names(&js, f, p->invariant_t, p->ninvariant);
     fu_sb_puts(&js, ", \"passes_plan\": [");
     for (int q = 1; q <= p->passes; q++) {
         const red_pass *ps = &p->pass[q];
@@ -3696,6 +3811,7 @@ static red_params *plan_params(const fu_group *g, char *why, size_t nwhy)
         p->first_batch_early = ROW_LOADS_FIRST && (p->pass[1].nstage > 0 || p->ncache > 0);
         p->row_prefetch = choose_row_prefetch(p, f);
         choose_row_ahead(p, g);
+        choose_row_invariant(p, g);
         if (!plan_hoists(p, g)) {
             snprintf(why, nwhy, "out of memory");
             ok = false;
