@@ -1847,13 +1847,13 @@ static void choose_row_ahead(red_params *p, const fu_group *g)
  * loaded into registers before the row loop, where blocks (warps) take several
  * rows and a thread's positions are the same in each (no cluster parts, no row
  * alignment), one 16-byte vector a load, and every pass indexes the registers
- * by constants (one vector a thread, or unrolled passes). */
+ * by constants (unrolled, or one batch the whole row). */
 static void choose_row_invariant(red_params *p, const fu_group *g)
 {
     p->ninvariant = 0;
     if (ROW_INVARIANT_BYTES <= 0 || p->cluster > 1 || p->aligned_rows || p->rows <= p->grid * p->warp_rows) return;
-    for (int q = 1; q <= p->passes; q++)
-        if (p->iters > 1 && !p->pass[q].unrolled) return;
+    for (int q = 1; q <= p->passes; q++) /* (a rolled pass of one trip indexes by constants too) */
+        if (!p->pass[q].unrolled && p->pass[q].batch < p->iters) return;
     int64_t budget = ROW_INVARIANT_BYTES;
     for (int i = 0; i < p->nparams && p->ninvariant < MAX_INVARIANT; i++) {
         const fu_value *v = fu_val(g->f, p->param_t[i]);
