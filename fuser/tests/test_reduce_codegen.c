@@ -733,7 +733,8 @@ int main(void)
         CHECK_CONTAINS(b, decl);
         CHECK(count_in(b, w0) == 1 && count_in(b, w1) == 1);
         CHECK(count_in(b, "in1 + ") == 1 && count_in(b, "in2 + ") == 1); /* nowhere else */
-        CHECK(strstr(b, "fu_w0 +") < strstr(b, "for (int row = ")); /* before the row loop */
+        const char *loaded = strstr(b, "fu_w0 +"), *rows = strstr(b, "for (int row = ");
+        CHECK(loaded && rows && loaded < rows); /* before the row loop */
         /* each lane's weight, in both passes (bf16: its pair's half; f32: its element) */
         CHECK(count_in(b, dt == FU_BF16 ? "fu_pair_lo(fu_w0, it * 4 + 0)" : "fu_load(fu_w0[it * 4 + 0])") == 2);
         char *riw = one_kernel(rt, data, "row_invariant.fusion", ri_wide, 1, dt);
