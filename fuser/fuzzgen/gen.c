@@ -393,7 +393,17 @@ static fu_tensor mask_of(gen *g, fu_tensor a)
     return binary(g, op, a, b);
 }
 
-/* where(mask, a, other): other a literal (0, -1.5) or a pool tensor that broadcasts to a */
+/* where(m, a, other) or where(m, other, a): other a literal (0, -1.5) or -a */
+static fu_tensor where_of(gen *g, fu_tensor m, fu_tensor a)
+{
+    char nm[16];
+    fu_tensor other = chance(&g->rng, 50) ? scalar(g, chance(&g->rng, 50) ? 0.0 : -1.5, dtype_of(g, a))
+                                          : unary(g, FU_OP_NEG, a);
+    return chance(&g->rng, 50) ? fu_where(g->f, m, a, other, next_name(g, nm, sizeof nm))
+                               : fu_where(g->f, m, other, a, next_name(g, nm, sizeof nm));
+}
+
+/* where on a mask of a (compared with a pool tensor or a literal; combined or negated) */
 static fu_tensor step_where(gen *g, fu_tensor a)
 {
     char nm[16];
@@ -405,10 +415,7 @@ static fu_tensor step_where(gen *g, fu_tensor a)
     } else if (k == 2) {
         m = fu_unary(g->f, FU_OP_LOGICAL_NOT, m, next_name(g, nm, sizeof nm));
     }
-    fu_tensor other = chance(&g->rng, 50) ? scalar(g, chance(&g->rng, 50) ? 0.0 : -1.5, dtype_of(g, a))
-                                          : unary(g, FU_OP_NEG, a);
-    return chance(&g->rng, 50) ? fu_where(g->f, m, a, other, next_name(g, nm, sizeof nm))
-                               : fu_where(g->f, m, other, a, next_name(g, nm, sizeof nm));
+    return where_of(g, m, a);
 }
 
 /* an iota along one of a's axes: compared with a position (a causal-like mask for a
@@ -532,9 +539,7 @@ static fu_tensor step_row_where(gen *g, fu_tensor a)
     fu_op op = compare_ops[below(&g->rng, 6)];
     fu_tensor m = binary(g, op, r, scalar(g, (double)(below(&g->rng, 5) - 2) * 0.5, dtype_of(g, r)));
     if (chance(&g->rng, 25)) m = fu_unary(g->f, FU_OP_LOGICAL_NOT, m, next_name(g, nm, sizeof nm));
-    fu_tensor other = chance(&g->rng, 50) ? scalar(g, chance(&g->rng, 50) ? 0.0 : -1.5, dtype_of(g, a)) : unary(g, FU_OP_NEG, a);
-    return chance(&g->rng, 50) ? fu_where(g->f, m, a, other, next_name(g, nm, sizeof nm))
-                               : fu_where(g->f, m, other, a, next_name(g, nm, sizeof nm));
+    return where_of(g, m, a);
 }
 
 static fu_tensor step(gen *g)

@@ -2121,8 +2121,26 @@ static void full_index(red_emit *r, cg_index *idx)
     }
 }
 
+/* Input t's index at the thread's row position (its vector's lane 0, c->vec
+ * lanes along the last axis): a full-size input's, or a per-column one's
+ * (col_index; ROW_INVARIANT_BYTES). */
+static void position_index(red_emit *r, fu_tensor t, cg_index *idx)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_value *v = fu_val(r->f, t);
+    if (is_full_shape(r->p, v)) {
+        full_index(r, idx);
+        return;
+    }
+    col_index(r->p, c, v, idx);
+    if (r->p->vec > 1) {
+        idx[v->rank - 1].lane_coef = 1;
+        cg_index_refresh(c, &idx[v->rank - 1]);
+    }
+}
+
 /* The offset of input t at the row position with the lane term removed: what
- * lookup_cache matches to find a cached or staged element. */
+ * lookup_cache matches to find a cached, staged or row-invariant element. */
 static void canonical_base(red_emit *r, fu_tensor t, cg_index *base)
 {
     cg_ctx *c = &r->w->cg;
@@ -2132,36 +2150,7 @@ static void canonical_base(red_emit *r, fu_tensor t, cg_index *base)
     c->vec = r->p->vec;
     c->lane_var = r->p->vec > 1 ? r->p->rank - 1 : -1;
     c->lane = 0;
-    full_index(r, idx);
-    cg_offset(c, v->rank, v->shape, v->strides, idx, base);
-    base->lane_coef = 0;
-    c->vec = saved_vec;
-    c->lane_var = saved_lane_var;
-}
-
-/* Per-column input k of the row-invariant registers (ROW_INVARIANT_BYTES): its
- * index at the thread's position (lane 0), and the offset lookup_cache matches. */
-static void invariant_index(red_emit *r, int k, cg_index *idx)
-{
-    cg_ctx *c = &r->w->cg;
-    const fu_value *v = fu_val(r->f, r->p->invariant_t[k]);
-    col_index(r->p, c, v, idx);
-    if (r->p->vec > 1) {
-        idx[v->rank - 1].lane_coef = 1;
-        cg_index_refresh(c, &idx[v->rank - 1]);
-    }
-}
-
-static void invariant_base(red_emit *r, int k, cg_index *base)
-{
-    cg_ctx *c = &r->w->cg;
-    const fu_value *v = fu_val(r->f, r->p->invariant_t[k]);
-    int saved_vec = c->vec, saved_lane_var = c->lane_var;
-    c->vec = r->p->vec;
-    c->lane_var = r->p->vec > 1 ? r->p->rank - 1 : -1;
-    c->lane = 0;
-    cg_index idx[FU_MAX_RANK];
-    invariant_index(r, k, idx);
+    position_index(r, t, idx);
     cg_offset(c, v->rank, v->shape, v->strides, idx, base);
     base->lane_coef = 0;
     c->vec = saved_vec;
@@ -2265,19 +2254,27 @@ static void open_position_guard(red_emit *r)
  * and row position kb, guarded as open_position_guard says, and the inner-axis
  * variables), in the batch at it0 or, `ahead`, the next one; close_batch_slot
  * ends it. */
-static void open_slots(red_emit *r, int from, int to, bool ahead)
+/* kb, the row position of the thread's vector `it` (in this block's part of
+ * the row, after the row's unaligned head). */
+static void emit_slot_position(red_emit *r)
 {
     const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "const %s kb = %s%s((%s)it * %d + %s) * %d;", it, p->cluster > 1 ? "fu_kbase + " : "",
+            p->aligned_rows ? "fu_head + " : "", it, p->threads, p->tid, p->vec);
+}
+
+static void open_slots(red_emit *r, int from, int to, bool ahead)
+{
+    cg_ctx *c = &r->w->cg;
     cg_line(c, "#pragma unroll");
     cg_line(c, "for (int b = %d; b < %d; b++) {", from, to);
     c->indent++;
     c->scope++;
     if (ahead) cg_line(c, "const int it = it0 + %d + b; // the next batch", r->ps->batch);
     else cg_line(c, "const int it = it0 + b;");
-    cg_line(c, "const %s kb = %s%s((%s)it * %d + %s) * %d;", it, p->cluster > 1 ? "fu_kbase + " : "",
-            p->aligned_rows ? "fu_head + " : "", it, p->threads, p->tid, p->vec);
+    emit_slot_position(r);
     open_position_guard(r);
     c->indent++;
     c->scope++;
@@ -2307,7 +2304,6 @@ static void emit_row_invariant_loads(red_emit *r)
     const red_params *p = r->p;
     if (p->ninvariant == 0) return;
     cg_ctx *c = &r->w->cg;
-    const char *it = c->index64 ? "long long" : "int";
     for (int k = 0; k < p->ninvariant; k++) {
         const fu_value *v = fu_val(r->f, p->invariant_t[k]);
         cg_line(c, "alignas(16) %s fu_w%d[%d]; // '%s', the same at every row: loaded once", cg_storage_type(v->dtype), k,
@@ -2320,7 +2316,7 @@ static void emit_row_invariant_loads(red_emit *r)
     cg_line(c, "for (int it = 0; it < %d; it++) {", p->iters);
     c->indent++;
     c->scope++;
-    cg_line(c, "const %s kb = ((%s)it * %d + %s) * %d;", it, it, p->threads, p->tid, p->vec);
+    emit_slot_position(r);
     open_position_guard(r);
     c->indent++;
     c->scope++;
@@ -2328,14 +2324,14 @@ static void emit_row_invariant_loads(red_emit *r)
     for (int k = 0; k < p->ninvariant; k++) {
         cg_index idx[FU_MAX_RANK];
         char dst[32];
-        invariant_index(r, k, idx);
+        position_index(r, p->invariant_t[k], idx);
         snprintf(dst, sizeof dst, "fu_w%d + it * %d", k, p->vec);
         emit_row_load(r, p->invariant_t[k], idx, dst, -1);
     }
     close_batch_slot(r);
     c->vec = 1;
     c->lane_var = -1;
-    for (int k = 0; k < p->ninvariant; k++) invariant_base(r, k, &r->invariant_base[k]);
+    for (int k = 0; k < p->ninvariant; k++) canonical_base(r, p->invariant_t[k], &r->invariant_base[k]);
 }
 
 /* The shift fu_m<i> of an online log-sum-exp's terms exp(x - m) once the
