@@ -379,17 +379,14 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < sizeof bl / sizeof bl[0]; k++) run_case(rt, data, "bounded_lse.fusion", bl[k], 2, dts[d], false);
     /* The row scheduler's layouts (docs/perf.md v17), on the suites' fusions: rows split over
      * a thread-block cluster (cross entropy fwd+bwd, f32 at V = 65536: 2 blocks a row, at
-     * 256000: 8; bf16 at 256000: 2, each reading 2 of its 16 vectors a thread again, as f32
-     * does at 128256, over 9 rows and over 140, more than the 66 clusters: each cluster's
-     * slots alternate between its rows), a warp a row (layer norm at 768 columns; the cross entropy
+     * 256000: 8; bf16 at 256000: 4), a warp a row (layer norm at 768 columns; the cross entropy
      * forward at V = 4096, whose mean is a grid reduction over the warps' rows), and both of
      * softmax backward's inputs kept in shared memory (4096 columns). */
     const char *suites = getenv("FUSER_SUITES_DIR");
     CHECK(suites != NULL);
     const char *cl2[] = {"N=24", "V=65536"}, *cl8[] = {"N=9", "V=256000"}, *ln[] = {"N=4096", "D=768"};
     const char *ce_warp[] = {"N=4096", "V=4096"}, *sm[] = {"N=600", "D=4096"};
-    const char *ragged[] = {"N=5", "V=100004"}; /* f32: 2 parts of 50004, the last one 50000 */
-    const char *reread[] = {"N=9", "V=128256"}, *reread_rows[] = {"N=140", "V=128256"};
+    const char *ragged[] = {"N=5", "V=100004"}; /* f32: 4 parts of 25004, the last one 24992 */
     for (int d = 0; suites && d < 2; d++) {
         run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", cl2, 2, dts[d], false);
         run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", cl8, 2, dts[d], false);
@@ -398,17 +395,14 @@ int main(int argc, char **argv)
         run_case(rt, suites, "cross_entropy/cross_entropy_fwd.fusion", ce_warp, 2, dts[d], false);
         run_case(rt, suites, "softmax/softmax_bwd.fusion", sm, 2, dts[d], false);
         run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", ragged, 2, dts[d], false);
-        run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", reread, 2, dts[d], false);
-        run_case(rt, suites, "cross_entropy/cross_entropy_bwd.fusion", reread_rows, 2, dts[d], false);
     }
     /* Rows whose length is no multiple of the vector (ALIGNED_ROWS): each row's vectors from
      * its first aligned element, its edges element by element; the rows start at every residue
      * of the vector. A block a row (the cross entropy forward at the odd vocabulary, its mean a
      * grid reduction), rows from the queue kept in shared memory (cross entropy backward, the
      * masked softmax's bool row in 4-byte slots), in registers (softmax backward at 4097), a warp
-     * a row (softmax at 257 columns), split over a cluster (fwd+bwd at V = 65537: 2 blocks;
-     * bwd at 256001: f32 8, bf16 2 reading 2 vectors a thread again), the edges holding the
-     * target's logit (V = 1031). */
+     * a row (softmax at 257 columns), split over a cluster (fwd+bwd at V = 65537: f32 4 blocks,
+     * bf16 2; bwd at 256001: f32 8, bf16 4), the edges holding the target's logit (V = 1031). */
     const char *ce_odd[] = {"N=67", "V=50257"}, *ce_queue[] = {"N=300", "V=50257"}, *msk[] = {"N=300"};
     const char *sm_reg[] = {"N=600", "D=4097"}, *sm_warp[] = {"N=16384", "D=257"}, *cl_odd[] = {"N=24", "V=65537"};
     const char *cl8_odd[] = {"N=9", "V=256001"}, *ce_small[] = {"N=515", "V=1031"};

@@ -415,16 +415,6 @@
 #ifndef CLUSTER_ROWS
 #define CLUSTER_ROWS 1
 #endif
-/* A cluster must fit a GPC, and on the 132-SM GH100 (H100, H200) clusters of 4
- * and 8 keep only 120 SMs busy, clusters of 2 all of them (docs/perf.md v39).
- * So where the fewest blocks whose parts fit are 4 or 8, a cluster of 2 is
- * taken instead if its blocks' shared memory keeps all but at most
- * CLUSTER_REREAD_EIGHTHS eighths of a thread's vectors of its part: the later
- * passes read the rest again, first, right after pass 1 read them last (from
- * L2). 0 turns it off. */
-#ifndef CLUSTER_REREAD_EIGHTHS
-#define CLUSTER_REREAD_EIGHTHS 1
-#endif
 #define STATIC_SHARED_BYTES 1024 /* fu_smem, fu_last and fu_next, rounded up */
 /* Column reductions: the blocks' partials are combined by the last block of
  * each group of COL_GROUP_BLOCKS blocks, then the groups' by the last group;
@@ -558,8 +548,6 @@ typedef struct red_params {
     int warp_rows;      /* rows of a block at once, a warp each (WARP_ROWS), or 1: the block's threads a row */
     int cluster;        /* blocks a row is split over (CLUSTER_ROWS), or 1 */
     int64_t K_part;     /* a block's part of the row: K, or K / cluster rounded up to vectors */
-    int reread_iters;   /* a thread's last vectors of its part not kept in the shared-memory slots,
-                         * read again by the later passes (CLUSTER_REREAD_EIGHTHS); else 0 */
     int nslots;         /* distributed-shared-memory slots per row (the row reductions), with cluster > 1 */
     int block_threads;  /* threads * warp_rows */
     const char *tid;    /* the thread's index within its row: "threadIdx.x" or "fu_lane" */
@@ -1399,18 +1387,12 @@ static bool cache_in_smem(const red_params *p, const fu_fusion *f)
     return !(p->iters <= REGISTER_ROW_ITERS && p->ncol == 0);
 }
 
-/* A thread's vectors of its row (part) that its shared-memory slots keep. */
-static int kept_iters(const red_params *p)
-{
-    return p->iters - p->reread_iters;
-}
-
 /* Bytes of shared memory the chosen inputs' slots take. */
 static int64_t smem_cache_bytes(const red_params *p, const fu_group *g)
 {
     int64_t total = 0;
     for (int k = 0; k < p->ncache; k++) {
-        total += (int64_t)kept_iters(p) * p->block_threads * (int)fu_dtype_size(fu_val(g->f, p->cache_t[k])->dtype) * p->vec;
+        total += (int64_t)p->iters * p->block_threads * (int)fu_dtype_size(fu_val(g->f, p->cache_t[k])->dtype) * p->vec;
         total = (total + 15) / 16 * 16;
     }
     return total;
@@ -1423,7 +1405,7 @@ static void choose_smem_cache(red_params *p, const fu_group *g)
     for (int k = 0; k < p->ncache; k++) {
         p->smem_slot_bytes[k] = (int)fu_dtype_size(fu_val(g->f, p->cache_t[k])->dtype) * p->vec;
         p->smem_offset[k] = total;
-        total += (int64_t)kept_iters(p) * p->block_threads * p->smem_slot_bytes[k];
+        total += (int64_t)p->iters * p->block_threads * p->smem_slot_bytes[k];
         total = (total + 15) / 16 * 16;
     }
     if (total + STATIC_SHARED_BYTES > g->opts->max_shared_per_block) return;
@@ -1537,36 +1519,6 @@ static int register_row_threads(const red_params *p, const fu_group *g, int thre
     return t;
 }
 
-/* A row's part in clusters of C blocks: its elements (whole vectors), and a
- * thread's vectors of it at row_threads' threads. */
-static int64_t cluster_part(const red_params *p, int C, int *iters)
-{
-    int64_t part = (p->K + C - 1) / C;
-    part = (part + p->vec - 1) / p->vec * p->vec;
-    int64_t vecs = part / p->vec;
-    int threads = row_threads(p, vecs);
-    *iters = (int)((vecs + threads - 1) / threads);
-    return part;
-}
-
-/* CLUSTER_REREAD_EIGHTHS: whether clusters of 2 keep enough of their parts in
- * shared memory (`room` bytes a block, elem_bytes a row position) to be taken
- * instead of 4 or 8; if so, they are. */
-static bool choose_cluster_of_two(red_params *p, int64_t elem_bytes, int64_t room)
-{
-    if (!CLUSTER_REREAD_EIGHTHS) return false;
-    int iters;
-    int64_t part = cluster_part(p, 2, &iters);
-    int threads = row_threads(p, part / p->vec);
-    int64_t kept = (room - 16 * MAX_CACHE) / ((int64_t)threads * p->vec * elem_bytes);
-    if (kept > iters) kept = iters;
-    if (kept < 1 || (iters - kept) * 8 > (int64_t)iters * CLUSTER_REREAD_EIGHTHS) return false;
-    p->cluster = 2;
-    p->K_part = part;
-    p->reread_iters = (int)(iters - kept);
-    return true;
-}
-
 /* CLUSTER_ROWS: the fewest blocks (2, 4, 8) a row is split over so that each
  * block's part of the inputs a later pass reads again fits its shared memory,
  * where the whole row does not; else 1. */
@@ -1574,7 +1526,6 @@ static void choose_cluster(red_params *p, const fu_group *g)
 {
     p->cluster = 1;
     p->K_part = p->K;
-    p->reread_iters = 0;
     /* (not for rows read one element at a time, an odd vocabulary: a cluster's part
      * of 7 scalars a thread keeps too few bytes in flight: bf16 4093 x 50257 fwd+bwd
      * took 2114 us in clusters of 8, 588 us re-reading the row) */
@@ -1583,15 +1534,16 @@ static void choose_cluster(red_params *p, const fu_group *g)
     if (elem_bytes == 0) return;
     const int64_t room = g->opts->max_shared_per_block - STATIC_SHARED_BYTES - 2 * MAX_REDS * 16;
     for (int C = 1; C <= g->opts->max_cluster && C <= 8; C *= 2) {
-        int iters;
-        int64_t part = cluster_part(p, C, &iters);
-        int threads = row_threads(p, part / p->vec);
+        int64_t part = (p->K + C - 1) / C;
+        part = (part + p->vec - 1) / p->vec * p->vec;
+        int64_t vecs = part / p->vec;
+        int threads = row_threads(p, vecs);
+        int64_t iters = (vecs + threads - 1) / threads;
         if (iters > CACHED_ROW_ITERS) continue; /* (a thread's slots: the register budget's rows) */
         if (C == 1 && iters * p->vec * elem_bytes <= CACHE_BYTES) return; /* one block's registers hold the row */
-        if ((int64_t)iters * threads * p->vec * elem_bytes + 16 * MAX_CACHE > room) continue;
+        if (iters * threads * p->vec * elem_bytes + 16 * MAX_CACHE > room) continue;
         if (C == 1) return; /* the whole row fits one block */
         if (p->rows < 2 || p->K < 2 * C * p->vec) return;
-        if (C > 2 && choose_cluster_of_two(p, elem_bytes, room)) return;
         p->cluster = C;
         p->K_part = part;
         return;
@@ -2263,20 +2215,12 @@ static void emit_row_load(red_emit *r, fu_tensor t, const cg_index *idx, const c
     const char *wide = cg_vector_type(bytes);
     bool vector = p->vec > 1 && cg_offset_vectorizable(c, &off, p->vec);
     int sk = smem_index(p, t);
-    bool reread = false;
     if (raw_dst && sk >= 0 && r->pass > 1) { /* kept by pass 1 in this thread's slots */
         char slot[96];
         smem_slot(p, sk, slot, sizeof slot);
-        if (!p->reread_iters) {
-            cg_line(c, "*(%s *)(%s) = *(const %s *)(%s);", wide, raw_dst, wide, slot);
-            c->lane = 0;
-            return;
-        }
-        cg_line(c, "if (it < %d) { // kept in this thread's slots", kept_iters(p));
-        cg_line(c, "  *(%s *)(%s) = *(const %s *)(%s);", wide, raw_dst, wide, slot);
-        cg_line(c, "} else { // not kept: read again (from L2, pass 1 read it last)");
-        c->indent++;
-        reread = true;
+        cg_line(c, "*(%s *)(%s) = *(const %s *)(%s);", wide, raw_dst, wide, slot);
+        c->lane = 0;
+        return;
     }
     if (raw_dst) {
         if (vector) cg_line(c, "*(%s *)(%s) = __ldg((const %s *)(%s + %s));", wide, raw_dst, wide, par->name, base);
@@ -2286,10 +2230,6 @@ static void emit_row_load(red_emit *r, fu_tensor t, const cg_index *idx, const c
                 cg_index_refresh(c, &off);
                 cg_line(c, "(%s)[%d] = %s[%s];", raw_dst, lane, par->name, off.expr);
             }
-        if (reread) {
-            c->indent--;
-            cg_line(c, "}");
-        }
     } else { /* the cross-pass cache keeps the row in its storage type */
         char dst[48];
         snprintf(dst, sizeof dst, "fu_c%d + it * %d", cache_k, p->vec);
@@ -2332,13 +2272,7 @@ static void open_slots(red_emit *r, int from, int to, bool ahead)
     cg_line(c, "for (int b = %d; b < %d; b++) {", from, to);
     c->indent++;
     c->scope++;
-    const red_params *p = r->p;
-    if (r->pass > 1 && p->reread_iters) { /* the vectors not kept first, while L2 still has them */
-        if (ahead) cg_line(c, "const int j = it0 + %d + b; // the next batch", r->ps->batch);
-        else cg_line(c, "const int j = it0 + b;");
-        cg_line(c, "const int it = j < %d ? j + %d : j < %d ? j - %d : j; // the last %d (not kept) first", p->reread_iters,
-                kept_iters(p), p->iters, p->reread_iters, p->reread_iters);
-    } else if (ahead) cg_line(c, "const int it = it0 + %d + b; // the next batch", r->ps->batch);
+    if (ahead) cg_line(c, "const int it = it0 + %d + b; // the next batch", r->ps->batch);
     else cg_line(c, "const int it = it0 + b;");
     emit_slot_position(r);
     open_position_guard(r);
@@ -2896,7 +2830,6 @@ static void emit_pass_loop(red_emit *r, int pass, bool issued)
     /* pass 1 keeps the row in this thread's slots for the later passes */
     if (pass == 1 && p->nsmem) {
         open_batch_slot(r);
-        if (p->reread_iters) cg_line(c, "if (it < %d) { // the slots keep the part's first %d", kept_iters(p), kept_iters(p));
         for (int k = 0; k < ps->nstage; k++) {
             int sk = smem_index(p, ps->stage_t[k]);
             if (sk < 0) continue;
@@ -2905,7 +2838,6 @@ static void emit_pass_loop(red_emit *r, int pass, bool issued)
             const char *wide = cg_vector_type(p->smem_slot_bytes[sk]);
             cg_line(c, "*(%s *)(%s) = *(const %s *)(fu_s%d + b * %d);", wide, slot, wide, k, p->vec);
         }
-        if (p->reread_iters) cg_line(c, "}");
         close_batch_slot(r);
     }
     c->vec = 1; /* per-row code after the pass is scalar */
@@ -3713,10 +3645,6 @@ static void config_text(const red_params *p, fu_kernel_plan *kp)
     if (p->cluster > 1) {
         size_t n = strlen(kp->config);
         snprintf(kp->config + n, sizeof kp->config - n, " cluster=%d part=%lld", p->cluster, (long long)p->K_part);
-        if (p->reread_iters) {
-            n = strlen(kp->config);
-            snprintf(kp->config + n, sizeof kp->config - n, " reread_iters=%d", p->reread_iters);
-        }
     }
     if (p->ncol) {
         size_t n = strlen(kp->config);
@@ -3768,12 +3696,12 @@ static char *params_json(const red_params *p, const fu_fusion *f)
     }
     fu_sb_printf(&js,
                  "], \"vec\": %d, \"aligned_rows\": %s, \"threads\": %d, \"iters\": %d, \"passes\": %d, \"online_lse\": %d, \"mufu_rows\": %s, "
-                 "\"warp_rows\": %d, \"cluster\": %d, \"part\": %lld, \"reread_iters\": %d, \"cluster_slots\": %d, \"block\": %d, \"grid\": %lld, "
+                 "\"warp_rows\": %d, \"cluster\": %d, \"part\": %lld, \"cluster_slots\": %d, \"block\": %d, \"grid\": %lld, "
                  "\"blocks_per_sm\": %d, \"min_blocks\": %d, \"shared_bytes\": %lld, \"queue\": %s, \"partials\": %lld, "
                  "\"grid_reductions\": %d, \"column_reductions\": %d, \"column_groups\": %lld, \"grid_sync\": %s, "
                  "\"workspace_bytes\": %zu, ",
                  p->vec, p->aligned_rows ? "true" : "false", p->threads, p->iters, p->passes, p->nonline, p->mufu_rows ? "true" : "false", p->warp_rows,
-                 p->cluster, (long long)p->K_part, p->reread_iters,
+                 p->cluster, (long long)p->K_part,
                  p->nslots, p->block_threads, (long long)p->grid, p->blocks_per_sm, p->min_blocks, (long long)p->smem_bytes,
                  p->queue ? "true" : "false", (long long)p->partials, p->ngrid, p->ncol, (long long)p->col_groups,
                  p->grid_sync ? "true" : "false", p->workspace_bytes);
