@@ -276,6 +276,16 @@
 /* A row's first batch of loads is issued before its per-row values (the
  * target id, the logit it picks), which wait on a load each: otherwise every
  * row starts with that round trip, its bulk loads not yet in flight. */
+/* The per-row values only the row's end needs (a loss's picked logit, gathered
+ * at the row's target) are loaded before the last pass, not when the row
+ * starts: in flight during that pass still, and the row's start does not wait
+ * on them. The fused bf16 cross entropy at V = 256000 stalled at its start on
+ * its target id (made a uniform register for the gather's address) before
+ * issuing its first batch's last load, and ran 4.7% behind the backward of the
+ * same layout (docs/perf.md v40). 0 loads them when the row starts. */
+#ifndef HOIST_PASS_AHEAD
+#define HOIST_PASS_AHEAD 1
+#endif
 #ifndef ROW_LOADS_FIRST
 #define ROW_LOADS_FIRST 1
 #endif
@@ -1352,18 +1362,37 @@ static bool hoist_from(red_params *p, const fu_group *g, tensor_list *l, fu_tens
     return hoist_walk(p, g, l, t, ready, 0);
 }
 
+/* HOIST_PASS_AHEAD: the hoist point (0: when the row starts, q: after pass q)
+ * of a root's per-row values that nothing needs before the passes are done
+ * (need: passes + 1; a per-row or scalar output, a grid sum of per-row values):
+ * before the last pass, and only what was ready a pass earlier (loads, not
+ * their consumers). Else 0. */
+static int first_hoist(const red_params *p, int need)
+{
+    return HOIST_PASS_AHEAD && p->passes >= 2 && need > p->passes ? p->passes - 1 : 0;
+}
+
 /* The values hoisted when the row starts (pass 0: the prologue's reductions
  * are known) and after each pass but the last (every row reduction of the
- * passes so far: what the emitter has made available by then). */
+ * passes so far: what the emitter has made available by then). A root (an
+ * output, a reduction's input) is walked from its first_hoist on. */
 static bool plan_hoists(red_params *p, const fu_group *g)
 {
     bool ok = true;
     for (int pass = 0; pass < p->passes && ok; pass++) {
         tensor_list *l = &p->pass[pass].hoist;
         const uint32_t ready = ready_after(p, pass);
-        for (int o = 0; o < g->noutputs && ok; o++) ok = hoist_from(p, g, l, g->outputs[o], ready);
-        for (int i = 0; i < p->nred && ok; i++)
-            if (pass == 0 ? p->reds[i].kind != RK_GRID_PRO : p->reds[i].pass > pass) ok = hoist_from(p, g, l, p->reds[i].in, ready);
+        for (int o = 0; o < g->noutputs && ok; o++) {
+            fu_tensor t = g->outputs[o];
+            int first = first_hoist(p, is_full_shape(p, fu_val(g->f, t)) ? output_pass(p, t) : p->passes + 1);
+            if (pass >= first) ok = hoist_from(p, g, l, t, first > 0 ? ready_after(p, first - 1) : ready);
+        }
+        for (int i = 0; i < p->nred && ok; i++) {
+            const red_info *ri = &p->reds[i];
+            int first = ri->kind == RK_GRID_EPI ? first_hoist(p, p->passes + 1) : 0;
+            if (ri->kind == RK_GRID_PRO || !(pass == first || (pass > first && ri->pass > pass))) continue;
+            ok = hoist_from(p, g, l, ri->in, first > 0 ? ready_after(p, first - 1) : ready);
+        }
     }
     return ok;
 }
