@@ -276,6 +276,9 @@
 /* A row's first batch of loads is issued before its per-row values (the
  * target id, the logit it picks), which wait on a load each: otherwise every
  * row starts with that round trip, its bulk loads not yet in flight. */
+#ifndef ROW_LOADS_FIRST
+#define ROW_LOADS_FIRST 1
+#endif
 /* The per-row values only the row's end needs (a loss's picked logit, gathered
  * at the row's target) are loaded before the last pass, not when the row
  * starts: in flight during that pass still, and the row's start does not wait
@@ -285,9 +288,6 @@
  * same layout (docs/perf.md v40). 0 loads them when the row starts. */
 #ifndef HOIST_PASS_AHEAD
 #define HOIST_PASS_AHEAD 1
-#endif
-#ifndef ROW_LOADS_FIRST
-#define ROW_LOADS_FIRST 1
 #endif
 /* The next row's first batch of pass 1 is loaded as soon as this row's pass 1
  * is done with the staged arrays, so that its loads are in flight during this
