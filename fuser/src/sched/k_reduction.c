@@ -285,9 +285,10 @@
  * on them. The fused bf16 cross entropy at V = 256000 stalled at its start on
  * its target id (made a uniform register for the gather's address) before
  * issuing its first batch's last load, and ran 4.7% behind the backward of the
- * same layout (docs/perf.md v40). 0 loads them when the row starts. */
+ * same layout (docs/perf.md v40). Off (0: loaded when the row starts) until an
+ * A/B on a GPU has timed it; 1 turns it on. */
 #ifndef HOIST_PASS_AHEAD
-#define HOIST_PASS_AHEAD 1
+#define HOIST_PASS_AHEAD 0
 #endif
 /* The next row's first batch of pass 1 is loaded as soon as this row's pass 1
  * is done with the staged arrays, so that its loads are in flight during this
