@@ -422,7 +422,7 @@ static void axis_vars(cg_ctx *c, int rank, const int64_t *shape, const bool *pic
     int64_t stride = 1;
     for (int a = rank - 1; a >= 0; a--) {
         if (pick && pick[a] != want) continue;
-        char name[24];
+        char name[32]; /* a prefix of up to 15 characters and an axis number */
         snprintf(name, sizeof name, "%s%d", prefix, a);
         int var = cg_add_var(c, name);
         cg_digit_var(c, var, flat, stride, shape[a], false);
