@@ -426,6 +426,14 @@
 #ifndef CLUSTER_ROWS
 #define CLUSTER_ROWS 1
 #endif
+/* The row reductions' cluster barrier released by the slot writer's warp only,
+ * the other warps arriving relaxed (fu_cluster_sync_slots): in the cross
+ * entropy's cluster kernels 7-8% of the warps' stall samples wait on the
+ * release's ERRBAR, in every warp (docs/perf.md v40). Off until a GPU has
+ * timed it; 1 turns it on. */
+#ifndef CLUSTER_RELAXED_ARRIVE
+#define CLUSTER_RELAXED_ARRIVE 0
+#endif
 #define STATIC_SHARED_BYTES 1024 /* fu_smem, fu_last and fu_next, rounded up */
 /* Column reductions: the blocks' partials are combined by the last block of
  * each group of COL_GROUP_BLOCKS blocks, then the groups' by the last group;
@@ -2909,8 +2917,8 @@ static void emit_pass_reductions(red_emit *r, int pass)
             else if (p->warp_rows > 1 || one_warp_block(p)) cg_line(c, "fu_lse_warp(%s, %s);", m, r->var[i]);
             else cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, r->var[i]);
             if (p->cluster > 1)
-                cg_line(c, "fu_lse_cluster<%d>(%s, %s, (float *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
-                        p->cluster, m, r->var[i], p->nslots, i);
+                cg_line(c, "fu_lse_cluster<%d%s>(%s, %s, (float *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
+                        p->cluster, CLUSTER_RELAXED_ARRIVE ? ", true" : "", m, r->var[i], p->nslots, i);
             r->avail[ri->online_max] = true;
         } else {
             if (p->warp_rows > 1 && p->threads < 32)
@@ -2918,8 +2926,9 @@ static void emit_pass_reductions(red_emit *r, int pass)
             else if (p->warp_rows > 1) cg_line(c, "%s = fu_warp_reduce(%s, %s);", r->var[i], r->var[i], op_functor(ri->op));
             else if (partner < 0 && !joined[i]) emit_block_reduce(r, r->var[i], r->var[i], ri->op, ct);
             if (p->cluster > 1)
-                cg_line(c, "%s = fu_cluster_reduce<%d>(%s, %s, (%s *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
-                        r->var[i], p->cluster, r->var[i], op_functor(ri->op), ct, p->nslots, i);
+                cg_line(c, "%s = fu_cluster_reduce<%d%s>(%s, %s, (%s *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
+                        r->var[i], p->cluster, CLUSTER_RELAXED_ARRIVE ? ", true" : "", r->var[i], op_functor(ri->op), ct,
+                        p->nslots, i);
             if (ri->online_max >= 0) r->avail[ri->online_max] = true; /* shift_only: the shift */
         }
         r->avail[i] = ri->kind == RK_ROW;
