@@ -1381,6 +1381,13 @@ static int first_hoist(const red_params *p, int need)
     return HOIST_PASS_AHEAD && p->passes >= 2 && need > p->passes ? p->passes - 1 : 0;
 }
 
+/* The reductions a root's walk at hoist point `pass` may use: those final by
+ * then, or at a later first hoist (first_hoist > 0) those final a pass earlier. */
+static uint32_t root_ready(const red_params *p, int pass, int first)
+{
+    return pass == first && first > 0 ? ready_after(p, first - 1) : ready_after(p, pass);
+}
+
 /* The values hoisted when the row starts (pass 0: the prologue's reductions
  * are known) and after each pass but the last (every row reduction of the
  * passes so far: what the emitter has made available by then). A root (an
@@ -1390,17 +1397,16 @@ static bool plan_hoists(red_params *p, const fu_group *g)
     bool ok = true;
     for (int pass = 0; pass < p->passes && ok; pass++) {
         tensor_list *l = &p->pass[pass].hoist;
-        const uint32_t ready = ready_after(p, pass);
         for (int o = 0; o < g->noutputs && ok; o++) {
             fu_tensor t = g->outputs[o];
             int first = first_hoist(p, is_full_shape(p, fu_val(g->f, t)) ? output_pass(p, t) : p->passes + 1);
-            if (pass >= first) ok = hoist_from(p, g, l, t, first > 0 ? ready_after(p, first - 1) : ready);
+            if (pass >= first) ok = hoist_from(p, g, l, t, root_ready(p, pass, first));
         }
         for (int i = 0; i < p->nred && ok; i++) {
             const red_info *ri = &p->reds[i];
             int first = ri->kind == RK_GRID_EPI ? first_hoist(p, p->passes + 1) : 0;
             if (ri->kind == RK_GRID_PRO || !(pass == first || (pass > first && ri->pass > pass))) continue;
-            ok = hoist_from(p, g, l, ri->in, first > 0 ? ready_after(p, first - 1) : ready);
+            ok = hoist_from(p, g, l, ri->in, root_ready(p, pass, first));
         }
     }
     return ok;
@@ -2288,10 +2294,6 @@ static void open_position_guard(red_emit *r)
     else cg_line(&r->w->cg, "{ // the batches cover the row exactly");
 }
 
-/* Opens the batch slots [from, to) of an unrolled pass (b, its iteration it
- * and row position kb, guarded as open_position_guard says, and the inner-axis
- * variables), in the batch at it0 or, `ahead`, the next one; close_batch_slot
- * ends it. */
 /* kb, the row position of the thread's vector `it` (in this block's part of
  * the row, after the row's unaligned head). */
 static void emit_slot_position(red_emit *r)
@@ -2303,6 +2305,10 @@ static void emit_slot_position(red_emit *r)
             p->aligned_rows ? "fu_head + " : "", it, p->threads, p->tid, p->vec);
 }
 
+/* Opens the batch slots [from, to) of an unrolled pass (b, its iteration it
+ * and row position kb, guarded as open_position_guard says, and the inner-axis
+ * variables), in the batch at it0 or, `ahead`, the next one; close_batch_slot
+ * ends it. */
 static void open_slots(red_emit *r, int from, int to, bool ahead)
 {
     cg_ctx *c = &r->w->cg;
