@@ -279,16 +279,19 @@
 #ifndef ROW_LOADS_FIRST
 #define ROW_LOADS_FIRST 1
 #endif
-/* The per-row values only the row's end needs (a loss's picked logit, gathered
- * at the row's target) are loaded before the last pass, not when the row
- * starts: in flight during that pass still, and the row's start does not wait
- * on them. The fused bf16 cross entropy at V = 256000 stalled at its start on
- * its target id (made a uniform register for the gather's address) before
- * issuing its first batch's last load, and ran 4.7% behind the backward of the
- * same layout (docs/perf.md v40). Off (0: loaded when the row starts) until an
- * A/B on a GPU has timed it; 1 turns it on. */
+/* In a row split over a cluster, the per-row values only the row's end needs
+ * (a loss's picked logit, gathered at the row's target) are loaded before the
+ * last pass, not when the row starts: the cluster barrier of pass 1's
+ * reductions covers their latency, and the row's start does not wait on them.
+ * The fused bf16 cross entropy at V = 256000 stalled at its start on its target
+ * id (made a uniform register for the gather's address) before issuing its
+ * first batch's last load (docs/perf.md v40); on an H100 the move took 4.6% off
+ * it and 2.1% off f32 V = 50304 (clusters of 2), and nothing off clusters of 8
+ * (v41). A row in one block has only a block barrier there: its last pass, from
+ * shared memory, is shorter than the gather's trip, and the bf16 V = 50304 row
+ * ran 3% slower, so those keep the load at the row's start. 0 turns it off. */
 #ifndef HOIST_PASS_AHEAD
-#define HOIST_PASS_AHEAD 0
+#define HOIST_PASS_AHEAD 1
 #endif
 /* The next row's first batch of pass 1 is loaded as soon as this row's pass 1
  * is done with the staged arrays, so that its loads are in flight during this
@@ -428,11 +431,11 @@
 #endif
 /* The row reductions' cluster barrier released by the slot writer's warp only,
  * the other warps arriving relaxed (fu_cluster_sync_slots): in the cross
- * entropy's cluster kernels 7-8% of the warps' stall samples wait on the
- * release's ERRBAR, in every warp (docs/perf.md v40). Off until a GPU has
- * timed it; 1 turns it on. */
+ * entropy's cluster kernels 7-8% of the warps' stall samples waited on the
+ * release's ERRBAR, in every warp (docs/perf.md v40). On an H100 it took 4-5%
+ * off the clusters of 4 and 8 and 2-3% off those of 2 (v41). 0 turns it off. */
 #ifndef CLUSTER_RELAXED_ARRIVE
-#define CLUSTER_RELAXED_ARRIVE 0
+#define CLUSTER_RELAXED_ARRIVE 1
 #endif
 #define STATIC_SHARED_BYTES 1024 /* fu_smem, fu_last and fu_next, rounded up */
 /* Column reductions: the blocks' partials are combined by the last block of
@@ -1374,11 +1377,11 @@ static bool hoist_from(red_params *p, const fu_group *g, tensor_list *l, fu_tens
 /* HOIST_PASS_AHEAD: the hoist point (0: when the row starts, q: after pass q)
  * of a root's per-row values that nothing needs before the passes are done
  * (need: passes + 1; a per-row or scalar output, a grid sum of per-row values):
- * before the last pass, and only what was ready a pass earlier (loads, not
- * their consumers). Else 0. */
+ * in a cluster's row, before the last pass, and only what was ready a pass
+ * earlier (loads, not their consumers). Else 0. */
 static int first_hoist(const red_params *p, int need)
 {
-    return HOIST_PASS_AHEAD && p->passes >= 2 && need > p->passes ? p->passes - 1 : 0;
+    return HOIST_PASS_AHEAD && p->cluster > 1 && p->passes >= 2 && need > p->passes ? p->passes - 1 : 0;
 }
 
 /* The reductions a root's walk at hoist point `pass` may use: those final by
