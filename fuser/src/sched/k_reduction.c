@@ -429,6 +429,17 @@
 #ifndef CLUSTER_ROWS
 #define CLUSTER_ROWS 1
 #endif
+/* A cluster's part of the row kept in at most this many bytes of a block's
+ * shared memory where some cluster of up to 8 blocks allows it (0: no limit,
+ * the fewest blocks whose parts fit). A part of 128 KiB holds one block of
+ * 1024 threads an SM, so the SM reads only in pass 1 and computes only in pass
+ * 2; parts of 64 KiB in blocks of 512 let two blocks an SM overlap the two.
+ * The model (docs/perf.md v41): a bf16 row's pass 2 is issue-bound on the
+ * H200, whose memory is 1.4x the H100's, and its clusters ran at 79-85% of
+ * copy where the H100's run at 93-97%. Off until an H200 has timed it. */
+#ifndef CLUSTER_PART_BYTES
+#define CLUSTER_PART_BYTES 0
+#endif
 /* The row reductions' cluster barrier released by the slot writer's warp only,
  * the other warps arriving relaxed (fu_cluster_sync_slots): in the cross
  * entropy's cluster kernels 7-8% of the warps' stall samples waited on the
@@ -1566,9 +1577,33 @@ static int register_row_threads(const red_params *p, const fu_group *g, int thre
     return t;
 }
 
+/* The blocks (1, 2, 4, 8) of the first cluster whose parts of the row fit:
+ * in a block's registers or shared memory (`room`), and a cluster's parts in
+ * `part_limit` bytes where that is not 0. 0 where none fits. */
+static int fewest_cluster_blocks(const red_params *p, const fu_group *g, int64_t elem_bytes, int64_t part_limit,
+                                 int64_t *part_out)
+{
+    const int64_t room = g->opts->max_shared_per_block - STATIC_SHARED_BYTES - 2 * MAX_REDS * 16;
+    for (int C = 1; C <= g->opts->max_cluster && C <= 8; C *= 2) {
+        int64_t part = (p->K + C - 1) / C;
+        part = (part + p->vec - 1) / p->vec * p->vec;
+        int64_t vecs = part / p->vec;
+        int threads = row_threads(p, vecs);
+        int64_t iters = (vecs + threads - 1) / threads;
+        if (iters > CACHED_ROW_ITERS) continue; /* (a thread's slots: the register budget's rows) */
+        if (C == 1 && iters * p->vec * elem_bytes <= CACHE_BYTES) return 1; /* one block's registers hold the row */
+        int64_t bytes = iters * threads * p->vec * elem_bytes;
+        if (bytes + 16 * MAX_CACHE > room || (C > 1 && part_limit > 0 && bytes > part_limit)) continue;
+        *part_out = part;
+        return C;
+    }
+    return 0;
+}
+
 /* CLUSTER_ROWS: the fewest blocks (2, 4, 8) a row is split over so that each
- * block's part of the inputs a later pass reads again fits its shared memory,
- * where the whole row does not; else 1. */
+ * block's part of the inputs a later pass reads again fits its shared memory
+ * (and CLUSTER_PART_BYTES where a cluster allows it), where the whole row does
+ * not; else 1. */
 static void choose_cluster(red_params *p, const fu_group *g)
 {
     p->cluster = 1;
@@ -1579,22 +1614,12 @@ static void choose_cluster(red_params *p, const fu_group *g)
     if (!CLUSTER_ROWS || p->passes < 2 || p->ncol > 0 || g->opts->max_cluster < 2 || p->vec == 1) return;
     int64_t elem_bytes = later_elem_bytes(p, g);
     if (elem_bytes == 0) return;
-    const int64_t room = g->opts->max_shared_per_block - STATIC_SHARED_BYTES - 2 * MAX_REDS * 16;
-    for (int C = 1; C <= g->opts->max_cluster && C <= 8; C *= 2) {
-        int64_t part = (p->K + C - 1) / C;
-        part = (part + p->vec - 1) / p->vec * p->vec;
-        int64_t vecs = part / p->vec;
-        int threads = row_threads(p, vecs);
-        int64_t iters = (vecs + threads - 1) / threads;
-        if (iters > CACHED_ROW_ITERS) continue; /* (a thread's slots: the register budget's rows) */
-        if (C == 1 && iters * p->vec * elem_bytes <= CACHE_BYTES) return; /* one block's registers hold the row */
-        if (iters * threads * p->vec * elem_bytes + 16 * MAX_CACHE > room) continue;
-        if (C == 1) return; /* the whole row fits one block */
-        if (p->rows < 2 || p->K < 2 * C * p->vec) return;
-        p->cluster = C;
-        p->K_part = part;
-        return;
-    }
+    int64_t part = p->K;
+    int C = fewest_cluster_blocks(p, g, elem_bytes, CLUSTER_PART_BYTES, &part);
+    if (C == 0 && CLUSTER_PART_BYTES > 0) C = fewest_cluster_blocks(p, g, elem_bytes, 0, &part);
+    if (C < 2 || p->rows < 2 || p->K < 2 * C * p->vec) return;
+    p->cluster = C;
+    p->K_part = part;
 }
 
 /* The full-size inputs a later pass reads, in parameter order, while their
