@@ -440,6 +440,12 @@
 #ifndef CLUSTER_PART_BYTES
 #define CLUSTER_PART_BYTES 0
 #endif
+/* 1: CLUSTER_PART_BYTES also holds for a row that fits one block's shared
+ * memory whole (a bf16 row of 128 KiB then goes to a cluster of 2 of 64 KiB
+ * parts, two blocks an SM); 0: only rows that need a cluster anyway. */
+#ifndef CLUSTER_PART_ONE_BLOCK
+#define CLUSTER_PART_ONE_BLOCK 0
+#endif
 /* The row reductions' cluster barrier released by the slot writer's warp only,
  * the other warps arriving relaxed (fu_cluster_sync_slots): in the cross
  * entropy's cluster kernels 7-8% of the warps' stall samples waited on the
@@ -1579,7 +1585,8 @@ static int register_row_threads(const red_params *p, const fu_group *g, int thre
 
 /* The blocks (1, 2, 4, 8) of the first cluster whose parts of the row fit:
  * in a block's registers or shared memory (`room`), and a cluster's parts in
- * `part_limit` bytes where that is not 0. 0 where none fits. */
+ * `part_limit` bytes where that is not 0 (a whole row in one block too, with
+ * CLUSTER_PART_ONE_BLOCK). 0 where none fits. */
 static int fewest_cluster_blocks(const red_params *p, const fu_group *g, int64_t elem_bytes, int64_t part_limit,
                                  int64_t *part_out)
 {
@@ -1593,7 +1600,8 @@ static int fewest_cluster_blocks(const red_params *p, const fu_group *g, int64_t
         if (iters > CACHED_ROW_ITERS) continue; /* (a thread's slots: the register budget's rows) */
         if (C == 1 && iters * p->vec * elem_bytes <= CACHE_BYTES) return 1; /* one block's registers hold the row */
         int64_t bytes = iters * threads * p->vec * elem_bytes;
-        if (bytes + 16 * MAX_CACHE > room || (C > 1 && part_limit > 0 && bytes > part_limit)) continue;
+        if (bytes + 16 * MAX_CACHE > room || ((C > 1 || CLUSTER_PART_ONE_BLOCK) && part_limit > 0 && bytes > part_limit))
+            continue;
         *part_out = part;
         return C;
     }
