@@ -1598,10 +1598,11 @@ static int fewest_cluster_blocks(const red_params *p, const fu_group *g, int64_t
         int threads = row_threads(p, vecs);
         int64_t iters = (vecs + threads - 1) / threads;
         if (iters > CACHED_ROW_ITERS) continue; /* (a thread's slots: the register budget's rows) */
-        if (C == 1 && iters * p->vec * elem_bytes <= CACHE_BYTES) return 1; /* one block's registers hold the row */
         int64_t bytes = iters * threads * p->vec * elem_bytes;
-        if (bytes + 16 * MAX_CACHE > room || ((C > 1 || CLUSTER_PART_ONE_BLOCK) && part_limit > 0 && bytes > part_limit))
-            continue;
+        bool over_limit = part_limit > 0 && bytes > part_limit;
+        if (C == 1 && CLUSTER_PART_ONE_BLOCK && over_limit) continue;
+        if (C == 1 && iters * p->vec * elem_bytes <= CACHE_BYTES) return 1; /* one block's registers hold the row */
+        if (bytes + 16 * MAX_CACHE > room || (C > 1 && over_limit)) continue;
         *part_out = part;
         return C;
     }
