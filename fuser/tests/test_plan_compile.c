@@ -396,6 +396,22 @@ static void check_codegen_choices(const char *suites)
         CHECK(count_of(bwd, "fu_take_row(") == 0);
     }
     free(bwd);
+    /* the loss's picked logit (op 12's gather) is needed only at the row's end: in a cluster's
+     * row it is loaded after pass 1's reductions, whose cluster barrier covers its trip
+     * (HOIST_PASS_AHEAD); in one block's row when the row starts (a block barrier does not:
+     * bf16 8192x50304 ran 3% slower, docs/perf.md v41) */
+    char *fused_cl = one_kernel_source(suites, "cross_entropy/cross_entropy_fwdbwd.fusion", wide, 1, FU_BF16);
+    char *fused_one = one_kernel_source(suites, "cross_entropy/cross_entropy_fwdbwd.fusion", NULL, 0, FU_BF16);
+    if (fused_cl && fused_one) {
+        const char *picked = ", 12, (long long)o0)";
+        const char *cl_pick = strstr(fused_cl, picked), *cl_lse = strstr(fused_cl, "fu_lse_cluster<2, true>(");
+        const char *cl_pass2 = strstr(fused_cl, "// pass 2 over the row");
+        CHECK(cl_pick && cl_lse && cl_pass2 && cl_lse < cl_pick && cl_pick < cl_pass2);
+        const char *one_pick = strstr(fused_one, picked), *one_pass1 = strstr(fused_one, "// pass 1 over the row");
+        CHECK(one_pick && one_pass1 && one_pick < one_pass1);
+    }
+    free(fused_cl);
+    free(fused_one);
     /* qkv split, bf16: loaded elements are stored as they are */
     char *qkv = one_kernel_source(suites, "qkv_split/qkv_split.fusion", NULL, 0, FU_BF16);
     if (qkv) {
