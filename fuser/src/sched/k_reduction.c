@@ -1599,10 +1599,9 @@ static int fewest_cluster_blocks(const red_params *p, const fu_group *g, int64_t
         int64_t iters = (vecs + threads - 1) / threads;
         if (iters > CACHED_ROW_ITERS) continue; /* (a thread's slots: the register budget's rows) */
         int64_t bytes = iters * threads * p->vec * elem_bytes;
-        bool over_limit = part_limit > 0 && bytes > part_limit;
-        if (C == 1 && CLUSTER_PART_ONE_BLOCK && over_limit) continue;
+        if (part_limit > 0 && bytes > part_limit && (C > 1 || CLUSTER_PART_ONE_BLOCK)) continue;
         if (C == 1 && iters * p->vec * elem_bytes <= CACHE_BYTES) return 1; /* one block's registers hold the row */
-        if (bytes + 16 * MAX_CACHE > room || (C > 1 && over_limit)) continue;
+        if (bytes + 16 * MAX_CACHE > room) continue;
         *part_out = part;
         return C;
     }
@@ -2932,6 +2931,7 @@ static void emit_pass_reductions(red_emit *r, int pass)
     const red_params *p = r->p;
     cg_ctx *c = &r->w->cg;
     const fu_fusion *f = r->f;
+    const char *relaxed = CLUSTER_RELAXED_ARRIVE ? ", true" : ""; /* the cluster combines' barrier */
     /* the pass's reductions across the block */
     bool joined[MAX_REDS] = {false}; /* reduced with an earlier one (JOINT_BLOCK_REDUCE) */
     for (int i = 0; i < p->nred; i++) {
@@ -2961,7 +2961,7 @@ static void emit_pass_reductions(red_emit *r, int pass)
             else cg_line(c, "fu_lse_block(%s, %s, (float *)fu_smem);", m, r->var[i]);
             if (p->cluster > 1)
                 cg_line(c, "fu_lse_cluster<%d%s>(%s, %s, (float *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
-                        p->cluster, CLUSTER_RELAXED_ARRIVE ? ", true" : "", m, r->var[i], p->nslots, i);
+                        p->cluster, relaxed, m, r->var[i], p->nslots, i);
             r->avail[ri->online_max] = true;
         } else {
             if (p->warp_rows > 1 && p->threads < 32)
@@ -2970,8 +2970,7 @@ static void emit_pass_reductions(red_emit *r, int pass)
             else if (partner < 0 && !joined[i]) emit_block_reduce(r, r->var[i], r->var[i], ri->op, ct);
             if (p->cluster > 1)
                 cg_line(c, "%s = fu_cluster_reduce<%d%s>(%s, %s, (%s *)(fu_cl + (fu_par * %d + %d) * 2)); // the cluster's parts",
-                        r->var[i], p->cluster, CLUSTER_RELAXED_ARRIVE ? ", true" : "", r->var[i], op_functor(ri->op), ct,
-                        p->nslots, i);
+                        r->var[i], p->cluster, relaxed, r->var[i], op_functor(ri->op), ct, p->nslots, i);
             if (ri->online_max >= 0) r->avail[ri->online_max] = true; /* shift_only: the shift */
         }
         r->avail[i] = ri->kind == RK_ROW;
