@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "fuser.h"
@@ -915,6 +916,78 @@ static void test_i64_saturates_shared(void)
     fu_fusion_free(f);
 }
 
+
+/* ------------------------------------------------------------ rounding to 16-bit floats */
+
+/* The quantum-and-nearbyint form of rounding to `mant` mantissa bits (the interpreter's
+ * before the bit form), as the oracle of fu_round_to_dtype's bf16 and f16. */
+static double round_oracle(double v, int mant, int emin, double maxv)
+{
+    if (isnan(v) || isinf(v) || v == 0.0) return v;
+    double a = fabs(v);
+    int e;
+    frexp(a, &e);
+    int exp = e - 1 < emin ? emin : e - 1;
+    double quantum = ldexp(1.0, exp - mant);
+    double r = nearbyint(a / quantum) * quantum;
+    if (r > maxv) r = a >= maxv + ldexp(1.0, (int)floor(log2(maxv)) - mant) / 2.0 ? INFINITY : maxv;
+    return v < 0 ? -r : r;
+}
+
+/* fu_round_to_dtype to bf16 and f16 equals the oracle on random doubles of every exponent the
+ * types reach and past them, on exact ties (to even) and one double either side of them, at
+ * the largest finite value and the overflow halfway point, in the subnormals, and on the
+ * specials; identical bits, the sign of zero included. */
+static void test_round_16bit(void)
+{
+    static const struct { fu_dtype dt; int mant, emin, emax; double maxv; } types[] = {
+        {FU_BF16, 7, -126, 127, 3.38953138925153547590470800371487866880e38},
+        {FU_F16, 10, -14, 15, 65504.0},
+    };
+    unsigned long long state = 0x9e3779b97f4a7c15ull;
+    int bad = 0;
+    for (int t = 0; t < 2; t++) {
+        const int mant = types[t].mant, emin = types[t].emin;
+        const double maxv = types[t].maxv;
+        for (int i = 0; i < 400000 && bad < 5; i++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            const unsigned long long bits = state >> 11; /* 53 random bits */
+            const int exp = emin - mant - 4 + (int)((state >> 3) % (unsigned)(types[t].emax - emin + mant + 10));
+            double m = 1.0 + (double)(bits & ((1ull << 52) - 1)) * 0x1p-52; /* [1, 2) */
+            double base = ldexp(m, exp);
+            /* every 4th a tie: a quantum's midpoint, then one double either side */
+            if (i % 4 == 0) {
+                const int qexp = (exp < emin ? emin : exp) - mant;
+                base = ldexp(floor(ldexp(base, -qexp)) + 0.5, qexp);
+            }
+            const double cands[3] = {base, nextafter(base, 0.0), nextafter(base, INFINITY)};
+            for (int c = 0; c < 3; c++) {
+                const double v = (bits >> 52) & 1 ? -cands[c] : cands[c];
+                const double got = fu_round_to_dtype(v, types[t].dt), want = round_oracle(v, mant, emin, maxv);
+                if (memcmp(&got, &want, sizeof got) != 0 && bad++ < 5)
+                    fprintf(stderr, "round %s(%a): got %a, want %a\n", fu_dtype_name(types[t].dt), v, got, want);
+            }
+        }
+        const double halfway = maxv + ldexp(1.0, (int)floor(log2(maxv)) - mant) / 2.0;
+        const double edges[] = {maxv, nextafter(halfway, 0.0), halfway, nextafter(halfway, INFINITY),
+                                ldexp(1.0, emin), nextafter(ldexp(1.0, emin), 0.0), ldexp(1.0, emin - mant),
+                                ldexp(1.0, emin - mant - 1), ldexp(3.0, emin - mant - 1), ldexp(1.0, emin - mant - 2),
+                                0x1p-1074, 1e300, 0.0, -0.0, INFINITY, -INFINITY};
+        for (size_t k = 0; k < sizeof edges / sizeof edges[0]; k++)
+            for (int sgn = 0; sgn < 2; sgn++) {
+                const double v = sgn ? -edges[k] : edges[k];
+                const double got = fu_round_to_dtype(v, types[t].dt), want = round_oracle(v, mant, emin, maxv);
+                if (memcmp(&got, &want, sizeof got) != 0 && bad++ < 5)
+                    fprintf(stderr, "round %s(%a): got %a, want %a\n", fu_dtype_name(types[t].dt), v, got, want);
+            }
+        CHECK(isnan(fu_round_to_dtype(NAN, types[t].dt)));
+    }
+    CHECK(bad == 0);
+    CHECK(fu_round_to_dtype(1.0 + 0x1p-8, FU_BF16) == 1.0);               /* tie, to even */
+    CHECK(fu_round_to_dtype(1.0 + 0x1p-8 + 0x1p-7, FU_BF16) == 1.0 + 0x1p-6); /* tie, up to even */
+    CHECK(fu_round_to_dtype(0x1.ffp127, FU_BF16) == INFINITY);             /* at the halfway point */
+}
+
 int main(void)
 {
     test_binary_broadcast();
@@ -937,5 +1010,6 @@ int main(void)
     test_mean_decomposed_low_precision();
     test_mean_decomposed_f32_unchanged();
     test_i64_saturates_shared();
+    test_round_16bit();
     return check_finish("test_interp_ops");
 }
