@@ -7,3 +7,5 @@ fuser_add_test(test_interp_workloads SOURCES test_interp_workloads.c LABELS unit
 # (and their decompositions) lies in its tensor's interval.
 fuser_add_test(test_value_range SOURCES test_value_range.c ../fuzzgen/gen.c LABELS unit)
 target_include_directories(test_value_range PRIVATE ${PROJECT_SOURCE_DIR}/fuser/fuzzgen)
+# Four threads whatever the machine's cores, so that test_parallel_rows splits the rows.
+set_property(TEST test_interp_ops APPEND PROPERTY ENVIRONMENT OMP_NUM_THREADS=4)

@@ -988,6 +988,86 @@ static void test_round_16bit(void)
     CHECK(fu_round_to_dtype(0x1.ffp127, FU_BF16) == INFINITY);             /* at the halfway point */
 }
 
+/* ------------------------------------------------------------ rows on several threads */
+
+/* The composites' rows over [R, C], above the size where the interpreter splits its row loops
+ * over threads (ctest runs this with OMP_NUM_THREADS=4), give the bits that each row gives on
+ * its own: cross entropy and its backward (reduction none, some rows ignored, label
+ * smoothing), a log_softmax along the rows and a softmax down the columns (strided rows). */
+static fu_fusion *rows_fusion(int64_t R, int64_t C)
+{
+    int64_t sx[2] = {R, C}, st[1] = {R};
+    fu_fusion *f = fu_fusion_new("rows");
+    fu_tensor x = fu_input(f, "x", FU_BF16, 2, sx), t = fu_input(f, "t", FU_I64, 1, st);
+    fu_tensor g = fu_input(f, "g", FU_BF16, 1, st);
+    fu_output(f, fu_cross_entropy(f, x, t, FU_REDUCTION_NONE, -100, 0.1, "loss"));
+    fu_output(f, fu_cross_entropy_backward(f, x, t, g, FU_REDUCTION_NONE, -100, 0.1, "dx"));
+    fu_output(f, fu_log_softmax(f, x, 1, "ls"));
+    fu_output(f, fu_softmax(f, x, 0, "sm0"));
+    return f;
+}
+
+static void test_parallel_rows(void)
+{
+    enum { R = 300, C = 400 };
+    int64_t sx[2] = {R, C}, st[1] = {R}, s1[1] = {1}, sr[2] = {1, C};
+    fu_fusion *f = rows_fusion(R, C), *one = rows_fusion(1, C);
+    fu_host_tensor in[3] = {make(FU_BF16, 2, sx, NULL), make(FU_I64, 1, st, NULL), make(FU_BF16, 1, st, NULL)};
+    unsigned long long state = 12345;
+    for (int64_t i = 0; i < R * C; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        fu_host_tensor_set(&in[0], i, (double)(int64_t)(state >> 40) / (double)(1 << 21) - 4.0);
+    }
+    for (int64_t r = 0; r < R; r++) {
+        fu_host_tensor_set(&in[1], r, r % 7 == 3 ? -100.0 : (double)(r * 37 % C));
+        fu_host_tensor_set(&in[2], r, 0.5 + (double)(r % 5) / 8.0);
+    }
+    fu_host_tensor out[4];
+    fu_error err;
+    CHECK(run(f, in, out, &err) == FU_OK);
+    int bad = 0;
+    for (int64_t r = 0; r < R && !bad; r++) { /* each row alone */
+        fu_host_tensor rin[3] = {make(FU_BF16, 2, sr, NULL), make(FU_I64, 1, s1, NULL), make(FU_BF16, 1, s1, NULL)};
+        for (int64_t c = 0; c < C; c++) fu_host_tensor_set(&rin[0], c, fu_host_tensor_get(&in[0], r * C + c));
+        fu_host_tensor_set(&rin[1], 0, fu_host_tensor_get(&in[1], r));
+        fu_host_tensor_set(&rin[2], 0, fu_host_tensor_get(&in[2], r));
+        fu_host_tensor rout[4];
+        if (run(one, rin, rout, &err) != FU_OK) {
+            bad++;
+            fprintf(stderr, "row %lld alone: %s\n", (long long)r, err.message);
+            free_all(rin, 3);
+            break;
+        }
+        bad += fu_host_tensor_get(&rout[0], 0) != fu_host_tensor_get(&out[0], r);
+        for (int64_t c = 0; c < C; c++) {
+            bad += fu_host_tensor_get(&rout[1], c) != fu_host_tensor_get(&out[1], r * C + c);
+            bad += fu_host_tensor_get(&rout[2], c) != fu_host_tensor_get(&out[2], r * C + c);
+        }
+        if (bad) fprintf(stderr, "row %lld: the rows together differ from the row alone\n", (long long)r);
+        free_all(rout, 4);
+        free_all(rin, 3);
+    }
+    /* softmax down the columns: column c alone, as a row */
+    int64_t scol[2] = {1, R};
+    fu_fusion *col = fu_fusion_new("col");
+    fu_output(col, fu_softmax(col, fu_input(col, "x", FU_BF16, 2, scol), 1, "sm"));
+    for (int64_t c = 0; c < C && !bad; c += 7) {
+        fu_host_tensor cin[1] = {make(FU_BF16, 2, scol, NULL)}, cout[1];
+        for (int64_t r = 0; r < R; r++) fu_host_tensor_set(&cin[0], r, fu_host_tensor_get(&in[0], r * C + c));
+        CHECK(run(col, cin, cout, &err) == FU_OK);
+        for (int64_t r = 0; r < R; r++) bad += fu_host_tensor_get(&cout[0], r) != fu_host_tensor_get(&out[3], r * C + c);
+        if (bad) fprintf(stderr, "column %lld: the softmax down the columns differs from the column alone\n", (long long)c);
+        free_all(cout, 1);
+        free_all(cin, 1);
+    }
+    CHECK(bad == 0);
+    fu_fusion_free(col);
+    free_all(out, 4);
+    free_all(in, 3);
+    fu_fusion_free(one);
+    fu_fusion_free(f);
+}
+
 int main(void)
 {
     test_binary_broadcast();
@@ -1011,5 +1091,6 @@ int main(void)
     test_mean_decomposed_f32_unchanged();
     test_i64_saturates_shared();
     test_round_16bit();
+    test_parallel_rows();
     return check_finish("test_interp_ops");
 }

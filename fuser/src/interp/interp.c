@@ -100,7 +100,7 @@ static void values_to_host(const void *src, fu_host_tensor *h)
     }
 }
 
-void interp_round(double *p, int64_t n, fu_dtype dt)
+static void round_span(double *p, int64_t n, fu_dtype dt)
 {
     switch (dt) {
     case FU_F64: break;
@@ -114,6 +114,25 @@ void interp_round(double *p, int64_t n, fu_dtype dt)
         for (int64_t i = 0; i < n; i++) p[i] = fu_round_to_dtype(p[i], dt);
         break;
     }
+}
+
+typedef struct round_job {
+    double *p;
+    fu_dtype dt;
+} round_job;
+
+static bool round_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const round_job *j = ctx;
+    round_span(j->p + begin, end - begin, j->dt);
+    return true;
+}
+
+void interp_round(double *p, int64_t n, fu_dtype dt)
+{
+    if (dt == FU_F64) return;
+    round_job j = {p, dt};
+    fu_parallel_chunks(n, n, round_chunk, &j);
 }
 
 void interp_iround(int64_t *p, int64_t n, fu_dtype dt)

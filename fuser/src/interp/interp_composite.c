@@ -37,40 +37,56 @@ static void softmax_row(bool log_form, const double *x, double *y, int64_t n)
     }
 }
 
+/* The rows of a softmax: row r is rows r / inner (outer index) and r % inner (the position
+ * after the axis); contiguous when inner is 1. */
+typedef struct softmax_job {
+    interp *it;
+    fu_tensor x;
+    const double *xv; /* the whole input, when the rows are strided */
+    double *o;
+    int64_t len, inner;
+    bool log_form;
+    fu_dtype dt;
+} softmax_job;
+
+static bool softmax_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const softmax_job *j = ctx;
+    const int64_t len = j->len;
+    double *scratch = fu_malloc((size_t)(j->inner == 1 ? len : 2 * len) * sizeof *scratch);
+    if (!scratch) return false;
+    for (int64_t r = begin; r < end; r++) {
+        if (j->inner == 1) { /* the axis is innermost: rows are contiguous */
+            const double *x = interp_row(j->it, j->x, r * len, len, scratch);
+            softmax_row(j->log_form, x, j->o + r * len, len);
+            interp_round(j->o + r * len, len, j->dt);
+            continue;
+        }
+        /* strided: gather the row into scratch, compute, scatter back */
+        const int64_t base = r / j->inner * len * j->inner + r % j->inner;
+        double *row = scratch, *res = scratch + len;
+        for (int64_t c = 0; c < len; c++) row[c] = j->xv[base + c * j->inner];
+        softmax_row(j->log_form, row, res, len);
+        interp_round(res, len, j->dt);
+        for (int64_t c = 0; c < len; c++) j->o[base + c * j->inner] = res[c];
+    }
+    fu_free(scratch);
+    return true;
+}
+
 static fu_status exec_softmax(interp *it, const fu_node *n)
 {
     const fu_value *xv = &it->f->values[n->inputs[0]];
-    int axis = n->attrs.axis;
     int64_t outer, len, inner;
-    interp_axis_split(xv, axis, &outer, &len, &inner);
-    bool log_form = n->op == FU_OP_LOG_SOFTMAX;
-    double *o = interp_new_output(it, n);
-    if (!o) return interp_nomem(it);
-    if (inner == 1) { /* the axis is innermost: rows are contiguous */
-        double *scratch = interp_scratch_new(it, len, "softmax");
-        if (!scratch) return interp_nomem(it);
-        for (int64_t a = 0; a < outer; a++) {
-            const double *x = interp_row(it, n->inputs[0], a * len, len, scratch);
-            softmax_row(log_form, x, o + a * len, len);
-            interp_round(o + a * len, len, xv->dtype);
-        }
-        fu_free(scratch);
-        return FU_OK;
+    interp_axis_split(xv, n->attrs.axis, &outer, &len, &inner);
+    softmax_job j = {it, n->inputs[0], NULL, NULL, len, inner, n->op == FU_OP_LOG_SOFTMAX, xv->dtype};
+    if (inner != 1 && !(j.xv = interp_vals(it, n->inputs[0]))) return interp_nomem(it);
+    if (!(j.o = interp_new_output(it, n))) return interp_nomem(it);
+    if (!fu_parallel_chunks(outer * inner, outer * inner * len, softmax_chunk, &j)) {
+        fu_error_set(it->err, FU_ERR_NOMEM, "out of memory: rows of %lld doubles of scratch for %s",
+                     (long long)len, fu_op_name(n->op));
+        return interp_nomem(it);
     }
-    /* Strided axis: gather each row into scratch, compute, scatter back. */
-    const double *x = interp_vals(it, n->inputs[0]);
-    double *scratch = x ? interp_scratch_new(it, 2 * len, "softmax") : NULL;
-    if (!scratch) return interp_nomem(it);
-    double *row = scratch, *res = scratch + len;
-    for (int64_t a = 0; a < outer; a++)
-        for (int64_t j = 0; j < inner; j++) {
-            int64_t base = a * len * inner + j;
-            for (int64_t c = 0; c < len; c++) row[c] = x[base + c * inner];
-            softmax_row(log_form, row, res, len);
-            interp_round(res, len, xv->dtype);
-            for (int64_t c = 0; c < len; c++) o[base + c * inner] = res[c];
-        }
-    fu_free(scratch);
     return FU_OK;
 }
 
@@ -83,26 +99,27 @@ static fu_status exec_softmax(interp *it, const fu_node *n)
  * loss_i = (1 - eps) * nll + eps * smooth. Ignored rows give 0 and are not
  * counted; mean = sum / count (0/0 = NaN when every row is ignored, as torch).
  */
-static fu_status exec_cross_entropy(interp *it, const fu_node *n)
-{
-    const fu_value *xv = &it->f->values[n->inputs[0]];
-    const fu_attrs *at = &n->attrs;
-    int64_t rows = xv->shape[0], C = xv->shape[1];
-    double eps = at->label_smoothing;
-    const int64_t *tgt = interp_ivals(it, n->inputs[1]);
-    if (!tgt) return interp_nomem(it);
-    fu_status s = interp_check_index(it, n, n->inputs[1], tgt, rows, C, true, at->ignore_index);
-    if (s) return s;
-    double *o = interp_new_output(it, n);
-    double *scratch = o ? interp_scratch_new(it, C, "cross_entropy") : NULL;
-    if (!scratch) return interp_nomem(it);
+typedef struct cross_entropy_job {
+    interp *it;
+    const fu_node *n;
+    const int64_t *tgt;
+    const double *g; /* the backward's incoming gradient */
+    double *o;       /* the forward's per-row losses, or the backward's gradient */
+    int64_t C, count;
+} cross_entropy_job;
 
-    double total = 0.0;
-    int64_t count = 0, ignore = at->ignore_index;
-    for (int64_t i = 0; i < rows; i++) {
+/* The rows' losses into o[i] (0 for an ignored row), in double. */
+static bool cross_entropy_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const cross_entropy_job *j = ctx;
+    const int64_t C = j->C, ignore = j->n->attrs.ignore_index;
+    const double eps = j->n->attrs.label_smoothing;
+    double *scratch = fu_malloc((size_t)C * sizeof *scratch);
+    if (!scratch) return false;
+    for (int64_t i = begin; i < end; i++) {
         double loss = 0.0;
-        if (tgt[i] != ignore) {
-            const double *x = interp_row(it, n->inputs[0], i * C, C, scratch);
+        if (j->tgt[i] != ignore) {
+            const double *x = interp_row(j->it, j->n->inputs[0], i * C, C, scratch);
             double m = row_max(x, C), se = 0.0, sx = 0.0;
             if (eps != 0.0)
                 for (int64_t c = 0; c < C; c++) {
@@ -112,54 +129,100 @@ static fu_status exec_cross_entropy(interp *it, const fu_node *n)
             else
                 for (int64_t c = 0; c < C; c++) se += exp(x[c] - m);
             double lse = m + log(se);
-            double nll = lse - x[tgt[i]];
+            double nll = lse - x[j->tgt[i]];
             loss = eps != 0.0 ? (1.0 - eps) * nll + eps * (lse - sx / (double)C) : nll;
-            count++;
         }
-        if (at->reduction == FU_REDUCTION_NONE) o[i] = fu_round_to_dtype(loss, xv->dtype);
-        else total += loss;
+        j->o[i] = loss;
     }
-    if (at->reduction == FU_REDUCTION_MEAN) o[0] = fu_round_to_dtype(total / (double)count, xv->dtype);
-    else if (at->reduction == FU_REDUCTION_SUM) o[0] = fu_round_to_dtype(total, xv->dtype);
     fu_free(scratch);
+    return true;
+}
+
+static fu_status exec_cross_entropy(interp *it, const fu_node *n)
+{
+    const fu_value *xv = &it->f->values[n->inputs[0]];
+    const fu_attrs *at = &n->attrs;
+    int64_t rows = xv->shape[0], C = xv->shape[1];
+    const int64_t *tgt = interp_ivals(it, n->inputs[1]);
+    if (!tgt) return interp_nomem(it);
+    fu_status s = interp_check_index(it, n, n->inputs[1], tgt, rows, C, true, at->ignore_index);
+    if (s) return s;
+    double *o = interp_new_output(it, n);
+    /* reduction none: the losses go straight into the output; else into scratch, summed here */
+    double *loss = o && at->reduction != FU_REDUCTION_NONE ? interp_scratch_new(it, rows, "cross_entropy") : o;
+    if (!loss) return interp_nomem(it);
+    cross_entropy_job j = {it, n, tgt, NULL, loss, C, 0};
+    bool ok = fu_parallel_chunks(rows, rows * C, cross_entropy_chunk, &j);
+    if (ok && at->reduction == FU_REDUCTION_NONE) {
+        for (int64_t i = 0; i < rows; i++) o[i] = fu_round_to_dtype(o[i], xv->dtype);
+    } else if (ok) {
+        /* the sum in row order, one thread: the same bits however the rows were split */
+        double total = 0.0;
+        int64_t count = 0;
+        for (int64_t i = 0; i < rows; i++) {
+            total += loss[i];
+            count += tgt[i] != at->ignore_index;
+        }
+        o[0] = fu_round_to_dtype(at->reduction == FU_REDUCTION_MEAN ? total / (double)count : total, xv->dtype);
+    }
+    if (loss != o) fu_free(loss);
+    if (!ok) {
+        fu_error_set(it->err, FU_ERR_NOMEM, "out of memory: rows of %lld doubles of scratch for cross_entropy",
+                     (long long)C);
+        return interp_nomem(it);
+    }
     return FU_OK;
 }
 
 /* d loss / d logits: for a non-ignored row, g_i * (softmax_ic - (1-eps)[c == t_i] - eps/C)
  * with g_i = grad/count (mean), grad (sum) or grad[i] (none); ignored rows are 0. */
+/* The rows of the gradient; an ignored row stays 0. */
+static bool cross_entropy_bwd_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const cross_entropy_job *j = ctx;
+    const fu_attrs *at = &j->n->attrs;
+    const int64_t C = j->C;
+    const double eps = at->label_smoothing;
+    const fu_dtype dt = j->it->f->values[j->n->inputs[0]].dtype;
+    double *scratch = fu_malloc((size_t)C * sizeof *scratch);
+    if (!scratch) return false;
+    for (int64_t i = begin; i < end; i++) {
+        if (j->tgt[i] == at->ignore_index) continue;
+        double gi = at->reduction == FU_REDUCTION_NONE ? j->g[i]
+                    : at->reduction == FU_REDUCTION_MEAN ? j->g[0] / (double)j->count
+                                                         : j->g[0];
+        const double *x = interp_row(j->it, j->n->inputs[0], i * C, C, scratch);
+        double *y = j->o + i * C;
+        double m = row_max(x, C), se = 0.0;
+        for (int64_t c = 0; c < C; c++) se += (y[c] = exp(x[c] - m));
+        double scale = gi / se, off = gi * eps / (double)C;
+        for (int64_t c = 0; c < C; c++) y[c] = y[c] * scale - off;
+        y[j->tgt[i]] -= gi * (1.0 - eps);
+        interp_round(y, C, dt);
+    }
+    fu_free(scratch);
+    return true;
+}
+
 static fu_status exec_cross_entropy_bwd(interp *it, const fu_node *n)
 {
     const fu_value *xv = &it->f->values[n->inputs[0]];
     const fu_attrs *at = &n->attrs;
     int64_t rows = xv->shape[0], C = xv->shape[1];
-    double eps = at->label_smoothing;
-    int64_t ignore = at->ignore_index;
     const int64_t *tgt = interp_ivals(it, n->inputs[1]);
     const double *g = tgt ? interp_vals(it, n->inputs[2]) : NULL;
     if (!g) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], tgt, rows, C, true, at->ignore_index);
     if (s) return s;
     double *o = interp_new_output(it, n); /* zeroed: ignored rows stay 0 */
-    double *scratch = o ? interp_scratch_new(it, C, "cross_entropy_backward") : NULL;
-    if (!scratch) return interp_nomem(it);
-
-    int64_t count = 0;
-    for (int64_t i = 0; i < rows; i++) count += tgt[i] != ignore;
-    for (int64_t i = 0; i < rows; i++) {
-        if (tgt[i] == ignore) continue;
-        double gi = at->reduction == FU_REDUCTION_NONE ? g[i]
-                    : at->reduction == FU_REDUCTION_MEAN ? g[0] / (double)count
-                                                         : g[0];
-        const double *x = interp_row(it, n->inputs[0], i * C, C, scratch);
-        double *y = o + i * C;
-        double m = row_max(x, C), se = 0.0;
-        for (int64_t c = 0; c < C; c++) se += (y[c] = exp(x[c] - m));
-        double scale = gi / se, off = gi * eps / (double)C;
-        for (int64_t c = 0; c < C; c++) y[c] = y[c] * scale - off;
-        y[tgt[i]] -= gi * (1.0 - eps);
-        interp_round(y, C, xv->dtype);
+    if (!o) return interp_nomem(it);
+    cross_entropy_job j = {it, n, tgt, g, o, C, 0};
+    for (int64_t i = 0; i < rows; i++) j.count += tgt[i] != at->ignore_index;
+    if (!fu_parallel_chunks(rows, rows * C, cross_entropy_bwd_chunk, &j)) {
+        fu_error_set(it->err, FU_ERR_NOMEM,
+                     "out of memory: rows of %lld doubles of scratch for cross_entropy_backward", (long long)C);
+        return interp_nomem(it);
     }
-    fu_free(scratch);
     return FU_OK;
 }
 

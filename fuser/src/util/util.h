@@ -7,6 +7,8 @@
 #define FUSER_UTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,15 @@ int fu_grow(void **items, int *cap, int need, size_t item_size);
             abort();                                                                    \
         }                                                                               \
     } while (0)
+
+/* One chunk [begin, end) of a loop over independent items: false when it could not run (out
+ * of memory; shared error state is the caller's to set, after the loop). */
+typedef bool (*fu_chunk_fn)(void *ctx, int64_t begin, int64_t end);
+/* body over [0, n) in contiguous chunks, one a thread on every core when the loop's `work`
+ * (elements touched) pays for the threads, else one chunk; one chunk inside another's
+ * (parallel.c). Each item must be computed alone, so that the results do not depend on the
+ * split. False when a chunk returned false. */
+bool fu_parallel_chunks(int64_t n, int64_t work, fu_chunk_fn body, void *ctx);
 
 /* Monotonic wall time in milliseconds (for durations). */
 double fu_now_ms(void);
