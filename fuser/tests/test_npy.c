@@ -373,6 +373,32 @@ static void test_errors(void)
 
 /* ------------------------------------------------------------ random inputs */
 
+/* A float input's values are its stream's prefix whatever its size and however the fill is
+ * split over threads (ctest runs this with OMP_NUM_THREADS=4): an input of 600001 elements
+ * (two blocks of draws, each on several threads) begins with the 524289 of a smaller one
+ * (one block and one pair more) and with the 7 of a tiny one (one thread); and its values are
+ * the generator's of before the split (pinned). */
+static void test_random_prefix(void)
+{
+    const int64_t sizes[3] = {600001, 524289, 7};
+    fu_host_tensor in[3][1];
+    fu_error err;
+    for (int k = 0; k < 3; k++) {
+        fu_fusion *f = fu_fusion_new("prefix");
+        fu_output(f, fu_unary(f, FU_OP_NEG, fu_input(f, "x", FU_BF16, 1, &sizes[k]), "y"));
+        CHECK(fu_random_inputs(f, 3, in[k], &err) == FU_OK);
+        fu_fusion_free(f);
+    }
+    CHECK(memcmp(in[0][0].data, in[1][0].data, fu_host_tensor_bytes(&in[1][0])) == 0);
+    CHECK(memcmp(in[0][0].data, in[2][0].data, fu_host_tensor_bytes(&in[2][0])) == 0);
+    /* and the values themselves, at the start and across the first block's end: a change of
+     * the generator changes every seeded run's inputs, so it must be deliberate */
+    const double want[6] = {0.349609375, 0.0087890625, -1.2421875, -0.609375, -2.921875, 0.96484375};
+    const int64_t at[6] = {0, 1, 2, 524287, 524288, 524289};
+    for (int i = 0; i < 6; i++) CHECK(fu_host_tensor_get(&in[0][0], at[i]) == want[i]);
+    for (int k = 0; k < 3; k++) fu_host_tensor_free(&in[k][0]);
+}
+
 /* fu_random_inputs (src/io/random.c) lives next to the .npy code. */
 static void test_random_inputs(void)
 {
@@ -478,6 +504,7 @@ int main(void)
     test_widened();
     test_errors();
     test_random_inputs();
+    test_random_prefix();
     cleanup();
     return check_finish("test_npy");
 }

@@ -61,43 +61,62 @@ static void host_to_int(const fu_host_tensor *h, int64_t n, int64_t *dst)
     }
 }
 
-/* Writes the values of a buffer (already rounded to h's dtype) into a host
+/* Writes elements [begin, end) of a buffer (already rounded to h's dtype) into a host
  * tensor: doubles for the float dtypes, int64 for the others. */
-static void values_to_host(const void *src, fu_host_tensor *h)
+static void values_to_host_span(const void *src, fu_host_tensor *h, int64_t begin, int64_t end)
 {
-    int64_t n = fu_host_tensor_numel(h);
     const double *f = src;
     const int64_t *q = src;
     switch (h->dtype) {
     case FU_F32: {
         float *d = h->data;
-        for (int64_t i = 0; i < n; i++) d[i] = (float)f[i];
+        for (int64_t i = begin; i < end; i++) d[i] = (float)f[i];
         break;
     }
     case FU_BF16: {
         uint16_t *d = h->data;
-        for (int64_t i = 0; i < n; i++) d[i] = fu_f64_to_bf16(f[i]);
+        for (int64_t i = begin; i < end; i++) d[i] = fu_f64_to_bf16(f[i]);
         break;
     }
     case FU_F16: {
         uint16_t *d = h->data;
-        for (int64_t i = 0; i < n; i++) d[i] = fu_f64_to_f16(f[i]);
+        for (int64_t i = begin; i < end; i++) d[i] = fu_f64_to_f16(f[i]);
         break;
     }
-    case FU_F64: memcpy(h->data, f, (size_t)n * sizeof *f); break;
+    case FU_F64: memcpy((double *)h->data + begin, f + begin, (size_t)(end - begin) * sizeof *f); break;
     case FU_I32: {
         int32_t *d = h->data;
-        for (int64_t i = 0; i < n; i++) d[i] = (int32_t)q[i]; /* already in range */
+        for (int64_t i = begin; i < end; i++) d[i] = (int32_t)q[i]; /* already in range */
         break;
     }
-    case FU_I64: memcpy(h->data, q, (size_t)n * sizeof *q); break;
+    case FU_I64: memcpy((int64_t *)h->data + begin, q + begin, (size_t)(end - begin) * sizeof *q); break;
     case FU_BOOL: {
         uint8_t *d = h->data;
-        for (int64_t i = 0; i < n; i++) d[i] = q[i] != 0;
+        for (int64_t i = begin; i < end; i++) d[i] = q[i] != 0;
         break;
     }
     default: break;
     }
+}
+
+typedef struct to_host_job {
+    const void *src;
+    fu_host_tensor *h;
+} to_host_job;
+
+static bool values_to_host_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const to_host_job *j = ctx;
+    values_to_host_span(j->src, j->h, begin, end);
+    return true;
+}
+
+/* The whole buffer into the host tensor, on every core. */
+static void values_to_host(const void *src, fu_host_tensor *h)
+{
+    const int64_t n = fu_host_tensor_numel(h);
+    to_host_job j = {src, h};
+    fu_parallel_chunks(n, n, values_to_host_chunk, &j);
 }
 
 static void round_span(double *p, int64_t n, fu_dtype dt)

@@ -54,9 +54,6 @@ static void rng_init(rng *r, uint64_t seed, uint64_t stream)
     if (!(r->s[0] | r->s[1] | r->s[2] | r->s[3])) r->s[0] = 1; /* never all zero */
 }
 
-/* Uniform in [0, 1) with 53 random bits. */
-static double rng_unit(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
-
 /* Uniform in [0, bound), bound > 0, without modulo bias. */
 static uint64_t rng_below(rng *r, uint64_t bound)
 {
@@ -67,16 +64,49 @@ static uint64_t rng_below(rng *r, uint64_t bound)
     }
 }
 
+/* Element pairs of a Box-Muller fill: pair p of this block takes bits[2p], bits[2p + 1] and
+ * writes elements first + 2p and first + 2p + 1 (the last of an odd n alone). */
+typedef struct normal_job {
+    const uint64_t *bits;
+    fu_host_tensor *t;
+    int64_t first, n;
+} normal_job;
+
+static bool normal_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const normal_job *j = ctx;
+    const double two_pi = 6.283185307179586476925286766559;
+    for (int64_t p = begin; p < end; p++) {
+        double u1 = 1.0 - (double)(j->bits[2 * p] >> 11) * 0x1.0p-53; /* (0, 1]: log is finite */
+        double u2 = (double)(j->bits[2 * p + 1] >> 11) * 0x1.0p-53;
+        double rad = sqrt(-2.0 * log(u1));
+        int64_t i = j->first + 2 * p;
+        fu_host_tensor_set(j->t, i, rad * cos(two_pi * u2));
+        if (i + 1 < j->n) fu_host_tensor_set(j->t, i + 1, rad * sin(two_pi * u2));
+    }
+    return true;
+}
+
+/* The stream's draws stay in order, one thread (they are the sequence, and cheap); the logs,
+ * roots, cosines and sines of each block of them, most of the time, go on every core. */
+#define NORMAL_BLOCK_PAIRS ((int64_t)1 << 18)
+
 static void fill_normal(rng *r, fu_host_tensor *t, int64_t n)
 {
-    const double two_pi = 6.283185307179586476925286766559;
-    for (int64_t i = 0; i < n; i += 2) {
-        double u1 = 1.0 - rng_unit(r); /* (0, 1]: log is finite */
-        double u2 = rng_unit(r);
-        double rad = sqrt(-2.0 * log(u1));
-        fu_host_tensor_set(t, i, rad * cos(two_pi * u2));
-        if (i + 1 < n) fu_host_tensor_set(t, i + 1, rad * sin(two_pi * u2));
+    const int64_t pairs = (n + 1) / 2;
+    int64_t block = pairs < NORMAL_BLOCK_PAIRS ? pairs : NORMAL_BLOCK_PAIRS;
+    uint64_t one[2], *bits = block > 1 ? fu_malloc((size_t)block * 2 * sizeof *bits) : NULL;
+    if (!bits) { /* a pair at a time: the same values */
+        bits = one;
+        block = 1;
     }
+    for (int64_t p0 = 0; p0 < pairs; p0 += block) {
+        const int64_t m = pairs - p0 < block ? pairs - p0 : block;
+        for (int64_t k = 0; k < 2 * m; k++) bits[k] = rng_next(r);
+        normal_job j = {bits, t, 2 * p0, n};
+        fu_parallel_chunks(m, 2 * m * 16, normal_chunk, &j); /* ~16 simple operations' worth an element */
+    }
+    if (bits != one) fu_free(bits);
 }
 
 static void fill_ints(rng *r, fu_host_tensor *t, int64_t n, int64_t bound)
