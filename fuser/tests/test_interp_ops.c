@@ -993,7 +993,8 @@ static void test_round_16bit(void)
 /* The composites' rows over [R, C], above the size where the interpreter splits its row loops
  * over threads (ctest runs this with OMP_NUM_THREADS=4), give the bits that each row gives on
  * its own: cross entropy and its backward (reduction none, some rows ignored, label
- * smoothing), a log_softmax along the rows and a softmax down the columns (strided rows). */
+ * smoothing), a log_softmax along the rows and a softmax down the columns (strided rows), and
+ * primitives: a row sum, broadcast binaries, a select and a unary op. */
 static fu_fusion *rows_fusion(int64_t R, int64_t C)
 {
     int64_t sx[2] = {R, C}, st[1] = {R};
@@ -1004,6 +1005,12 @@ static fu_fusion *rows_fusion(int64_t R, int64_t C)
     fu_output(f, fu_cross_entropy_backward(f, x, t, g, FU_REDUCTION_NONE, -100, 0.1, "dx"));
     fu_output(f, fu_log_softmax(f, x, 1, "ls"));
     fu_output(f, fu_softmax(f, x, 0, "sm0"));
+    /* primitives: a row sum (each row one output's whole reduction), a broadcast difference, a
+     * comparison, a unary op and a select */
+    const int axis1[1] = {1};
+    fu_tensor rs = fu_reduce(f, FU_OP_SUM, fu_binary(f, FU_OP_MUL, x, x, NULL), 1, axis1, true, "rs");
+    fu_tensor d = fu_binary(f, FU_OP_SUB, x, rs, NULL);
+    fu_output(f, fu_where(f, fu_binary(f, FU_OP_GT, x, d, NULL), fu_unary(f, FU_OP_EXP, d, NULL), d, "wd"));
     return f;
 }
 
@@ -1022,7 +1029,7 @@ static void test_parallel_rows(void)
         fu_host_tensor_set(&in[1], r, r % 7 == 3 ? -100.0 : (double)(r * 37 % C));
         fu_host_tensor_set(&in[2], r, 0.5 + (double)(r % 5) / 8.0);
     }
-    fu_host_tensor out[4];
+    fu_host_tensor out[5];
     fu_error err;
     CHECK(run(f, in, out, &err) == FU_OK);
     int bad = 0;
@@ -1031,7 +1038,7 @@ static void test_parallel_rows(void)
         for (int64_t c = 0; c < C; c++) fu_host_tensor_set(&rin[0], c, fu_host_tensor_get(&in[0], r * C + c));
         fu_host_tensor_set(&rin[1], 0, fu_host_tensor_get(&in[1], r));
         fu_host_tensor_set(&rin[2], 0, fu_host_tensor_get(&in[2], r));
-        fu_host_tensor rout[4];
+        fu_host_tensor rout[5];
         if (run(one, rin, rout, &err) != FU_OK) {
             bad++;
             fprintf(stderr, "row %lld alone: %s\n", (long long)r, err.message);
@@ -1042,9 +1049,10 @@ static void test_parallel_rows(void)
         for (int64_t c = 0; c < C; c++) {
             bad += fu_host_tensor_get(&rout[1], c) != fu_host_tensor_get(&out[1], r * C + c);
             bad += fu_host_tensor_get(&rout[2], c) != fu_host_tensor_get(&out[2], r * C + c);
+            bad += fu_host_tensor_get(&rout[4], c) != fu_host_tensor_get(&out[4], r * C + c);
         }
         if (bad) fprintf(stderr, "row %lld: the rows together differ from the row alone\n", (long long)r);
-        free_all(rout, 4);
+        free_all(rout, 5);
         free_all(rin, 3);
     }
     /* softmax down the columns: column c alone, as a row */
@@ -1062,7 +1070,7 @@ static void test_parallel_rows(void)
     }
     CHECK(bad == 0);
     fu_fusion_free(col);
-    free_all(out, 4);
+    free_all(out, 5);
     free_all(in, 3);
     fu_fusion_free(one);
     fu_fusion_free(f);

@@ -76,6 +76,18 @@ static void nd_next(nd_iter *it)
     }
 }
 
+/* Moves the walk to row `row` of its rows: the index and every operand's offset (a chunk of
+ * rows on another thread starts there). */
+static void nd_seek(nd_iter *it, int64_t row)
+{
+    for (int k = 0; k < it->nops; k++) it->off[k] = 0;
+    for (int d = it->rank - 1; d >= 0; d--) {
+        it->idx[d] = row % it->shape[d];
+        row /= it->shape[d];
+        for (int k = 0; k < it->nops; k++) it->off[k] += it->idx[d] * it->st[k][d];
+    }
+}
+
 static void contiguous(const fu_value *v, int64_t *st) { fu_shape_contiguous_strides(v->rank, v->shape, st); }
 
 /* Strides that read v broadcast (NumPy rules: trailing axes line up) to an
@@ -191,6 +203,19 @@ static void unary_ispan(fu_op op, const int64_t *restrict a, int64_t *restrict o
     }
 }
 
+typedef struct unary_job {
+    fu_op op;
+    const double *a;
+    double *o;
+} unary_job;
+
+static bool unary_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const unary_job *j = ctx;
+    unary_span(j->op, j->a + begin, j->o + begin, end - begin);
+    return true;
+}
+
 static fu_status exec_unary(interp *it, const fu_node *n)
 {
     fu_dtype dt = it->f->values[n->output].dtype;
@@ -206,7 +231,8 @@ static fu_status exec_unary(interp *it, const fu_node *n)
     const double *a = interp_vals(it, n->inputs[0]);
     double *o = a ? interp_new_output(it, n) : NULL;
     if (!o) return interp_nomem(it);
-    unary_span(n->op, a, o, cnt);
+    unary_job j = {n->op, a, o};
+    fu_parallel_chunks(cnt, cnt, unary_chunk, &j);
     interp_round(o, cnt, dt);
     return FU_OK;
 }
@@ -249,6 +275,36 @@ static void binary_ispan(fu_op op, const int64_t *a, int64_t sa, const int64_t *
 }
 #undef SPAN
 
+/* A walk's rows on one thread: the walk is copied and moved to the chunk's first row. */
+typedef struct walk_job {
+    const fu_node *n;
+    nd_iter w;
+    const void *in[3];
+    void *o;
+    bool int_in, int_out; /* binary: integer operands; a float comparison */
+} walk_job;
+
+static bool binary_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const walk_job *j = ctx;
+    nd_iter w = j->w;
+    nd_seek(&w, begin);
+    const void *a = j->in[0], *b = j->in[1];
+    for (int64_t r = begin; r < end; r++, nd_next(&w)) {
+        int64_t sa = w.inner_st[1], sb = w.inner_st[2], so = w.inner_st[0];
+        if (j->int_in)
+            binary_ispan(j->n->op, (const int64_t *)a + w.off[1], sa, (const int64_t *)b + w.off[2], sb,
+                         (int64_t *)j->o + w.off[0], so, w.inner);
+        else if (j->int_out) /* a comparison of floats */
+            compare_span(j->n->op, (const double *)a + w.off[1], sa, (const double *)b + w.off[2], sb,
+                         (int64_t *)j->o + w.off[0], so, w.inner);
+        else
+            binary_span(j->n->op, (const double *)a + w.off[1], sa, (const double *)b + w.off[2], sb,
+                        (double *)j->o + w.off[0], so, w.inner);
+    }
+    return true;
+}
+
 static fu_status exec_binary(interp *it, const fu_node *n)
 {
     const fu_value *ov = &it->f->values[n->output];
@@ -261,24 +317,31 @@ static fu_status exec_binary(interp *it, const fu_node *n)
     fu_shape_contiguous_strides(ov->rank, ov->shape, st[0]);
     bcast_strides(ov->rank, &it->f->values[n->inputs[0]], st[1]);
     bcast_strides(ov->rank, &it->f->values[n->inputs[1]], st[2]);
-    nd_iter w;
-    nd_init(&w, ov->rank, ov->shape, 3, st);
-    for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
-        int64_t sa = w.inner_st[1], sb = w.inner_st[2], so = w.inner_st[0];
-        if (int_in)
-            binary_ispan(n->op, (const int64_t *)a + w.off[1], sa, (const int64_t *)b + w.off[2], sb,
-                         (int64_t *)o + w.off[0], so, w.inner);
-        else if (int_out) /* a comparison of floats */
-            compare_span(n->op, (const double *)a + w.off[1], sa, (const double *)b + w.off[2], sb,
-                         (int64_t *)o + w.off[0], so, w.inner);
-        else
-            binary_span(n->op, (const double *)a + w.off[1], sa, (const double *)b + w.off[2], sb,
-                        (double *)o + w.off[0], so, w.inner);
-    }
+    walk_job j = {n, {0}, {a, b, NULL}, o, int_in, int_out};
+    nd_init(&j.w, ov->rank, ov->shape, 3, st);
+    fu_parallel_chunks(j.w.rows, j.w.rows * j.w.inner, binary_chunk, &j);
     int64_t cnt = interp_numel(it, n->output);
     if (int_out) interp_iround(o, cnt, ov->dtype);
     else interp_round(o, cnt, ov->dtype);
     return FU_OK;
+}
+
+static bool where_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const walk_job *j = ctx;
+    nd_iter w = j->w;
+    nd_seek(&w, begin);
+    const size_t E = sizeof(double);
+    for (int64_t r = begin; r < end; r++, nd_next(&w)) {
+        unsigned char *oo = (unsigned char *)j->o + (size_t)w.off[0] * E;
+        const int64_t *cc = (const int64_t *)j->in[0] + w.off[1];
+        const unsigned char *aa = (const unsigned char *)j->in[1] + (size_t)w.off[2] * E;
+        const unsigned char *bb = (const unsigned char *)j->in[2] + (size_t)w.off[3] * E;
+        int64_t so = w.inner_st[0], sc = w.inner_st[1], sa = w.inner_st[2], sb = w.inner_st[3];
+        for (int64_t k = 0; k < w.inner; k++)
+            memcpy(oo + (size_t)(k * so) * E, cc[k * sc] != 0 ? aa + (size_t)(k * sa) * E : bb + (size_t)(k * sb) * E, E);
+    }
+    return true;
 }
 
 static fu_status exec_where(interp *it, const fu_node *n)
@@ -292,18 +355,9 @@ static fu_status exec_where(interp *it, const fu_node *n)
     int64_t st[4][FU_MAX_RANK];
     fu_shape_contiguous_strides(ov->rank, ov->shape, st[0]);
     for (int k = 0; k < 3; k++) bcast_strides(ov->rank, &it->f->values[n->inputs[k]], st[k + 1]);
-    nd_iter w;
-    nd_init(&w, ov->rank, ov->shape, 4, st);
-    const size_t E = sizeof(double);
-    for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
-        unsigned char *oo = (unsigned char *)o + (size_t)w.off[0] * E;
-        const int64_t *cc = c + w.off[1];
-        const unsigned char *aa = (const unsigned char *)a + (size_t)w.off[2] * E;
-        const unsigned char *bb = (const unsigned char *)b + (size_t)w.off[3] * E;
-        int64_t so = w.inner_st[0], sc = w.inner_st[1], sa = w.inner_st[2], sb = w.inner_st[3];
-        for (int64_t j = 0; j < w.inner; j++)
-            memcpy(oo + (size_t)(j * so) * E, cc[j * sc] != 0 ? aa + (size_t)(j * sa) * E : bb + (size_t)(j * sb) * E, E);
-    }
+    walk_job j = {n, {0}, {c, a, b}, o, false, false};
+    nd_init(&j.w, ov->rank, ov->shape, 4, st);
+    fu_parallel_chunks(j.w.rows, j.w.rows * j.w.inner, where_chunk, &j);
     return FU_OK; /* a and b already hold values of the output dtype */
 }
 
@@ -380,6 +434,57 @@ static void reduce_int(fu_op op, const int64_t *a, int64_t *o, int64_t ocnt, nd_
     }
 }
 
+/* Rows of a float reduction's walk. Rows run in order within a chunk; chunks run apart only
+ * where each row is one output's whole reduction (exec_reduce). */
+static bool reduce_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const walk_job *job = ctx;
+    nd_iter w = job->w;
+    nd_seek(&w, begin);
+    for (int64_t r = begin; r < end; r++, nd_next(&w)) {
+        const double *x = (const double *)job->in[0] + w.off[0];
+        double *y = (double *)job->o + w.off[1];
+        int64_t sx = w.inner_st[0], sy = w.inner_st[1], m = w.inner;
+        if (sy == 0) { /* innermost axis reduced: accumulate in a register */
+            double acc = y[0];
+            switch (job->n->op) {
+            case FU_OP_SUM:
+            case FU_OP_MEAN:
+                for (int64_t j = 0; j < m; j++) acc += x[j * sx];
+                break;
+            /* amax / amin propagate NaN: once acc is NaN no comparison replaces it */
+            case FU_OP_RMAX:
+                for (int64_t j = 0; j < m; j++) if (x[j * sx] > acc || isnan(x[j * sx])) acc = isnan(acc) ? acc : x[j * sx];
+                break;
+            default:
+                for (int64_t j = 0; j < m; j++) if (x[j * sx] < acc || isnan(x[j * sx])) acc = isnan(acc) ? acc : x[j * sx];
+                break;
+            }
+            y[0] = acc;
+        } else {
+            switch (job->n->op) {
+            case FU_OP_SUM:
+            case FU_OP_MEAN:
+                for (int64_t j = 0; j < m; j++) y[j * sy] += x[j * sx];
+                break;
+            case FU_OP_RMAX:
+                for (int64_t j = 0; j < m; j++) {
+                    double v = x[j * sx], *p = &y[j * sy];
+                    if ((v > *p || isnan(v)) && !isnan(*p)) *p = v;
+                }
+                break;
+            default:
+                for (int64_t j = 0; j < m; j++) {
+                    double v = x[j * sx], *p = &y[j * sy];
+                    if ((v < *p || isnan(v)) && !isnan(*p)) *p = v;
+                }
+                break;
+            }
+        }
+    }
+    return true;
+}
+
 static fu_status exec_reduce(interp *it, const fu_node *n)
 {
     const fu_value *xv = &it->f->values[n->inputs[0]], *ov = &it->f->values[n->output];
@@ -415,47 +520,11 @@ static fu_status exec_reduce(interp *it, const fu_node *n)
     if (!o) return interp_nomem(it);
     double init = n->op == FU_OP_RMAX ? -INFINITY : n->op == FU_OP_RMIN ? INFINITY : 0.0;
     for (int64_t i = 0; i < ocnt; i++) o[i] = init;
-    for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
-        const double *x = a + w.off[0];
-        double *y = o + w.off[1];
-        int64_t sx = w.inner_st[0], sy = w.inner_st[1], m = w.inner;
-        if (sy == 0) { /* innermost axis reduced: accumulate in a register */
-            double acc = y[0];
-            switch (n->op) {
-            case FU_OP_SUM:
-            case FU_OP_MEAN:
-                for (int64_t j = 0; j < m; j++) acc += x[j * sx];
-                break;
-            /* amax / amin propagate NaN: once acc is NaN no comparison replaces it */
-            case FU_OP_RMAX:
-                for (int64_t j = 0; j < m; j++) if (x[j * sx] > acc || isnan(x[j * sx])) acc = isnan(acc) ? acc : x[j * sx];
-                break;
-            default:
-                for (int64_t j = 0; j < m; j++) if (x[j * sx] < acc || isnan(x[j * sx])) acc = isnan(acc) ? acc : x[j * sx];
-                break;
-            }
-            y[0] = acc;
-        } else {
-            switch (n->op) {
-            case FU_OP_SUM:
-            case FU_OP_MEAN:
-                for (int64_t j = 0; j < m; j++) y[j * sy] += x[j * sx];
-                break;
-            case FU_OP_RMAX:
-                for (int64_t j = 0; j < m; j++) {
-                    double v = x[j * sx], *p = &y[j * sy];
-                    if ((v > *p || isnan(v)) && !isnan(*p)) *p = v;
-                }
-                break;
-            default:
-                for (int64_t j = 0; j < m; j++) {
-                    double v = x[j * sx], *p = &y[j * sy];
-                    if ((v < *p || isnan(v)) && !isnan(*p)) *p = v;
-                }
-                break;
-            }
-        }
-    }
+    walk_job j = {n, w, {a, NULL, NULL}, o, false, false};
+    if (w.inner_st[1] == 0 && w.inner == count) /* a row is an output's whole reduction */
+        fu_parallel_chunks(w.rows, w.rows * w.inner, reduce_chunk, &j);
+    else /* outputs gather several rows, in the walk's order */
+        reduce_chunk(&j, 0, w.rows);
     if (n->op == FU_OP_MEAN) /* an empty mean is 0/0 = NaN, as in torch */
         for (int64_t i = 0; i < ocnt; i++) o[i] /= (double)count;
     interp_round(o, ocnt, ov->dtype);
