@@ -1076,6 +1076,49 @@ static void test_parallel_rows(void)
     fu_fusion_free(f);
 }
 
+/* The embedding and its backward above the split size (4 threads): the forward's rows are the
+ * weight's rows; the backward's row r is the sum, in index order and in double, of the grad rows
+ * whose id is r, then rounded to bf16 (the padding row 0), as a direct loop computes it. */
+static void test_parallel_embedding(void)
+{
+    enum { W = 300, D = 400, P = 700, PAD = 5 };
+    int64_t sw[2] = {W, D}, sp[1] = {P}, sg[2] = {P, D};
+    fu_fusion *f = fu_fusion_new("emb");
+    fu_tensor w = fu_input(f, "w", FU_BF16, 2, sw), ids = fu_input(f, "ids", FU_I64, 1, sp);
+    fu_tensor g = fu_input(f, "g", FU_BF16, 2, sg);
+    fu_output(f, fu_embedding(f, w, ids, PAD, "e"));
+    fu_output(f, fu_embedding_backward(f, g, ids, W, PAD, "dw"));
+    fu_host_tensor in[3] = {make(FU_BF16, 2, sw, NULL), make(FU_I64, 1, sp, NULL), make(FU_BF16, 2, sg, NULL)};
+    unsigned long long state = 777;
+    for (int64_t i = 0; i < W * D; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        fu_host_tensor_set(&in[0], i, (double)(int64_t)(state >> 40) / (double)(1 << 20) - 8.0);
+    }
+    for (int64_t i = 0; i < P * D; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        fu_host_tensor_set(&in[2], i, (double)(int64_t)(state >> 40) / (double)(1 << 20) - 8.0);
+    }
+    for (int64_t i = 0; i < P; i++) fu_host_tensor_set(&in[1], i, (double)(i * i % 97 * 3 % W)); /* repeats; id 5 too */
+    fu_host_tensor out[2];
+    fu_error err;
+    CHECK(run(f, in, out, &err) == FU_OK);
+    double *want = calloc((size_t)W * D, sizeof *want);
+    int bad = 0;
+    for (int64_t i = 0; i < P; i++) {
+        const int64_t id = (int64_t)fu_host_tensor_get(&in[1], i);
+        for (int64_t c = 0; c < D; c++) {
+            bad += fu_host_tensor_get(&out[0], i * D + c) != fu_host_tensor_get(&in[0], id * D + c);
+            if (id != PAD) want[id * D + c] += fu_host_tensor_get(&in[2], i * D + c);
+        }
+    }
+    for (int64_t i = 0; i < W * D; i++) bad += fu_host_tensor_get(&out[1], i) != fu_round_to_dtype(want[i], FU_BF16);
+    CHECK(bad == 0);
+    free(want);
+    free_all(out, 2);
+    free_all(in, 3);
+    fu_fusion_free(f);
+}
+
 int main(void)
 {
     test_binary_broadcast();
@@ -1100,5 +1143,6 @@ int main(void)
     test_i64_saturates_shared();
     test_round_16bit();
     test_parallel_rows();
+    test_parallel_embedding();
     return check_finish("test_interp_ops");
 }

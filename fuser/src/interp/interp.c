@@ -196,13 +196,28 @@ fu_status interp_check_index(interp *it, const fu_node *n, fu_tensor idx, const 
 
 /* ------------------------------------------------------------ storage */
 
+static bool zero_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    memset((double *)ctx + begin, 0, (size_t)(end - begin) * sizeof(double));
+    return true;
+}
+
 /* n 8-byte elements (at least one), zeroed when asked; NULL when n is
- * negative, too big for a size_t count of bytes, or the allocation fails. */
+ * negative, too big for a size_t count of bytes, or the allocation fails.
+ * A big zeroed buffer is written with zeros on every core instead of taken
+ * from calloc: calloc's fresh pages map the shared zero page on their first
+ * read, and the write after it (an accumulation, a rounding in place) then
+ * copies the page and flushes its mapping on every CPU that runs one of
+ * the interpreter's threads. Written first, a page is the buffer's own. */
 static void *elems_new(int64_t n, bool zeroed)
 {
     if (n < 0 || (uint64_t)n >= SIZE_MAX / sizeof(double)) return NULL;
     size_t count = n ? (size_t)n : 1;
-    return zeroed ? fu_calloc(count, sizeof(double)) : fu_malloc(count * sizeof(double));
+    if (!zeroed) return fu_malloc(count * sizeof(double));
+    if (n < ((int64_t)1 << 16)) return fu_calloc(count, sizeof(double));
+    double *p = fu_malloc(count * sizeof(double));
+    if (p) fu_parallel_chunks(n, n, zero_chunk, p);
+    return p;
 }
 
 static interp_buf *buf_new(interp *it, int64_t n, const char *name)

@@ -228,6 +228,26 @@ static fu_status exec_cross_entropy_bwd(interp *it, const fu_node *n)
 
 /* ------------------------------------------------------------ embedding */
 
+typedef struct embedding_job {
+    interp *it;
+    const fu_node *n;
+    const int64_t *ids;
+    double *o;
+    int64_t D, k; /* row width; positions */
+} embedding_job;
+
+/* Rows [begin, end) of the forward's output: out[i, :] = weight[ids[i], :]. */
+static bool embedding_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const embedding_job *j = ctx;
+    for (int64_t i = begin; i < end; i++) {
+        double *y = j->o + i * j->D;
+        const double *w = interp_row(j->it, j->n->inputs[0], j->ids[i] * j->D, j->D, y); /* may convert into y */
+        if (w != y) memcpy(y, w, (size_t)j->D * sizeof *y);
+    }
+    return true;
+}
+
 /* out[k, :] = weight[ids[k], :]; padding_idx changes only the backward. */
 static fu_status exec_embedding(interp *it, const fu_node *n)
 {
@@ -237,14 +257,30 @@ static fu_status exec_embedding(interp *it, const fu_node *n)
     if (!ids) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], ids, k, V, false, 0);
     if (s) return s;
-    double *o = interp_new_output(it, n);
-    if (!o) return interp_nomem(it);
-    for (int64_t i = 0; i < k; i++) {
-        double *y = o + i * D;
-        const double *w = interp_row(it, n->inputs[0], ids[i] * D, D, y); /* may convert into y */
-        if (w != y) memcpy(y, w, (size_t)D * sizeof *y);
-    }
+    embedding_job j = {it, n, ids, interp_new_output(it, n), D, k};
+    if (!j.o) return interp_nomem(it);
+    fu_parallel_chunks(k, k * D, embedding_chunk, &j);
     return FU_OK;
+}
+
+/* Output rows [begin, end) of the backward: each sums, in index order, the grad rows of the
+ * positions whose id is that row (every chunk reads all the ids: the order of each row's sum is
+ * the serial one, however the rows are split). */
+static bool embedding_bwd_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const embedding_job *j = ctx;
+    const int64_t D = j->D, pad = j->n->attrs.padding_idx >= 0 ? j->n->attrs.padding_idx : -1;
+    double *scratch = fu_malloc((size_t)D * sizeof *scratch);
+    if (!scratch) return false;
+    for (int64_t i = 0; i < j->k; i++) {
+        const int64_t id = j->ids[i];
+        if (id == pad || id < begin || id >= end) continue;
+        const double *gr = interp_row(j->it, j->n->inputs[0], i * D, D, scratch);
+        double *y = j->o + id * D;
+        for (int64_t c = 0; c < D; c++) y[c] += gr[c];
+    }
+    fu_free(scratch);
+    return true;
 }
 
 /* out[id, :] = sum of grad rows k with ids[k] == id; the padding_idx row is 0. */
@@ -256,18 +292,14 @@ static fu_status exec_embedding_bwd(interp *it, const fu_node *n)
     if (!ids) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], ids, k, W, false, 0);
     if (s) return s;
-    double *o = interp_new_output(it, n);
-    double *scratch = o ? interp_scratch_new(it, D, "embedding_backward") : NULL;
-    if (!scratch) return interp_nomem(it);
-    int64_t pad = n->attrs.padding_idx >= 0 ? n->attrs.padding_idx : -1;
-    for (int64_t i = 0; i < k; i++) {
-        if (ids[i] == pad) continue;
-        const double *gr = interp_row(it, n->inputs[0], i * D, D, scratch);
-        double *y = o + ids[i] * D;
-        for (int64_t j = 0; j < D; j++) y[j] += gr[j];
+    embedding_job j = {it, n, ids, interp_new_output(it, n), D, k};
+    if (!j.o) return interp_nomem(it);
+    if (!fu_parallel_chunks(W, k * D, embedding_bwd_chunk, &j)) {
+        fu_error_set(it->err, FU_ERR_NOMEM,
+                     "out of memory: rows of %lld doubles of scratch for embedding_backward", (long long)D);
+        return interp_nomem(it);
     }
-    interp_round(o, W * D, ov->dtype);
-    fu_free(scratch);
+    interp_round(j.o, W * D, ov->dtype);
     return FU_OK;
 }
 
