@@ -81,6 +81,7 @@ case " $* " in *" --list "*)
         "$suite/fwd/ref.v2/bf16/1x2" "$suite/bwd+x/fuser/f32/3x4"; exit 0 ;;
 esac
 printf '%s\n' "$*" > "$FAKE_ARGS"
+[ -z "${FAKE_ENV:-}" ] || echo "omp=${OMP_NUM_THREADS:-}" > "$FAKE_ENV"
 while [ $# -gt 0 ]; do [ "$1" = --out ] && printf '{}\n' > "$2"; shift; done
 exit "${FAKE_STATUS:-0}"
 EOF
@@ -97,6 +98,11 @@ check '[ "$(cat "$tmp/slice")" = "$(printf "embedding/fwd/fuser/f32/1x2\nembeddi
 check 'grep -qx "0 [^ ]* 0 unset" "$tmp/n2/status/task_3"' "the task's status: $(cat "$tmp/n2/status/task_3")"
 check '! printf "embedding/fwd/refXv2/bf16/1x2\n" | grep -qE "$filter"' "the filter's '.' matches only a '.'"
 FAKE_ARGS=$tmp/args1 sh "$root/ci/slurm_job" task "$tmp/n2" 4 2> /dev/null
+# The task's checks get its CPUs (--cpus-per-task), unless OMP_NUM_THREADS is set.
+(unset OMP_NUM_THREADS; SLURM_CPUS_PER_TASK=6 FAKE_ENV=$tmp/env6 FAKE_ARGS=$tmp/args6 sh "$root/ci/slurm_job" task "$tmp/n2" 4 2> /dev/null)
+check 'grep -qx "omp=6" "$tmp/env6"' "--cpus-per-task 6: the task's checks on 6 threads ($(cat "$tmp/env6"))"
+(OMP_NUM_THREADS=2 SLURM_CPUS_PER_TASK=6 FAKE_ENV=$tmp/env2 FAKE_ARGS=$tmp/args2b sh "$root/ci/slurm_job" task "$tmp/n2" 4 2> /dev/null)
+check 'grep -qx "omp=2" "$tmp/env2"' "OMP_NUM_THREADS set: kept ($(cat "$tmp/env2"))"
 check 'grep -q "bwd\\\\+x/fuser/f32/3x4" "$tmp/args1"' "a '+' is escaped: $(cat "$tmp/args1")"
 # A case that failed inside a run file is the gate's to judge: the task passes;
 # run_suite failing without a run file fails the task.

@@ -7,7 +7,7 @@
 # (exactly what ./run_suite accepts of ci/nightly's arguments: anything else fails)
 # FAKE_SCALE (of the cases matching FAKE_SLOW, default all), FAKE_KERNELS_PLUS, FAKE_SEED, FAKE_DATE, FAKE_COMMIT shape the
 # run; FAKE_FAIL_SUITE makes that suite exit 1 without a file; every call
-# appends "SUITE CUDA_VISIBLE_DEVICES" to FAKE_LOG.
+# appends "SUITE CUDA_VISIBLE_DEVICES omp=OMP_NUM_THREADS" to FAKE_LOG.
 set -eu
 suite=$1; shift
 args="$*"
@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$out" ] || { echo "fake_run_suite: no --out" >&2; exit 2; }
-echo "$suite ${CUDA_VISIBLE_DEVICES:-unset}" >> "${FAKE_LOG:-/dev/null}"
+echo "$suite ${CUDA_VISIBLE_DEVICES:-unset} omp=${OMP_NUM_THREADS:-}" >> "${FAKE_LOG:-/dev/null}"
 echo "$args" >> "${FAKE_ARGS_LOG:-/dev/null}"
 [ "$suite" != "${FAKE_FAIL_SUITE:-}" ] || { echo "fake_run_suite: $suite crashed" >&2; exit 1; }
 only='*'

@@ -17,6 +17,7 @@ res=$tmp/results
 FUSEBENCH_RUN_SUITE=$root/results/gate/tests/fake_run_suite.sh
 FAKE_LOG=$tmp/fake.log
 export FUSEBENCH_RUN_SUITE FAKE_LOG
+unset OMP_NUM_THREADS # the sharded night sets it
 unset GITHUB_STEP_SUMMARY CUDA_VISIBLE_DEVICES 2>/dev/null || true
 nightly() { "$root/ci/nightly" --skip-setup --results "$res" "$@" > "$tmp/stdout" 2> "$tmp/stderr"; }
 
@@ -77,6 +78,9 @@ check '! grep -q unset "$FAKE_LOG"' "every suite got a GPU: $(cat "$FAKE_LOG")"
 check '[ "$(cut -d" " -f2 "$FAKE_LOG" | sort -u | wc -l)" -ge 2 ]' "suites ran on different GPUs: $(cat "$FAKE_LOG")"
 check "! grep -q 'not in the run' '$tmp/n4/gate.md'" "the merged run has every suite"
 check "grep -q '\"shards\"' '$tmp/n4/run.json'" "the merged run lists its shards"
+threads=$(( $(getconf _NPROCESSORS_ONLN) / 3 )); [ "$threads" -ge 1 ] || threads=1
+check '[ "$(grep -c " omp=$threads\$" "$FAKE_LOG")" = "$nsuites" ]' \
+    "each of 3 shards gets a third of the cores for its checks (omp=$threads): $(cat "$FAKE_LOG")"
 
 # Sharded with UUIDs, one device for two suites (one at a time), one suite crashing.
 : > "$FAKE_LOG"
@@ -84,6 +88,8 @@ CUDA_VISIBLE_DEVICES=GPU-8c4a1b2e-0000 FAKE_FAIL_SUITE=embedding FAKE_SEED=5 FAK
     nightly --sharded --suites "qkv_split embedding" --out "$tmp/n5"
 check '[ $? = 1 ]' "a crashing suite fails the night: $(cat "$tmp/stderr")"
 check "grep -q 'qkv_split GPU-8c4a1b2e-0000' '$FAKE_LOG'" "a UUID is passed through as CUDA_VISIBLE_DEVICES"
+check "grep -q 'qkv_split GPU-8c4a1b2e-0000 omp=$(getconf _NPROCESSORS_ONLN)\$' '$FAKE_LOG'" \
+    "one device: its shard's checks get every core: $(cat "$FAKE_LOG")"
 check "grep -q 'suite embedding wrote no run file' '$tmp/stderr'" "the missing suite is named"
 
 # No GPU for --sharded: exit 2.
