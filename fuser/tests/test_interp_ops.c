@@ -994,7 +994,7 @@ static void test_round_16bit(void)
  * over threads (ctest runs this with OMP_NUM_THREADS=4), give the bits that each row gives on
  * its own: cross entropy and its backward (reduction none, some rows ignored, label
  * smoothing), a log_softmax along the rows and a softmax down the columns (strided rows), and
- * primitives: a row sum, broadcast binaries, a select and a unary op. */
+ * primitives: a row sum, broadcast binaries, a select, a unary op and a permute. */
 static fu_fusion *rows_fusion(int64_t R, int64_t C)
 {
     int64_t sx[2] = {R, C}, st[1] = {R};
@@ -1011,6 +1011,8 @@ static fu_fusion *rows_fusion(int64_t R, int64_t C)
     fu_tensor rs = fu_reduce(f, FU_OP_SUM, fu_binary(f, FU_OP_MUL, x, x, NULL), 1, axis1, true, "rs");
     fu_tensor d = fu_binary(f, FU_OP_SUB, x, rs, NULL);
     fu_output(f, fu_where(f, fu_binary(f, FU_OP_GT, x, d, NULL), fu_unary(f, FU_OP_EXP, d, NULL), d, "wd"));
+    const int swap[2] = {1, 0};
+    fu_output(f, fu_permute(f, x, swap, "xt")); /* a strided copy */
     return f;
 }
 
@@ -1029,7 +1031,7 @@ static void test_parallel_rows(void)
         fu_host_tensor_set(&in[1], r, r % 7 == 3 ? -100.0 : (double)(r * 37 % C));
         fu_host_tensor_set(&in[2], r, 0.5 + (double)(r % 5) / 8.0);
     }
-    fu_host_tensor out[5];
+    fu_host_tensor out[6];
     fu_error err;
     CHECK(run(f, in, out, &err) == FU_OK);
     int bad = 0;
@@ -1038,7 +1040,7 @@ static void test_parallel_rows(void)
         for (int64_t c = 0; c < C; c++) fu_host_tensor_set(&rin[0], c, fu_host_tensor_get(&in[0], r * C + c));
         fu_host_tensor_set(&rin[1], 0, fu_host_tensor_get(&in[1], r));
         fu_host_tensor_set(&rin[2], 0, fu_host_tensor_get(&in[2], r));
-        fu_host_tensor rout[5];
+        fu_host_tensor rout[6];
         if (run(one, rin, rout, &err) != FU_OK) {
             bad++;
             fprintf(stderr, "row %lld alone: %s\n", (long long)r, err.message);
@@ -1050,9 +1052,10 @@ static void test_parallel_rows(void)
             bad += fu_host_tensor_get(&rout[1], c) != fu_host_tensor_get(&out[1], r * C + c);
             bad += fu_host_tensor_get(&rout[2], c) != fu_host_tensor_get(&out[2], r * C + c);
             bad += fu_host_tensor_get(&rout[4], c) != fu_host_tensor_get(&out[4], r * C + c);
+            bad += fu_host_tensor_get(&rout[5], c) != fu_host_tensor_get(&out[5], c * R + r);
         }
         if (bad) fprintf(stderr, "row %lld: the rows together differ from the row alone\n", (long long)r);
-        free_all(rout, 5);
+        free_all(rout, 6);
         free_all(rin, 3);
     }
     /* softmax down the columns: column c alone, as a row */
@@ -1070,7 +1073,7 @@ static void test_parallel_rows(void)
     }
     CHECK(bad == 0);
     fu_fusion_free(col);
-    free_all(out, 5);
+    free_all(out, 6);
     free_all(in, 3);
     fu_fusion_free(one);
     fu_fusion_free(f);

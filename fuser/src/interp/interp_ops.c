@@ -102,24 +102,40 @@ static void bcast_strides(int r, const fu_value *v, int64_t *st)
     }
 }
 
+typedef struct copy_job {
+    nd_iter w;
+    void *dst;
+    const void *src;
+} copy_job;
+
+/* Rows [begin, end) of a strided copy's walk. */
+static bool copy_chunk(void *ctx, int64_t begin, int64_t end)
+{
+    const copy_job *j = ctx;
+    nd_iter w = j->w;
+    nd_seek(&w, begin);
+    const size_t E = sizeof(double);
+    for (int64_t r = begin; r < end; r++, nd_next(&w)) {
+        unsigned char *o = (unsigned char *)j->dst + (size_t)w.off[0] * E;
+        const unsigned char *a = (const unsigned char *)j->src + (size_t)w.off[1] * E;
+        int64_t so = w.inner_st[0], sa = w.inner_st[1];
+        if (so == 1 && sa == 1) memcpy(o, a, (size_t)w.inner * E);
+        else
+            for (int64_t k = 0; k < w.inner; k++) memcpy(o + (size_t)(k * so) * E, a + (size_t)(k * sa) * E, E);
+    }
+    return true;
+}
+
 /* Copies a strided walk of src (strides sst over shape, in elements) into
- * contiguous dst. Elements are 8 bytes of either kind, moved as bytes. */
+ * contiguous dst, on every core. Elements are 8 bytes of either kind, moved as bytes. */
 static void strided_copy(void *dst, const void *src, int rank, const int64_t *shape, const int64_t *sst)
 {
     int64_t st[2][FU_MAX_RANK];
     fu_shape_contiguous_strides(rank, shape, st[0]);
     memcpy(st[1], sst, (size_t)rank * sizeof *sst);
-    nd_iter w;
-    nd_init(&w, rank, shape, 2, st);
-    const size_t E = sizeof(double);
-    for (int64_t r = 0; r < w.rows; r++, nd_next(&w)) {
-        unsigned char *o = (unsigned char *)dst + (size_t)w.off[0] * E;
-        const unsigned char *a = (const unsigned char *)src + (size_t)w.off[1] * E;
-        int64_t so = w.inner_st[0], sa = w.inner_st[1];
-        if (so == 1 && sa == 1) memcpy(o, a, (size_t)w.inner * E);
-        else
-            for (int64_t j = 0; j < w.inner; j++) memcpy(o + (size_t)(j * so) * E, a + (size_t)(j * sa) * E, E);
-    }
+    copy_job j = {.dst = dst, .src = src};
+    nd_init(&j.w, rank, shape, 2, st);
+    fu_parallel_chunks(j.w.rows, j.w.rows * j.w.inner, copy_chunk, &j);
 }
 
 /* Wrapping int64 arithmetic (two's complement, as the GPU computes), without
