@@ -242,6 +242,12 @@ double *interp_scratch_new(interp *it, int64_t n, const char *what)
     return p;
 }
 
+fu_status interp_rows_nomem(interp *it, const fu_node *n, int64_t len)
+{
+    return fu_error_set(it->err, FU_ERR_NOMEM, "out of memory: rows of %lld doubles of scratch for %s",
+                        (long long)len, fu_op_name(n->op));
+}
+
 static void release(interp *it, fu_tensor t)
 {
     interp_buf *b = it->slots[t].buf;

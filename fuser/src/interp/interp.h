@@ -56,6 +56,11 @@ static inline fu_status interp_nomem(const interp *it)
     return it->err->status ? it->err->status : FU_ERR_NOMEM;
 }
 
+/* The status to return after a composite's row loop ran out of memory for its
+ * rows' scratch (`len` doubles a chunk): sets it->err, naming the op. Called
+ * after the loop, never from a chunk (the chunks share it->err). */
+fu_status interp_rows_nomem(interp *it, const fu_node *n, int64_t len);
+
 /* The whole of a float tensor t as doubles, or of an integer or bool tensor
  * as int64 (an input is converted once, on first use). NULL when out of memory
  * (it->err is set). */

@@ -82,11 +82,7 @@ static fu_status exec_softmax(interp *it, const fu_node *n)
     softmax_job j = {it, n->inputs[0], NULL, NULL, len, inner, n->op == FU_OP_LOG_SOFTMAX, xv->dtype};
     if (inner != 1 && !(j.xv = interp_vals(it, n->inputs[0]))) return interp_nomem(it);
     if (!(j.o = interp_new_output(it, n))) return interp_nomem(it);
-    if (!fu_parallel_chunks(outer * inner, outer * inner * len, softmax_chunk, &j)) {
-        fu_error_set(it->err, FU_ERR_NOMEM, "out of memory: rows of %lld doubles of scratch for %s",
-                     (long long)len, fu_op_name(n->op));
-        return interp_nomem(it);
-    }
+    if (!fu_parallel_chunks(outer * inner, outer * inner * len, softmax_chunk, &j)) return interp_rows_nomem(it, n, len);
     return FU_OK;
 }
 
@@ -166,12 +162,7 @@ static fu_status exec_cross_entropy(interp *it, const fu_node *n)
         o[0] = fu_round_to_dtype(at->reduction == FU_REDUCTION_MEAN ? total / (double)count : total, xv->dtype);
     }
     if (loss != o) fu_free(loss);
-    if (!ok) {
-        fu_error_set(it->err, FU_ERR_NOMEM, "out of memory: rows of %lld doubles of scratch for cross_entropy",
-                     (long long)C);
-        return interp_nomem(it);
-    }
-    return FU_OK;
+    return ok ? FU_OK : interp_rows_nomem(it, n, C);
 }
 
 /* d loss / d logits: for a non-ignored row, g_i * (softmax_ic - (1-eps)[c == t_i] - eps/C)
@@ -218,11 +209,7 @@ static fu_status exec_cross_entropy_bwd(interp *it, const fu_node *n)
     if (!o) return interp_nomem(it);
     cross_entropy_job j = {it, n, tgt, g, o, C, 0};
     for (int64_t i = 0; i < rows; i++) j.count += tgt[i] != at->ignore_index;
-    if (!fu_parallel_chunks(rows, rows * C, cross_entropy_bwd_chunk, &j)) {
-        fu_error_set(it->err, FU_ERR_NOMEM,
-                     "out of memory: rows of %lld doubles of scratch for cross_entropy_backward", (long long)C);
-        return interp_nomem(it);
-    }
+    if (!fu_parallel_chunks(rows, rows * C, cross_entropy_bwd_chunk, &j)) return interp_rows_nomem(it, n, C);
     return FU_OK;
 }
 
@@ -294,11 +281,7 @@ static fu_status exec_embedding_bwd(interp *it, const fu_node *n)
     if (s) return s;
     embedding_job j = {it, n, ids, interp_new_output(it, n), D, k};
     if (!j.o) return interp_nomem(it);
-    if (!fu_parallel_chunks(W, k * D, embedding_bwd_chunk, &j)) {
-        fu_error_set(it->err, FU_ERR_NOMEM,
-                     "out of memory: rows of %lld doubles of scratch for embedding_backward", (long long)D);
-        return interp_nomem(it);
-    }
+    if (!fu_parallel_chunks(W, k * D, embedding_bwd_chunk, &j)) return interp_rows_nomem(it, n, D);
     interp_round(j.o, W * D, ov->dtype);
     return FU_OK;
 }

@@ -436,7 +436,9 @@
  * 2; parts of 64 KiB in blocks of 512 let two blocks an SM overlap the two.
  * The model (docs/perf.md v41): a bf16 row's pass 2 is issue-bound on the
  * H200, whose memory is 1.4x the H100's, and its clusters ran at 79-85% of
- * copy where the H100's run at 93-97%. Off until an H200 has timed it. */
+ * copy where the H100's run at 93-97%. On an H100, 65536 is 3-6% slower
+ * wherever it changes the plan (v42); off until an H200 has timed it, and then
+ * a rule of the card's bytes an SM clock rather than a switch. */
 #ifndef CLUSTER_PART_BYTES
 #define CLUSTER_PART_BYTES 0
 #endif
