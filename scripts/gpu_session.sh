@@ -9,7 +9,8 @@
 # GPU_SESSION_DEADLINE_S (default 570) is when the tests, parts and suites stop, so that what
 # ran comes back within the device tool's 600 s. GPU_SESSION_TESTS=0 skips the tests and checks
 # (suites only); GPU_SESSION_LABELS (default gpu|compile) picks the ctest labels,
-# GPU_SESSION_TEST_NAMES (a ctest -R regex) the names among them; GPU_SESSION_CHECKS=0 skips the
+# GPU_SESSION_TEST_NAMES (a ctest -R regex) the names among them, GPU_SESSION_TEST_JOBS (default 4)
+# how many run at once; GPU_SESSION_CHECKS=0 skips the
 # checks after ctest (torch cross entropy, NVRTC times, plans); GPU_SESSION_ASAN=0 skips the
 # ASan build; GPU_SESSION_SASS=1 adds the compiler's report on the seed kernels
 # (scripts/sass_report.sh); GPU_SESSION_SECOND="<run_suite args>" runs a second
@@ -107,8 +108,13 @@ if [ -n "$warm" ]; then
   { echo "==== torch.compile warm-up (exit $rc) ===="; cat /tmp/warm.log; } >>"$out/build.log"
   row "torch.compile warm-up" "exit $rc: $(grep -c 'rep 1/1' /tmp/warm.log) compiled"
 fi
+# The tests run GPU_SESSION_TEST_JOBS at a time (default 4: most of their time is the
+# interpreter's checks and NVRTC, on the CPU), each interpreter on its share of the cores; the
+# one test that times kernels (test_harness_gpu) is RUN_SERIAL, so it runs alone.
+test_jobs=${GPU_SESSION_TEST_JOBS:-4}
+test_omp=${OMP_NUM_THREADS:-$(( jobs / test_jobs > 0 ? jobs / test_jobs : 1 ))}
 if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
-  timeout -k 5 "$(cut_at)" ctest --test-dir /tmp/b -L "${GPU_SESSION_LABELS:-gpu|compile}" \
+  OMP_NUM_THREADS=$test_omp timeout -k 5 "$(cut_at)" ctest --test-dir /tmp/b -j "$test_jobs" -L "${GPU_SESSION_LABELS:-gpu|compile}" \
     ${GPU_SESSION_TEST_NAMES:+-R "$GPU_SESSION_TEST_NAMES"} --output-on-failure >"$out/checks.log" 2>&1
   row "ctest -L '${GPU_SESSION_LABELS:-gpu|compile}' (Release)" "$(grep -E 'tests passed|tests failed' "$out/checks.log" | tail -n 1)"
   pack
@@ -116,7 +122,7 @@ if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
   if [ "${GPU_SESSION_ASAN:-1}" = 1 ]; then
     if cmake -S . -B /tmp/ba -DFUSER_SANITIZE=ON >>"$out/build.log" 2>&1 && cmake --build /tmp/ba -j "$jobs" >>"$out/build.log" 2>&1; then
       echo "==== ASan ====" >>"$out/checks.log"
-      timeout -k 5 "$(cut_at)" ctest --test-dir /tmp/ba -L gpu --output-on-failure >>"$out/checks.log" 2>&1
+      OMP_NUM_THREADS=$test_omp timeout -k 5 "$(cut_at)" ctest --test-dir /tmp/ba -j "$test_jobs" -L gpu --output-on-failure >>"$out/checks.log" 2>&1
       row "ctest -L gpu (ASan)" "$(grep -E 'tests passed|tests failed' "$out/checks.log" | tail -n 1)"
     else
       row "build (ASan)" "FAILED (build.log)"
