@@ -208,14 +208,16 @@ static bool zero_chunk(void *ctx, int64_t begin, int64_t end)
  * from calloc: calloc's fresh pages map the shared zero page on their first
  * read, and the write after it (an accumulation, a rounding in place) then
  * copies the page and flushes its mapping on every CPU that runs one of
- * the interpreter's threads. Written first, a page is the buffer's own. */
+ * the interpreter's threads. Written first, a page is the buffer's own; and
+ * in 2 MiB pages where the kernel gives them (fu_malloc_big), since faulting
+ * and clearing 4 KiB pages took most of the time of a run at gigabytes. */
 static void *elems_new(int64_t n, bool zeroed)
 {
     if (n < 0 || (uint64_t)n >= SIZE_MAX / sizeof(double)) return NULL;
     size_t count = n ? (size_t)n : 1;
     if (!zeroed) return fu_malloc(count * sizeof(double));
     if (n < ((int64_t)1 << 16)) return fu_calloc(count, sizeof(double));
-    double *p = fu_malloc(count * sizeof(double));
+    double *p = fu_malloc_big(count * sizeof(double));
     if (p) fu_parallel_chunks(n, n, zero_chunk, p);
     return p;
 }

@@ -18,6 +18,7 @@ void *fu_malloc(size_t n);
 void *fu_calloc(size_t count, size_t size);
 void *fu_realloc(void *p, size_t n);
 void fu_free(void *p);
+void *fu_malloc_big(size_t n);
 char *fu_strdup(const char *s);
 /* Grows *items (of item_size bytes) so that it holds at least need items. */
 int fu_grow(void **items, int *cap, int need, size_t item_size);
