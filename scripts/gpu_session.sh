@@ -112,6 +112,7 @@ fi
 # interpreter's checks and NVRTC, on the CPU), each interpreter on its share of the cores; the
 # one test that times kernels (test_harness_gpu) is RUN_SERIAL, so it runs alone.
 test_jobs=${GPU_SESSION_TEST_JOBS:-4}
+case "$test_jobs" in ''|*[!0-9]*|0) row "GPU_SESSION_TEST_JOBS" "'$test_jobs' is not a count: 4"; test_jobs=4 ;; esac
 test_omp=${OMP_NUM_THREADS:-$(( jobs / test_jobs > 0 ? jobs / test_jobs : 1 ))}
 if [ "${GPU_SESSION_TESTS:-1}" = 1 ]; then
   OMP_NUM_THREADS=$test_omp timeout -k 5 "$(cut_at)" ctest --test-dir /tmp/b -j "$test_jobs" -L "${GPU_SESSION_LABELS:-gpu|compile}" \
