@@ -40,7 +40,10 @@ for src in "$work"/k*.cu; do
     kind=SASS
     "$nvcc" -arch=sm_90 -cubin -w -o "$work/$k.cubin" "$src"
     "$cuobjdump" -sass "$work/$k.cubin" >"$work/$k.sass"
-    awk '/^[[:space:]]+\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f]+\*\// { n++; line = $0; sub(/^[[:space:]]+\/\*[0-9a-f]+\*\/[[:space:]]+/, "", line); ins[n] = line; next }
+    # a branch names its target as a label (.L_x_N, older cuobjdump) or as the address (0x1f0, CUDA 13)
+    awk '/^[[:space:]]+\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f]+\*\// { n++; line = $0; addr = line
+             sub(/^[[:space:]]+\/\*/, "", addr); sub(/\*\/.*/, "", addr); sub(/^0+/, "", addr); at["0x" (addr == "" ? "0" : addr)] = n
+             sub(/^[[:space:]]+\/\*[0-9a-f]+\*\/[[:space:]]+/, "", line); sub(/[[:space:]]*\/\*.*/, "", line); ins[n] = line; next }
            /^\.L_x_[0-9]+:/ { lab = $1; sub(/:$/, "", lab); at[lab] = n + 1 }
            END { for (i = 1; i <= n; i++) print ins[i]; print "@@labels"; for (l in at) print l, at[l] }' "$work/$k.sass" >"$work/$k.lst"
   else
@@ -64,7 +67,7 @@ for src in "$work"/k*.cu; do
       nl = 0
       for (i = 1; i <= n; i++) {
         if (ins[i] !~ /(BRA|bra)/) continue
-        if (!match(ins[i], /(\.L_x_[0-9]+|\$L__BB[0-9_]+)/)) continue
+        if (!match(ins[i], /(\.L_x_[0-9]+|\$L__BB[0-9_]+|0x[0-9a-f]+)/)) continue
         t = substr(ins[i], RSTART, RLENGTH)
         if (!(t in at) || at[t] > i) continue
         nl++; lo[nl] = at[t]; hi[nl] = i
