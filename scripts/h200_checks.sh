@@ -8,6 +8,8 @@
 #                                       torch.compile) and Nsight Compute of the bf16 fused cross
 #                                       entropy (8192x32768, 8192x128256) and the bf16 embedding
 #                                       backward; ~560 s
+#   scripts/h200_checks.sh short        the two most needed of `targets` in ~370 s: the soft-capped
+#                                       cross entropy against torch.compile, then the gate's fuser rows
 #   scripts/h200_checks.sh tests        every `gpu` test (~80 s on an H100, four at a time)
 #   scripts/h200_checks.sh cluster-ab   CLUSTER_PART_BYTES / CLUSTER_PART_ONE_BLOCK against the
 #                                       default, cross entropy bwd and fwd+bwd at 8192 x 32768 ..
@@ -18,7 +20,8 @@
 # Each runs only on an H200 (the targets are the H200's: its compute to bandwidth balance is not
 # the H100's) and otherwise says so and exits 0 at once, so that a start that brings an H100
 # costs seconds; --any-card runs it anyway. Then, here: `scripts/compare
-# results/baselines/nvidia_h200.json run.json` on the `targets` run file (session.tgz).
+# results/baselines/nvidia_h200.json run.json` on the gate's run file in session.tgz (`targets`:
+# run.json; `short`: run2.json).
 # FUSEBENCH_GIT_COMMIT (default: git's HEAD where there is a .git) names the commit in the run file.
 set -u
 case "${1:-}" in
@@ -30,7 +33,7 @@ cd "$here" || exit 2
 what=$1
 any=0
 [ "${2:-}" = --any-card ] && any=1
-case "$what" in targets|tests|cluster-ab|softcap-ab) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
+case "$what" in targets|short|tests|cluster-ab|softcap-ab) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 echo "card: ${card:-none}"
 if [ -z "$card" ]; then echo "h200_checks.sh: no GPU here"; exit 0; fi
@@ -42,19 +45,28 @@ if [ -z "${FUSEBENCH_GIT_COMMIT:-}" ] && git rev-parse --short HEAD >/dev/null 2
 fi
 export FUSEBENCH_GIT_COMMIT
 common=(GPU_SESSION_ASAN=0 GPU_SESSION_CHECKS=0)
+softcap="fuser/tests/data/softcap_cross_entropy.fusion --sizes N=8192,V=32768 --dtype bf16,f32"
+# torch.compile of the soft-capped cross entropy warms while the rest builds (gpu_session.sh)
+warm_softcap() {
+  warm=/tmp/h200_checks_warm.json
+  # shellcheck disable=SC2086 # the selection is words
+  { cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/b -j "$(nproc)" --target run_suite &&
+    /tmp/b/suites/run_suite $softcap --write-fusions "$warm"; } >/dev/null 2>&1 || warm=
+}
 case "$what" in
   targets)
-    # torch.compile of the soft-capped cross entropy warms while the rest builds (gpu_session.sh)
-    softcap="fuser/tests/data/softcap_cross_entropy.fusion --sizes N=8192,V=32768 --dtype bf16,f32"
-    warm=/tmp/h200_checks_warm.json
-    # shellcheck disable=SC2086 # the selection is words
-    { cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/b -j "$(nproc)" --target run_suite &&
-      /tmp/b/suites/run_suite $softcap --write-fusions "$warm"; } >/dev/null 2>&1 || warm=
+    warm_softcap
     env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_TESTS=0 GPU_SESSION_TARGETS="run_suite fuser_fuzz fuser_cli" \
       GPU_SESSION_SUITES_FIRST=1 GPU_SESSION_PARTS="fuzz_torch profile" FUZZ_TORCH_BUDGET_S=230 \
       PROFILE_CASES="suites/cross_entropy/cross_entropy_fwdbwd.fusion N=8192 V=32768 DT=bf16;suites/cross_entropy/cross_entropy_fwdbwd.fusion N=8192 V=128256 DT=bf16;suites/embedding/embedding_bwd.fusion DT=bf16" \
       GPU_SESSION_WARM=$warm GPU_SESSION_SECOND="$softcap --with-torch --repetitions 3 --time-limit 0.2" \
       scripts/gpu_session.sh all --filter /fuser/ --repetitions 3 --time-limit 0.1 ;;
+  short)
+    warm_softcap
+    # shellcheck disable=SC2086 # the selection is words
+    env "${common[@]}" GPU_SESSION_DEADLINE_S=370 GPU_SESSION_TESTS=0 GPU_SESSION_TARGETS=run_suite GPU_SESSION_WARM=$warm \
+      GPU_SESSION_SECOND="all --filter /fuser/ --repetitions 3 --time-limit 0.1" \
+      scripts/gpu_session.sh $softcap --with-torch --repetitions 3 --time-limit 0.2 ;;
   tests)
     env "${common[@]}" GPU_SESSION_DEADLINE_S=400 GPU_SESSION_LABELS=gpu scripts/gpu_session.sh ;;
   cluster-ab)
