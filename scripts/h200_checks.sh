@@ -16,6 +16,9 @@
 #                                       256000 (docs/perf.md v41)
 #   scripts/h200_checks.sh softcap-ab   POLY_EXP_EIGHTHS 2 and 4 and MUFU_ROW_ITERS=16 against the
 #                                       default, on the soft-capped cross entropy (docs/perf.md v44)
+#   scripts/h200_checks.sh queue-ab     ROW_PREFETCH_QUEUE_BYTES=128 (the next queued row's first batch
+#                                       in flight during this row's later passes) against the
+#                                       default, cross entropy bwd and fwd+bwd (docs/perf.md v45)
 #
 # Each runs only on an H200 (the targets are the H200's: its compute to bandwidth balance is not
 # the H100's) and otherwise says so and exits 0 at once, so that a start that brings an H100
@@ -33,7 +36,7 @@ cd "$here" || exit 2
 what=$1
 any=0
 [ "${2:-}" = --any-card ] && any=1
-case "$what" in targets|short|tests|cluster-ab|softcap-ab) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
+case "$what" in targets|short|tests|cluster-ab|softcap-ab|queue-ab) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 echo "card: ${card:-none}"
 if [ -z "$card" ]; then echo "h200_checks.sh: no GPU here"; exit 0; fi
@@ -73,6 +76,11 @@ case "$what" in
     env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_TESTS=0 GPU_SESSION_TARGETS=run_suite GPU_SESSION_PARTS=variants \
       VARIANTS="part64=-DCLUSTER_PART_BYTES=65536;one=-DCLUSTER_PART_BYTES=65536 -DCLUSTER_PART_ONE_BLOCK=1" VARIANT_ROUNDS=2 \
       VARIANT_TIMEOUT_S=80 VARIANT_ARGS="cross_entropy --sizes 8192x32768,8192x50304,8192x128256,8192x256000 --filter (bwd|fwdbwd)/fuser/ --repetitions 3 --time-limit 0.1" \
+      scripts/gpu_session.sh ;;
+  queue-ab)
+    env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_TESTS=0 GPU_SESSION_TARGETS=run_suite GPU_SESSION_PARTS=variants \
+      VARIANTS="queue=-DROW_PREFETCH_QUEUE_BYTES=128" VARIANT_ROUNDS=3 VARIANT_TIMEOUT_S=80 \
+      VARIANT_ARGS="cross_entropy --sizes 8192x32768,8192x50304,4093x50257 --filter /(bwd|fwdbwd)/fuser/ --repetitions 3 --time-limit 0.2" \
       scripts/gpu_session.sh ;;
   softcap-ab)
     env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_TESTS=0 GPU_SESSION_TARGETS=run_suite GPU_SESSION_PARTS=variants \

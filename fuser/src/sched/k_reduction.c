@@ -315,6 +315,19 @@
 #ifndef ROW_PREFETCH_WARP_BYTES
 #define ROW_PREFETCH_WARP_BYTES 96
 #endif
+/* ... and for rows from the queue (ROW_QUEUE), while the first batch is at
+ * most this many bytes a thread: the ticket of the block's next row is
+ * published in shared memory before pass 1's block reductions, whose barriers
+ * make it every thread's, and the next row's first batch is loaded after them,
+ * in flight during the later passes (which read the row from shared memory:
+ * pass 1's staged registers are free then). On an H100 at 128 bytes (docs/perf.md
+ * v45): f32 bwd and fwd+bwd at 8192 x 32768 -0.7%, bf16 there +0.04% and +0.19%
+ * (ptxas spills 4 bytes at the 64 registers of two 512-thread blocks), bf16 bwd at
+ * 8192 x 50304 +1.5%. Off until an H200, where v44 found these kernels waiting
+ * on their loads, shows a gain (scripts/h200_checks.sh queue-ab); 0 turns it off. */
+#ifndef ROW_PREFETCH_QUEUE_BYTES
+#define ROW_PREFETCH_QUEUE_BYTES 0
+#endif
 /* ... and with it the next row's per-row inputs (a norm backward's mean and
  * 1/std of the row), into registers a row ahead: otherwise each row's
  * arithmetic starts with a round trip to memory for them, after the prefetched
@@ -1913,10 +1926,15 @@ static void choose_grid(red_params *p, const fu_group *g)
  * more rows than blocks or warps). */
 static bool choose_row_prefetch(const red_params *p, const fu_fusion *f)
 {
-    const int limit = p->warp_rows > 1 ? ROW_PREFETCH_WARP_BYTES : ROW_PREFETCH_BYTES;
-    if (limit <= 0 || (p->warp_rows > 1 && (p->passes < 2 || p->threads != 32)) || !p->first_batch_early || p->queue || p->cluster > 1 ||
-        p->ncache > 0 || (int64_t)p->grid * p->warp_rows >= p->rows)
+    const int limit = p->queue ? ROW_PREFETCH_QUEUE_BYTES : p->warp_rows > 1 ? ROW_PREFETCH_WARP_BYTES : ROW_PREFETCH_BYTES;
+    if (limit <= 0 || (p->warp_rows > 1 && (p->passes < 2 || p->threads != 32)) || !p->first_batch_early || p->cluster > 1 ||
+        p->ncache > 0 || (!p->queue && (int64_t)p->grid * p->warp_rows >= p->rows))
         return false;
+    if (p->queue) { /* the next row's ticket is published by a block reduction of pass 1 */
+        bool barrier = false;
+        for (int i = 0; i < p->nred; i++) barrier |= p->reds[i].pass == 1 && row_kind(p->reds[i].kind);
+        if (!barrier || p->passes < 2) return false;
+    }
     const red_pass *ps = &p->pass[1];
     int64_t bytes = 0;
     for (int k = 0; k < ps->nstage; k++) {
@@ -2868,13 +2886,20 @@ static void emit_pass(red_emit *r, int pass)
         }
         cg_line(c, "}");
     }
-    if (pass == 1 && p->row_prefetch) {
+    if (pass == 1 && p->row_prefetch && !p->queue) {
         char step[64], next[140];
         strided_rows(p, c, NULL, step);
         snprintf(next, sizeof next, "row + %s", step);
         emit_batch_ahead(r, next, "next row: its first batch in flight during this row's remaining work");
     }
+    if (pass == 1 && p->row_prefetch && p->queue)
+        cg_line(c, "if (threadIdx.x == 0) fu_next[fu_q ^ 1u] = fu_ticket; // every thread's after the reductions' barriers");
     emit_pass_reductions(r, pass);
+    if (pass == 1 && p->row_prefetch && p->queue) {
+        char next[64];
+        snprintf(next, sizeof next, "(%s)fu_next[fu_q ^ 1u]", c->index64 ? "long long" : "int");
+        emit_batch_ahead(r, next, "next row: its first batch in flight during this row's later passes");
+    }
 }
 
 /* The pass's loop over the row's batches (its first already in flight where
@@ -3360,6 +3385,11 @@ static void emit_row_loop_head(red_emit *r)
         cg_line(c, "__shared__ unsigned fu_next[2];");
         cg_line(c, "if (threadIdx.x == 0) fu_next[0] = fu_take_row(fu_count + 1, %lldu + gridDim.x);", (long long)p->rows);
         cg_line(c, "__syncthreads();");
+        if (p->row_prefetch) {
+            char first[64];
+            snprintf(first, sizeof first, "(%s)fu_next[0]", it);
+            emit_batch_ahead(r, first, "first row: its first batch (each later row's is loaded during the row before)");
+        }
         cg_line(c, "for (unsigned fu_q = 0;; fu_q ^= 1u) {");
         c->indent++;
         c->scope++;
@@ -3583,7 +3613,8 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
             const char *ct = cg_compute_type(v->dtype);
             cg_line(c, "%s fu_ra%d = (%s)0; // '%s', loaded a row ahead", ct, i, ct, v->name);
         }
-        emit_batch_ahead(r, first, "first row: its first batch (each later row's is loaded during the row before)");
+        if (!p->queue) /* (the queue's first row is known after its first ticket: emit_row_loop_head) */
+            emit_batch_ahead(r, first, "first row: its first batch (each later row's is loaded during the row before)");
     }
     emit_row_loop_head(r);
     emit_outer_vars(r, "row");
@@ -3655,7 +3686,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
         }
     }
     if (p->queue) {
-        cg_line(c, "if (threadIdx.x == 0) fu_next[fu_q ^ 1u] = fu_ticket;");
+        if (!p->row_prefetch) cg_line(c, "if (threadIdx.x == 0) fu_next[fu_q ^ 1u] = fu_ticket;");
         cg_line(c, "__syncthreads();");
     }
     cg_close(c); /* the row loop */
