@@ -1921,19 +1921,19 @@ static void choose_grid(red_params *p, const fu_group *g)
     }
 }
 
-/* ROW_PREFETCH_BYTES (ROW_PREFETCH_WARP_BYTES): whether pass 1's first batch of
- * the block's (warp's) next row is loaded while this row finishes (rows strided,
- * more rows than blocks or warps). */
+/* ROW_PREFETCH_BYTES (ROW_PREFETCH_WARP_BYTES, ROW_PREFETCH_QUEUE_BYTES): whether
+ * pass 1's first batch of the block's (warp's) next row is loaded while this row
+ * finishes (rows strided, more rows than blocks or warps; or rows from the queue). */
 static bool choose_row_prefetch(const red_params *p, const fu_fusion *f)
 {
     const int limit = p->queue ? ROW_PREFETCH_QUEUE_BYTES : p->warp_rows > 1 ? ROW_PREFETCH_WARP_BYTES : ROW_PREFETCH_BYTES;
     if (limit <= 0 || (p->warp_rows > 1 && (p->passes < 2 || p->threads != 32)) || !p->first_batch_early || p->cluster > 1 ||
         p->ncache > 0 || (!p->queue && (int64_t)p->grid * p->warp_rows >= p->rows))
         return false;
-    if (p->queue) { /* the next row's ticket is published by a block reduction of pass 1 */
+    if (p->queue) { /* the next row's ticket is published by the barriers of a block reduction of pass 1 */
         bool barrier = false;
         for (int i = 0; i < p->nred; i++) barrier |= p->reds[i].pass == 1 && row_kind(p->reds[i].kind);
-        if (!barrier || p->passes < 2) return false;
+        if (!barrier || p->passes < 2 || p->block_threads <= 32) return false;
     }
     const red_pass *ps = &p->pass[1];
     int64_t bytes = 0;
