@@ -85,6 +85,6 @@ case "$what" in
   softcap-ab)
     env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_TESTS=0 GPU_SESSION_TARGETS=run_suite GPU_SESSION_PARTS=variants \
       VARIANTS="poly2=-DPOLY_EXP_EIGHTHS=2;poly4=-DPOLY_EXP_EIGHTHS=4;it16=-DMUFU_ROW_ITERS=16" VARIANT_ROUNDS=2 VARIANT_TIMEOUT_S=80 \
-      VARIANT_ARGS="fuser/tests/data/softcap_cross_entropy.fusion --sizes N=8192,V=32768 --dtype bf16,f32 --repetitions 3 --time-limit 0.2" \
+      VARIANT_ARGS="$softcap --repetitions 3 --time-limit 0.2" \
       scripts/gpu_session.sh ;;
 esac
