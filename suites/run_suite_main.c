@@ -679,6 +679,12 @@ static int run(options *o, const hb_suite_set *set, const char *argv0, hb_gbench
         rc = EXIT_FAILED;
         goto done;
     }
+    if (o->with_torch && fu_runtime_has_device(rt) && fu_runtime_device(rt)->sm_count < fu_runtime_device(rt)->sm_count_all) {
+        /* the PyTorch process would run on every SM: no row of it would compare */
+        rc = usage_error("--with-torch under an SM limit (%s): PyTorch's kernels would run on every SM",
+                         fu_runtime_describe(rt));
+        goto done;
+    }
     hb_runner_prepare(r, rt);
     if (o->write_fusions) {
         FILE *f = fopen(o->write_fusions, "w");

@@ -56,6 +56,10 @@ typedef struct fu_runtime_options {
     bool compile_only;   /* do not touch the driver even if a GPU is present */
     int device;          /* CUDA device ordinal (default 0) */
     bool sync_launches;  /* synchronize after each launch (also env FUSER_LAUNCH_BLOCKING=1) */
+    /* Run kernels on this many of the GPU's SMs (rounded up to the driver's granularity: 8 on
+     * sm_90), through a green context; the device's name then ends "(N of M SMs)". 0: env
+     * FUSER_SM_LIMIT, else all. A probe of per-SM bandwidth (docs/perf.md v46), not a run to gate. */
+    int sm_limit;
 } fu_runtime_options;
 
 /* What the device is; all zero for the null device (but driver_version, when
@@ -63,7 +67,8 @@ typedef struct fu_runtime_options {
 typedef struct fu_device_props {
     char name[256];
     int cc_major, cc_minor;            /* compute capability: 9, 0 for an H100/H200 */
-    int sm_count;
+    int sm_count;                      /* the SMs kernels run on: fewer under an SM limit */
+    int sm_count_all;                  /* the SMs the device has */
     int64_t l2_bytes;
     int64_t total_mem_bytes;
     int max_threads_per_block;

@@ -325,6 +325,24 @@ static void test_arch_and_env(const char *dir)
     CHECK_CONTAINS(err.message, "FUSER_ARCH");
     unsetenv("FUSER_ARCH");
     unsetenv("FUSER_CACHE_DIR");
+    /* FUSER_SM_LIMIT: a count of SMs, checked before anything is loaded, GPU or not */
+    const char *bad_limits[] = {"abc", "-8", "12x", "99999999999"};
+    for (size_t i = 0; i < sizeof bad_limits / sizeof *bad_limits; i++) {
+        setenv("FUSER_SM_LIMIT", bad_limits[i], 1);
+        rt = NULL;
+        CHECK(fu_runtime_open(&opts, &rt, &err) == FU_ERR_ARG && rt == NULL);
+        CHECK_CONTAINS(err.message, "FUSER_SM_LIMIT");
+        CHECK_CONTAINS(err.message, bad_limits[i]);
+    }
+    setenv("FUSER_SM_LIMIT", "0", 1); /* all of them */
+    CHECK(fu_runtime_open(&opts, &rt, &err) == FU_OK);
+    fu_runtime_close(rt);
+    unsetenv("FUSER_SM_LIMIT");
+    opts.sm_limit = -3;
+    rt = NULL;
+    CHECK(fu_runtime_open(&opts, &rt, &err) == FU_ERR_ARG && rt == NULL);
+    CHECK_CONTAINS(err.message, "SM limit -3");
+    opts.sm_limit = 0;
 
     /* The plain open, as a command would do it: whatever this machine has. */
     rt = NULL;

@@ -1,7 +1,9 @@
 /*
  * test_runtime_gpu.c -- the runtime on a GPU: memory, copies, memsets,
  * launches (a vector add with float4 and a scalar tail, dynamic shared memory
- * above 48 KiB), events, and errors that must be reported, not crash.
+ * above 48 KiB), events, and errors that must be reported, not crash; then all
+ * of it again on part of the SMs (fu_runtime_options.sm_limit), whose kernels
+ * must run on that many SMs and no more.
  * Without a GPU it prints one line and exits 77 (skipped).
  */
 #define _XOPEN_SOURCE 700
@@ -37,7 +39,34 @@ static const char *SOURCE =
     "    for (int j = threadIdx.x; j < n; j += blockDim.x) s[j] = (float)j;\n"
     "    __syncthreads();\n"
     "    for (int j = threadIdx.x; j < n; j += blockDim.x) out[j] = s[n - 1 - j];\n"
+    "}\n"
+    "\n"
+    "extern \"C\" __global__ void which_sms(unsigned *seen)\n"
+    "{\n"
+    "    unsigned id; asm volatile(\"mov.u32 %0, %%smid;\" : \"=r\"(id));\n"
+    "    if (threadIdx.x == 0) atomicOr(&seen[id / 32], 1u << (id % 32));\n"
+    "    __nanosleep(20000); /* the blocks stay a while, so that they spread over every SM there is */\n"
     "}\n";
+
+/* How many SMs a grid of 32 blocks an SM (of those the device reports) ran on (%smid). */
+static int sms_used(fu_runtime *rt, fu_module *m)
+{
+    fu_error err = {0};
+    fu_kernel *k = NULL;
+    OK(fu_module_get_kernel(m, "which_sms", &k, &err));
+    fu_devptr seen = 0;
+    unsigned words[64] = {0};
+    OK(fu_device_alloc(rt, sizeof words, &seen, &err));
+    OK(fu_device_memset8(rt, seen, 0, sizeof words, &err));
+    unsigned grid[3] = {(unsigned)fu_runtime_device(rt)->sm_count * 32, 1, 1}, block[3] = {64, 1, 1};
+    void *args[] = {&seen};
+    if (k) OK(fu_runtime_launch(rt, k, grid, block, 0, args, &err));
+    OK(fu_device_download(rt, words, seen, sizeof words, &err));
+    fu_device_free(rt, seen, &err);
+    int n = 0;
+    for (int i = 0; i < 64; i++) n += __builtin_popcount(words[i]);
+    return n;
+}
 
 /* A kernel with compile-time cluster dimensions (sm_90): each block writes its rank in the
  * cluster, read back through distributed shared memory by the next rank. */
@@ -118,6 +147,9 @@ static void run(fu_runtime *rt)
     OK(fu_runtime_compile(rt, SOURCE, "runtime_gpu.cu", NULL, 0, &m, &info, &err));
     if (!m) return;
     CHECK(fu_module_loaded(m));
+    const int used = sms_used(rt, m);
+    printf("  a grid of %d blocks ran on %d SMs\n", p->sm_count * 32, used);
+    CHECK(used == p->sm_count);
     fu_kernel *vadd = NULL, *rev = NULL, *none = NULL;
     OK(fu_module_get_kernel(m, "vadd", &vadd, &err));
     OK(fu_module_get_kernel(m, "reverse_smem", &rev, &err));
@@ -288,7 +320,32 @@ int main(void)
     }
     run(rt);
     run_cluster(rt);
+    const int all = fu_runtime_device(rt)->sm_count;
     fu_runtime_close(rt);
+    /* on part of the SMs (a green context): 60 asked, 64 given on sm_90 (multiples of 8) */
+    opts.sm_limit = 60;
+    fu_error err = {0};
+    OK(fu_runtime_open(&opts, &rt, &err));
+    if (rt) {
+        const fu_device_props *p = fu_runtime_device(rt);
+        char tail[64];
+        snprintf(tail, sizeof tail, " of %d SMs)", all);
+        CHECK(p->sm_count >= 60 && p->sm_count < all && p->sm_count_all == all);
+        CHECK_CONTAINS(p->name, tail);
+        run(rt);
+        run_cluster(rt);
+        fu_runtime_close(rt);
+    }
+    /* as many as there are, or more: the whole GPU, as without a limit */
+    opts.sm_limit = all + 100;
+    OK(fu_runtime_open(&opts, &rt, &err));
+    if (rt) {
+        CHECK(fu_runtime_device(rt)->sm_count == all && !strstr(fu_runtime_device(rt)->name, " SMs)"));
+        fu_runtime_close(rt);
+    }
+    opts.sm_limit = -1;
+    CHECK(fu_runtime_open(&opts, &rt, &err) == FU_ERR_ARG && rt == NULL);
+    CHECK_CONTAINS(err.message, "SM limit -1");
     tu_remove_tree(dir);
     return check_finish("test_runtime_gpu");
 }

@@ -170,7 +170,7 @@ static void read_props(fu_runtime *rt)
         snprintf(p->name, sizeof p->name, "CUDA device %d", (int)rt->dev);
     p->cc_major = attr(rt, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
     p->cc_minor = attr(rt, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-    p->sm_count = attr(rt, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    p->sm_count = p->sm_count_all = attr(rt, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     p->l2_bytes = attr(rt, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
     size_t total = 0;
     if (rt->cu.DeviceTotalMem(&total, rt->dev) == CUDA_SUCCESS) p->total_mem_bytes = (int64_t)total;
@@ -262,6 +262,8 @@ static fu_status open_device(fu_runtime *rt, const fu_runtime_options *opts, cha
     read_props(rt);
     FU_CU(rt, err, DevicePrimaryCtxRetain, &rt->ctx, rt->dev);
     FU_CU(rt, err, CtxSetCurrent, rt->ctx);
+    fu_status s = fu_sm_limit_open(rt, rt->sm_limit, err);
+    if (s != FU_OK) return s;
     FU_CU(rt, err, StreamCreate, &rt->stream, CU_STREAM_DEFAULT);
     rt->has_device = true;
     return FU_OK;
@@ -304,6 +306,7 @@ static void release_device(fu_runtime *rt)
 {
     if (rt->cuda_lib) {
         if (rt->stream) rt->cu.StreamDestroy(rt->stream);
+        fu_sm_limit_close(rt);
         if (rt->ctx) rt->cu.DevicePrimaryCtxRelease(rt->dev);
     }
     rt->stream = NULL;
@@ -335,8 +338,19 @@ fu_status fu_runtime_open(const fu_runtime_options *opts, fu_runtime **out, fu_e
                             "sm_90a",
                             arch_src, arch_what);
 
+    /* so is the SM limit */
+    int sm_limit = opts->sm_limit;
+    if (sm_limit < 0)
+        return fu_error_set(err, FU_ERR_ARG, "runtime: bad SM limit %d (from options); expected a count of SMs, 0 for all",
+                            sm_limit);
+    if (sm_limit == 0) {
+        fu_status s = fu_sm_limit_parse(getenv("FUSER_SM_LIMIT"), "FUSER_SM_LIMIT", &sm_limit, err);
+        if (s != FU_OK) return s;
+    }
+
     fu_runtime *rt = fu_calloc(1, sizeof *rt);
     if (!rt) return fu_error_set(err, FU_ERR_NOMEM, "runtime: out of memory");
+    rt->sm_limit = sm_limit;
     const char *blocking = getenv("FUSER_LAUNCH_BLOCKING");
     rt->sync_launches = opts->sync_launches || (blocking && *blocking && strcmp(blocking, "0"));
 

@@ -70,6 +70,18 @@ typedef struct fu_driver_api {
     CUresult(CUDAAPI *EventElapsedTime)(float *ms, CUevent start, CUevent end);
 } fu_driver_api;
 
+/* Green contexts (CUDA 12.4+ drivers), for an SM limit (sm_limit.c): looked up
+ * only when one is asked for, so that older drivers serve everything else. */
+typedef struct fu_green_api {
+    CUresult(CUDAAPI *DeviceGetDevResource)(CUdevice dev, CUdevResource *res, CUdevResourceType type);
+    CUresult(CUDAAPI *DevSmResourceSplitByCount)(CUdevResource *result, unsigned *groups, const CUdevResource *input,
+                                                 CUdevResource *remaining, unsigned flags, unsigned min_count);
+    CUresult(CUDAAPI *DevResourceGenerateDesc)(CUdevResourceDesc *desc, CUdevResource *res, unsigned n);
+    CUresult(CUDAAPI *GreenCtxCreate)(CUgreenCtx *ctx, CUdevResourceDesc desc, CUdevice dev, unsigned flags);
+    CUresult(CUDAAPI *CtxFromGreenCtx)(CUcontext *ctx, CUgreenCtx green);
+    CUresult(CUDAAPI *GreenCtxDestroy)(CUgreenCtx green);
+} fu_green_api;
+
 typedef struct fu_nvrtc_api {
     const char *(*GetErrorString)(nvrtcResult r);
     nvrtcResult (*Version)(int *major, int *minor);
@@ -97,6 +109,9 @@ struct fu_runtime {
     bool has_device;
     CUdevice dev;
     CUcontext ctx;          /* the retained primary context */
+    CUgreenCtx green;       /* an SM limit's green context (sm_limit.c), or NULL */
+    CUresult(CUDAAPI *green_destroy)(CUgreenCtx green);
+    CUcontext ctx_used;     /* the green context as a context, or NULL: ctx is current */
     CUstream stream;
     fu_device_props props;
 
@@ -104,6 +119,7 @@ struct fu_runtime {
     int arch_number;        /* 90 */
     char cache_dir[1024];   /* "" = no disk cache */
     bool sync_launches;
+    int sm_limit;           /* SMs asked for (0: all), from the options or FUSER_SM_LIMIT */
 
     char describe[512];
     fu_runtime_stats stats;
@@ -141,6 +157,14 @@ typedef struct fu_sym_spec {
 } fu_sym_spec;
 /* dlsym's every entry into table; returns the first name missing, or NULL. */
 const char *fu_resolve_symbols(void *lib, const fu_sym_spec *specs, size_t n, void *table);
+
+/* The SM limit (sm_limit.c): text (from what, for the message) as a count, 0 for all SMs. */
+fu_status fu_sm_limit_parse(const char *text, const char *from, int *limit, fu_error *err);
+/* With the device open and its context current: kernels on limit of its SMs (rounded up to the
+ * driver's granularity) through a green context, made current; props.sm_count and props.name
+ * say so. limit <= 0 or >= the SMs there are: nothing changes. */
+fu_status fu_sm_limit_open(fu_runtime *rt, int limit, fu_error *err);
+void fu_sm_limit_close(fu_runtime *rt);
 
 /* Fills err with "<call> failed: CUDA_ERROR_X (string) [file:line]"; returns
  * FU_ERR_RUNTIME (FU_ERR_NOMEM for CUDA_ERROR_OUT_OF_MEMORY). */
