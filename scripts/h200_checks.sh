@@ -19,8 +19,16 @@
 #   scripts/h200_checks.sh queue-ab     ROW_PREFETCH_QUEUE_BYTES=128 (the next queued row's first batch
 #                                       in flight during this row's later passes) against the
 #                                       default, cross entropy bwd and fwd+bwd (docs/perf.md v45)
+#   scripts/h200_checks.sh emulate      the other way round, on any card but an H200: every `gpu`
+#                                       test on 64 SMs (FUSER_SM_LIMIT), then the rows whose H200
+#                                       figures fall short (cross entropy fwd+bwd at 8192 x 32768 ..
+#                                       256000, the embedding backward, the soft-capped cross
+#                                       entropy) on every SM and on 96: an H100's 96 SMs each move
+#                                       an H200 SM's bytes a clock (docs/perf.md v46); ~300 s. An
+#                                       A/B under the limit: FUSER_SM_LIMIT=96 before a VARIANTS
+#                                       call of gpu_session.sh
 #
-# Each runs only on an H200 (the targets are the H200's: its compute to bandwidth balance is not
+# Each but `emulate` runs only on an H200 (the targets are the H200's: its compute to bandwidth balance is not
 # the H100's) and otherwise says so and exits 0 at once, so that a start that brings an H100
 # costs seconds; --any-card runs it anyway. Then, here: `scripts/compare
 # results/baselines/nvidia_h200.json run.json` on the gate's run file in session.tgz (`targets`:
@@ -36,11 +44,13 @@ cd "$here" || exit 2
 what=$1
 any=0
 [ "${2:-}" = --any-card ] && any=1
-case "$what" in targets|short|tests|cluster-ab|softcap-ab|queue-ab) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
+case "$what" in targets|short|tests|cluster-ab|softcap-ab|queue-ab|emulate) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 echo "card: ${card:-none}"
 if [ -z "$card" ]; then echo "h200_checks.sh: no GPU here"; exit 0; fi
-if [ "$any" = 0 ] && ! echo "$card" | grep -q H200; then
+if [ "$what" = emulate ]; then
+  if echo "$card" | grep -q H200; then echo "h200_checks.sh: an H200: nothing to emulate (run targets)"; exit 0; fi
+elif [ "$any" = 0 ] && ! echo "$card" | grep -q H200; then
   echo "h200_checks.sh: not an H200, nothing run (--any-card runs it anyway)"; exit 0
 fi
 if [ -z "${FUSEBENCH_GIT_COMMIT:-}" ] && git rev-parse --short HEAD >/dev/null 2>&1; then
@@ -87,4 +97,21 @@ case "$what" in
       VARIANTS="poly2=-DPOLY_EXP_EIGHTHS=2;poly4=-DPOLY_EXP_EIGHTHS=4;it16=-DMUFU_ROW_ITERS=16" VARIANT_ROUNDS=2 VARIANT_TIMEOUT_S=80 \
       VARIANT_ARGS="$softcap --repetitions 3 --time-limit 0.2" \
       scripts/gpu_session.sh ;;
+  emulate)
+    # every `gpu` test but test_runtime_gpu (which sets its own limits) on 64 SMs: plans for
+    # another SM count, and the green context under every kernel kind
+    env "${common[@]}" FUSER_SM_LIMIT=64 GPU_SESSION_DEADLINE_S=200 GPU_SESSION_LABELS=gpu \
+      GPU_SESSION_TEST_NAMES='^test_(gpu_fuser|reduce_gpu|fuzz|segment|above_bound|harness|reference)' \
+      scripts/gpu_session.sh
+    rs=/tmp/b/suites/run_suite out=${OUT:-/tmp/session}
+    [ -x "$rs" ] || { echo "h200_checks.sh: no $rs (the build failed: /tmp/session/build.log)"; exit 1; }
+    # shellcheck disable=SC2086 # the selections are words
+    for sel in "cross_entropy --sizes 8192x32768,8192x128256,8192x256000 --filter /fwdbwd/fuser/" \
+               "embedding --sizes 50304x768x8192 --filter /bwd_deterministic/fuser/" "$softcap"; do
+      for sms in 0 96; do
+        echo "== SMs: ${sms/#0/all}: run_suite $sel"
+        FUSER_SM_LIMIT=$sms timeout 100 "$rs" $sel --repetitions 3 --time-limit 0.1 >"$out/emulate.txt" 2>"$out/emulate.err"
+        grep -E ' (ok|FAIL|WRONG)' "$out/emulate.txt" || tail -n 3 "$out/emulate.err"
+      done
+    done ;;
 esac
