@@ -68,6 +68,7 @@ fu_status fu_sm_limit_open(fu_runtime *rt, int limit, fu_error *err)
     GREEN_CU(rt, err, DevSmResourceSplitByCount, &part, &groups, &whole, &rest, 0, (unsigned)limit);
     if (groups < 1 || part.sm.smCount == 0)
         return fu_error_set(err, FU_ERR_RUNTIME, "runtime: no partition of %d SMs out of %d", limit, all);
+    if (part.sm.smCount >= (unsigned)all) return FU_OK; /* rounded up to every SM: no limit */
     GREEN_CU(rt, err, DevResourceGenerateDesc, &desc, &part, 1);
     GREEN_CU(rt, err, GreenCtxCreate, &rt->green, desc, rt->dev, CU_GREEN_CTX_DEFAULT_STREAM);
     rt->green_destroy = g.GreenCtxDestroy;
