@@ -10,7 +10,8 @@
  * Compile (built with TEST_COMPILE; NVRTC, no GPU needed): run_suite plans
  * and compiles small cases, prints the kernel counts and one line saying that
  * timing needs a GPU (with a GPU: --compile-only), exits 0, and writes a run
- * JSON with the planned counts.
+ * JSON with the planned counts. With a GPU, --with-torch under FUSER_SM_LIMIT
+ * exits 2 (PyTorch would run on every SM).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -123,6 +124,16 @@ static void test_compile(void)
                               : "timing needs a GPU (no GPU");
     CHECK_CONTAINS(r.err, "[1/2] qkv_split/fwd/fuser/f32/2x64x384: 1 kernel");
     tu_output_free(&r);
+    if (gpu) { /* under an SM limit the PyTorch rows (every SM) would not compare: refused */
+        setenv("FUSER_SM_LIMIT", "64", 1);
+        const char *torch[] = {"qkv_split", "--sizes", "2x64x384", "--with-torch", NULL};
+        r = run(torch);
+        CHECK(r.status == 2);
+        CHECK_CONTAINS(r.err, "--with-torch under an SM limit");
+        CHECK_CONTAINS(r.err, "(64 of ");
+        tu_output_free(&r);
+        unsetenv("FUSER_SM_LIMIT");
+    }
     char *text = tu_read_file(json, NULL);
     CHECK(text != NULL);
     char perr[256];
