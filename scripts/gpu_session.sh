@@ -61,6 +61,8 @@ late() { [ "$(time_left)" -lt 30 ] || return 1; row "$1" "skipped: $(time_left) 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,power.limit \
   --format=csv >"$out/build.log" 2>&1
 row "gpu" "$(tail -n 1 "$out/build.log")"
+# every kernel of the call on part of the SMs (docs/perf.md v46): the figures are not the card's
+[ -n "${FUSER_SM_LIMIT:-}" ] && [ "${FUSER_SM_LIMIT}" != 0 ] && row "SM limit" "FUSER_SM_LIMIT=$FUSER_SM_LIMIT (rounded up to 8 on sm_90)"
 
 # torch.compile warm-up, while building (GPU_SESSION_WARM).
 warm=
