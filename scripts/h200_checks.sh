@@ -66,6 +66,11 @@ warm_softcap() {
   { cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/b -j "$(nproc)" --target run_suite &&
     /tmp/b/suites/run_suite $softcap --write-fusions "$warm"; } >/dev/null 2>&1 || warm=
 }
+# an A/B of scheduler switches (gpu_session.sh's variants part): VARIANTS, rounds, run_suite arguments
+variants_ab() {
+  env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_TESTS=0 GPU_SESSION_TARGETS=run_suite GPU_SESSION_PARTS=variants \
+    VARIANTS="$1" VARIANT_ROUNDS="$2" VARIANT_TIMEOUT_S=80 VARIANT_ARGS="$3" scripts/gpu_session.sh
+}
 case "$what" in
   targets)
     warm_softcap
@@ -83,20 +88,14 @@ case "$what" in
   tests)
     env "${common[@]}" GPU_SESSION_DEADLINE_S=400 GPU_SESSION_LABELS=gpu scripts/gpu_session.sh ;;
   cluster-ab)
-    env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_TESTS=0 GPU_SESSION_TARGETS=run_suite GPU_SESSION_PARTS=variants \
-      VARIANTS="part64=-DCLUSTER_PART_BYTES=65536;one=-DCLUSTER_PART_BYTES=65536 -DCLUSTER_PART_ONE_BLOCK=1" VARIANT_ROUNDS=2 \
-      VARIANT_TIMEOUT_S=80 VARIANT_ARGS="cross_entropy --sizes 8192x32768,8192x50304,8192x128256,8192x256000 --filter (bwd|fwdbwd)/fuser/ --repetitions 3 --time-limit 0.1" \
-      scripts/gpu_session.sh ;;
+    variants_ab "part64=-DCLUSTER_PART_BYTES=65536;one=-DCLUSTER_PART_BYTES=65536 -DCLUSTER_PART_ONE_BLOCK=1" 2 \
+      "cross_entropy --sizes 8192x32768,8192x50304,8192x128256,8192x256000 --filter (bwd|fwdbwd)/fuser/ --repetitions 3 --time-limit 0.1" ;;
   queue-ab)
-    env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_TESTS=0 GPU_SESSION_TARGETS=run_suite GPU_SESSION_PARTS=variants \
-      VARIANTS="queue=-DROW_PREFETCH_QUEUE_BYTES=128" VARIANT_ROUNDS=3 VARIANT_TIMEOUT_S=80 \
-      VARIANT_ARGS="cross_entropy --sizes 8192x32768,8192x50304,4093x50257 --filter /(bwd|fwdbwd)/fuser/ --repetitions 3 --time-limit 0.2" \
-      scripts/gpu_session.sh ;;
+    variants_ab "queue=-DROW_PREFETCH_QUEUE_BYTES=128" 3 \
+      "cross_entropy --sizes 8192x32768,8192x50304,4093x50257 --filter /(bwd|fwdbwd)/fuser/ --repetitions 3 --time-limit 0.2" ;;
   softcap-ab)
-    env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_TESTS=0 GPU_SESSION_TARGETS=run_suite GPU_SESSION_PARTS=variants \
-      VARIANTS="poly2=-DPOLY_EXP_EIGHTHS=2;poly4=-DPOLY_EXP_EIGHTHS=4;it16=-DMUFU_ROW_ITERS=16" VARIANT_ROUNDS=2 VARIANT_TIMEOUT_S=80 \
-      VARIANT_ARGS="$softcap --repetitions 3 --time-limit 0.2" \
-      scripts/gpu_session.sh ;;
+    variants_ab "poly2=-DPOLY_EXP_EIGHTHS=2;poly4=-DPOLY_EXP_EIGHTHS=4;it16=-DMUFU_ROW_ITERS=16" 2 \
+      "$softcap --repetitions 3 --time-limit 0.2" ;;
   emulate)
     # every `gpu` test but test_runtime_gpu (which sets its own limits) on 64 SMs: plans for
     # another SM count, and the green context under every kernel kind

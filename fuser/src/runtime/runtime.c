@@ -339,14 +339,9 @@ fu_status fu_runtime_open(const fu_runtime_options *opts, fu_runtime **out, fu_e
                             arch_src, arch_what);
 
     /* so is the SM limit */
-    int sm_limit = opts->sm_limit;
-    if (sm_limit < 0)
-        return fu_error_set(err, FU_ERR_ARG, "runtime: bad SM limit %d (from options); expected a count of SMs, 0 for all",
-                            sm_limit);
-    if (sm_limit == 0) {
-        fu_status s = fu_sm_limit_parse(getenv("FUSER_SM_LIMIT"), "FUSER_SM_LIMIT", &sm_limit, err);
-        if (s != FU_OK) return s;
-    }
+    int sm_limit = 0;
+    fu_status limit_status = fu_sm_limit_choose(opts->sm_limit, &sm_limit, err);
+    if (limit_status != FU_OK) return limit_status;
 
     fu_runtime *rt = fu_calloc(1, sizeof *rt);
     if (!rt) return fu_error_set(err, FU_ERR_NOMEM, "runtime: out of memory");

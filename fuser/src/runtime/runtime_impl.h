@@ -158,8 +158,8 @@ typedef struct fu_sym_spec {
 /* dlsym's every entry into table; returns the first name missing, or NULL. */
 const char *fu_resolve_symbols(void *lib, const fu_sym_spec *specs, size_t n, void *table);
 
-/* The SM limit (sm_limit.c): text (from what, for the message) as a count, 0 for all SMs. */
-fu_status fu_sm_limit_parse(const char *text, const char *from, int *limit, fu_error *err);
+/* The SM limit (sm_limit.c) asked for: the options' count, else FUSER_SM_LIMIT's; 0 for all SMs. */
+fu_status fu_sm_limit_choose(int asked, int *limit, fu_error *err);
 /* With the device open and its context current: kernels on limit of its SMs (rounded up to the
  * driver's granularity) through a green context, made current; props.sm_count and props.name
  * say so. limit <= 0 or >= the SMs there are: nothing changes. */

@@ -35,15 +35,23 @@ static const fu_sym_spec GREEN_SYMS[] = {
             return fu_cu_error((rt), (err), green_r_, "cu" #FN, __FILE__, __LINE__);      \
     } while (0)
 
-fu_status fu_sm_limit_parse(const char *text, const char *from, int *limit, fu_error *err)
+fu_status fu_sm_limit_choose(int asked, int *limit, fu_error *err)
 {
     *limit = 0;
+    if (asked < 0)
+        return fu_error_set(err, FU_ERR_ARG, "runtime: bad SM limit %d (from options); expected a count of SMs, 0 for all",
+                            asked);
+    if (asked > 0) {
+        *limit = asked;
+        return FU_OK;
+    }
+    const char *text = getenv("FUSER_SM_LIMIT");
     if (!text || !*text) return FU_OK;
     char *end = NULL;
     long v = strtol(text, &end, 10);
     if (*end || v < 0 || v > 1 << 20)
-        return fu_error_set(err, FU_ERR_ARG, "runtime: bad SM limit \"%s\" (from %s); expected a count of SMs, 0 for all",
-                            text, from);
+        return fu_error_set(err, FU_ERR_ARG,
+                            "runtime: bad SM limit \"%s\" (from FUSER_SM_LIMIT); expected a count of SMs, 0 for all", text);
     *limit = (int)v;
     return FU_OK;
 }

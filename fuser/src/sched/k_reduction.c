@@ -2630,6 +2630,7 @@ static void row_ahead_offset(red_emit *r, int i, cg_index *off)
 /* ROW_PREFETCH_BYTES: pass 1's first batch of row `row_expr` (when there is
  * such a row) into the staged arrays, declared by the caller; `which` says
  * which of the block's (warp's) rows it is. */
+static const char FIRST_BATCH_AHEAD[] = "first row: its first batch (each later row's is loaded during the row before)";
 static void emit_batch_ahead(red_emit *r, const char *row_expr, const char *which)
 {
     const red_params *p = r->p;
@@ -3388,7 +3389,7 @@ static void emit_row_loop_head(red_emit *r)
         if (p->row_prefetch) {
             char first[64];
             snprintf(first, sizeof first, "(%s)fu_next[0]", it);
-            emit_batch_ahead(r, first, "first row: its first batch (each later row's is loaded during the row before)");
+            emit_batch_ahead(r, first, FIRST_BATCH_AHEAD);
         }
         cg_line(c, "for (unsigned fu_q = 0;; fu_q ^= 1u) {");
         c->indent++;
@@ -3614,7 +3615,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
             cg_line(c, "%s fu_ra%d = (%s)0; // '%s', loaded a row ahead", ct, i, ct, v->name);
         }
         if (!p->queue) /* (the queue's first row is known after its first ticket: emit_row_loop_head) */
-            emit_batch_ahead(r, first, "first row: its first batch (each later row's is loaded during the row before)");
+            emit_batch_ahead(r, first, FIRST_BATCH_AHEAD);
     }
     emit_row_loop_head(r);
     emit_outer_vars(r, "row");
