@@ -20,7 +20,8 @@
 #                                       in flight during this row's later passes) against the
 #                                       default, cross entropy bwd and fwd+bwd (docs/perf.md v45)
 #   scripts/h200_checks.sh emulate      the other way round, on any card but an H200: every `gpu`
-#                                       test on 64 SMs (FUSER_SM_LIMIT), then the rows whose H200
+#                                       test on 64 SMs (FUSER_SM_LIMIT) with test_run_suite_compile
+#                                       (--with-torch refused under a limit), then the rows whose H200
 #                                       figures fall short (cross entropy fwd+bwd at 8192 x 32768 ..
 #                                       256000, the embedding backward, the soft-capped cross
 #                                       entropy) on every SM and on 96: an H100's 96 SMs each move
@@ -98,9 +99,10 @@ case "$what" in
       "$softcap --repetitions 3 --time-limit 0.2" ;;
   emulate)
     # every `gpu` test but test_runtime_gpu (which sets its own limits) on 64 SMs: plans for
-    # another SM count, and the green context under every kernel kind
-    env "${common[@]}" FUSER_SM_LIMIT=64 GPU_SESSION_DEADLINE_S=200 GPU_SESSION_LABELS=gpu \
-      GPU_SESSION_TEST_NAMES='^test_(gpu_fuser|reduce_gpu|fuzz|segment|above_bound|harness|reference)' \
+    # another SM count, and the green context under every kernel kind; and test_run_suite_compile,
+    # whose GPU branch checks that --with-torch is refused under the limit
+    env "${common[@]}" FUSER_SM_LIMIT=64 GPU_SESSION_DEADLINE_S=200 GPU_SESSION_LABELS='gpu|compile' \
+      GPU_SESSION_TEST_NAMES='^test_(gpu_fuser|reduce_gpu|fuzz|segment|above_bound|harness|reference|run_suite_compile)' \
       scripts/gpu_session.sh
     rs=/tmp/b/suites/run_suite out=${OUT:-/tmp/session}
     [ -x "$rs" ] || { echo "h200_checks.sh: no $rs (the build failed: /tmp/session/build.log)"; exit 1; }
