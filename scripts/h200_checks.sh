@@ -11,9 +11,10 @@
 #   scripts/h200_checks.sh short        the two most needed of `targets` in ~370 s: the soft-capped
 #                                       cross entropy against torch.compile, then the gate's fuser rows
 #   scripts/h200_checks.sh tests        every `gpu` test (~80 s on an H100, four at a time)
-#   scripts/h200_checks.sh cluster-ab   CLUSTER_PART_BYTES / CLUSTER_PART_ONE_BLOCK against the
-#                                       default, cross entropy bwd and fwd+bwd at 8192 x 32768 ..
-#                                       256000 (docs/perf.md v41)
+#   scripts/h200_checks.sh cluster-ab   ROW_PREFETCH_CLUSTER_BYTES=128 (a cluster block's next row
+#                                       part in flight during this row's pass 2, docs/perf.md v47),
+#                                       CLUSTER_PART_BYTES / CLUSTER_PART_ONE_BLOCK (v41) against the
+#                                       default, cross entropy bwd and fwd+bwd at 8192 x 32768 .. 256000
 #   scripts/h200_checks.sh softcap-ab   POLY_EXP_EIGHTHS 2 and 4 and MUFU_ROW_ITERS=16 against the
 #                                       default, on the soft-capped cross entropy (docs/perf.md v44)
 #   scripts/h200_checks.sh queue-ab     ROW_PREFETCH_QUEUE_BYTES=128 (the next queued row's first batch
@@ -89,7 +90,7 @@ case "$what" in
   tests)
     env "${common[@]}" GPU_SESSION_DEADLINE_S=400 GPU_SESSION_LABELS=gpu scripts/gpu_session.sh ;;
   cluster-ab)
-    variants_ab "part64=-DCLUSTER_PART_BYTES=65536;one=-DCLUSTER_PART_BYTES=65536 -DCLUSTER_PART_ONE_BLOCK=1" 2 \
+    variants_ab "prefetch=-DROW_PREFETCH_CLUSTER_BYTES=128;part64=-DCLUSTER_PART_BYTES=65536;one=-DCLUSTER_PART_BYTES=65536 -DCLUSTER_PART_ONE_BLOCK=1" 2 \
       "cross_entropy --sizes 8192x32768,8192x50304,8192x128256,8192x256000 --filter (bwd|fwdbwd)/fuser/ --repetitions 3 --time-limit 0.1" ;;
   queue-ab)
     variants_ab "queue=-DROW_PREFETCH_QUEUE_BYTES=128" 3 \

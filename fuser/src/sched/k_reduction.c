@@ -328,6 +328,16 @@
 #ifndef ROW_PREFETCH_QUEUE_BYTES
 #define ROW_PREFETCH_QUEUE_BYTES 0
 #endif
+/* ... and for a row split over a cluster, while the block's first batch (its
+ * whole part of the row: 128 bytes a thread) is at most this many bytes a
+ * thread: the block's part of its next row (row + gridDim.x / cluster) is in
+ * flight during this row's cluster reductions and pass 2, which reads the part
+ * from shared memory. With one block of 1024 threads an SM, pass 1's reads and
+ * pass 2's writes otherwise never overlap (docs/perf.md v41 item 3): on an
+ * H200 the bf16 rows run at 79-85% of copy. 0 turns it off. */
+#ifndef ROW_PREFETCH_CLUSTER_BYTES
+#define ROW_PREFETCH_CLUSTER_BYTES 0
+#endif
 /* ... and with it the next row's per-row inputs (a norm backward's mean and
  * 1/std of the row), into registers a row ahead: otherwise each row's
  * arithmetic starts with a round trip to memory for them, after the prefetched
@@ -1926,9 +1936,12 @@ static void choose_grid(red_params *p, const fu_group *g)
  * finishes (rows strided, more rows than blocks or warps; or rows from the queue). */
 static bool choose_row_prefetch(const red_params *p, const fu_fusion *f)
 {
-    const int limit = p->queue ? ROW_PREFETCH_QUEUE_BYTES : p->warp_rows > 1 ? ROW_PREFETCH_WARP_BYTES : ROW_PREFETCH_BYTES;
-    if (limit <= 0 || (p->warp_rows > 1 && (p->passes < 2 || p->threads != 32)) || !p->first_batch_early || p->cluster > 1 ||
-        p->ncache > 0 || (!p->queue && (int64_t)p->grid * p->warp_rows >= p->rows))
+    const int limit = p->queue         ? ROW_PREFETCH_QUEUE_BYTES
+                      : p->cluster > 1   ? ROW_PREFETCH_CLUSTER_BYTES
+                      : p->warp_rows > 1 ? ROW_PREFETCH_WARP_BYTES
+                                         : ROW_PREFETCH_BYTES;
+    if (limit <= 0 || (p->warp_rows > 1 && (p->passes < 2 || p->threads != 32)) || !p->first_batch_early || p->ncache > 0 ||
+        (!p->queue && (int64_t)p->grid / p->cluster * p->warp_rows >= p->rows))
         return false;
     if (p->queue) { /* the next row's ticket is published by the barriers of a block reduction of pass 1 */
         bool barrier = false;
@@ -2607,7 +2620,10 @@ static int block_reduce_partner(const red_emit *r, int pass, int i, const bool *
 static void strided_rows(const red_params *p, const cg_ctx *c, char *first, char *step)
 {
     const char *it = c->index64 ? "long long" : "int";
-    if (p->warp_rows > 1) {
+    if (p->cluster > 1) {
+        if (first) snprintf(first, 64, "(%s)blockIdx.x / %d", it, p->cluster);
+        snprintf(step, 64, "(%s)gridDim.x / %d", it, p->cluster);
+    } else if (p->warp_rows > 1) {
         if (first) snprintf(first, 64, "(%s)blockIdx.x * %d + fu_warp", it, p->warp_rows);
         snprintf(step, 64, "(%s)gridDim.x * %d", it, p->warp_rows);
     } else {
@@ -3373,6 +3389,20 @@ static void emit_row_lanes(red_emit *r)
                 p->threads - 1, log2_int(p->threads), p->threads, 32 / p->threads);
 }
 
+/* A row split over a cluster: the block's part of each row, and the slots of
+ * the row reductions (before the first row's prefetched batch, where there is one). */
+static void emit_cluster_part(red_emit *r)
+{
+    const red_params *p = r->p;
+    cg_ctx *c = &r->w->cg;
+    const char *it = c->index64 ? "long long" : "int";
+    cg_line(c, "__shared__ double fu_cl[%d]; // the row reductions' slots, two rows' worth (distributed shared memory)",
+            4 * p->nslots);
+    cg_line(c, "const unsigned fu_rank = fu_cluster_rank(); // this block's part of the row");
+    cg_line(c, "const %s fu_kbase = (%s)fu_rank * %lld, fu_kend = fu_kbase + %lld < %lld ? fu_kbase + %lld : %lld;", it, it,
+            (long long)p->K_part, (long long)p->K_part, (long long)p->K, (long long)p->K_part, (long long)p->K);
+}
+
 /* The row loop's head: rows from the queue, whole clusters a row, a warp a
  * row, or the block's threads a row, strided. */
 static void emit_row_loop_head(red_emit *r)
@@ -3399,11 +3429,7 @@ static void emit_row_loop_head(red_emit *r)
         cg_line(c, "unsigned fu_ticket = 0; // the block's next row, read at the end of this one");
         cg_line(c, "if (threadIdx.x == 0) fu_ticket = fu_take_row(fu_count + 1, %lldu + gridDim.x);", (long long)p->rows);
     } else if (p->cluster > 1) {
-        cg_line(c, "__shared__ double fu_cl[%d]; // the row reductions' slots, two rows' worth (distributed shared memory)",
-                4 * p->nslots);
-        cg_line(c, "const unsigned fu_rank = fu_cluster_rank(); // this block's part of the row");
-        cg_line(c, "const %s fu_kbase = (%s)fu_rank * %lld, fu_kend = fu_kbase + %lld < %lld ? fu_kbase + %lld : %lld;", it, it,
-                (long long)p->K_part, (long long)p->K_part, (long long)p->K, (long long)p->K_part, (long long)p->K);
+        if (!p->row_prefetch) emit_cluster_part(r); /* (else before the first row's batch) */
         cg_line(c, "unsigned fu_par = 0; // which row's slots");
         cg_line(c, "for (%s row = blockIdx.x / %d; row < %lld; row += gridDim.x / %d, fu_par ^= 1u) {", it, p->cluster,
                 (long long)p->rows, p->cluster);
@@ -3614,6 +3640,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
             const char *ct = cg_compute_type(v->dtype);
             cg_line(c, "%s fu_ra%d = (%s)0; // '%s', loaded a row ahead", ct, i, ct, v->name);
         }
+        if (p->cluster > 1) emit_cluster_part(r); /* (the batch is the block's part of the row) */
         if (!p->queue) /* (the queue's first row is known after its first ticket: emit_row_loop_head) */
             emit_batch_ahead(r, first, FIRST_BATCH_AHEAD);
     }
