@@ -12,9 +12,11 @@
 #                                       cross entropy against torch.compile, then the gate's fuser rows
 #   scripts/h200_checks.sh tests        every `gpu` test (~80 s on an H100, four at a time)
 #   scripts/h200_checks.sh cluster-ab   ROW_PREFETCH_CLUSTER_BYTES=128 (a cluster block's next row
-#                                       part in flight during this row's pass 2, docs/perf.md v47),
-#                                       CLUSTER_PART_BYTES / CLUSTER_PART_ONE_BLOCK (v41) against the
-#                                       default, cross entropy bwd and fwd+bwd at 8192 x 32768 .. 256000
+#                                       part in flight during this row's pass 2, docs/perf.md v47)
+#                                       against the default: cross entropy fwd+bwd bf16 at 8192 x
+#                                       128256 and 256000, bwd f32 at 8192 x 50304 and 256000 (the
+#                                       rows in clusters); CLUSTER_PART_BYTES (v41) lost 3-7% at an
+#                                       H200's share (v46): AB_ALL=1 adds it
 #   scripts/h200_checks.sh softcap-ab   POLY_EXP_EIGHTHS 2 and 4 and MUFU_ROW_ITERS=16 against the
 #                                       default, on the soft-capped cross entropy (docs/perf.md v44)
 #   scripts/h200_checks.sh queue-ab     ROW_PREFETCH_QUEUE_BYTES=128 (the next queued row's first batch
@@ -68,10 +70,12 @@ warm_softcap() {
   { cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/b -j "$(nproc)" --target run_suite &&
     /tmp/b/suites/run_suite $softcap --write-fusions "$warm"; } >/dev/null 2>&1 || warm=
 }
-# an A/B of scheduler switches (gpu_session.sh's variants part): VARIANTS, rounds, run_suite arguments
+# an A/B of scheduler switches (gpu_session.sh's variants part): VARIANTS, rounds, run_suite
+# arguments, seconds a run (each row is checked against the interpreter, on the CPU: at 8192 x
+# 256000 ~20 s a row)
 variants_ab() {
   env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_TESTS=0 GPU_SESSION_TARGETS=run_suite GPU_SESSION_PARTS=variants \
-    VARIANTS="$1" VARIANT_ROUNDS="$2" VARIANT_TIMEOUT_S=80 VARIANT_ARGS="$3" scripts/gpu_session.sh
+    VARIANTS="$1" VARIANT_ROUNDS="$2" VARIANT_TIMEOUT_S="${4:-80}" VARIANT_ARGS="$3" scripts/gpu_session.sh
 }
 case "$what" in
   targets)
@@ -90,8 +94,10 @@ case "$what" in
   tests)
     env "${common[@]}" GPU_SESSION_DEADLINE_S=400 GPU_SESSION_LABELS=gpu scripts/gpu_session.sh ;;
   cluster-ab)
-    variants_ab "prefetch=-DROW_PREFETCH_CLUSTER_BYTES=128;part64=-DCLUSTER_PART_BYTES=65536;one=-DCLUSTER_PART_BYTES=65536 -DCLUSTER_PART_ONE_BLOCK=1" 2 \
-      "cross_entropy --sizes 8192x32768,8192x50304,8192x128256,8192x256000 --filter (bwd|fwdbwd)/fuser/ --repetitions 3 --time-limit 0.1" ;;
+    parts=
+    [ "${AB_ALL:-0}" = 1 ] && parts=";part64=-DCLUSTER_PART_BYTES=65536"
+    variants_ab "prefetch=-DROW_PREFETCH_CLUSTER_BYTES=128$parts" 2 \
+      "cross_entropy --sizes 8192x128256,8192x256000 --dtype bf16 --filter /fwdbwd/fuser/ --repetitions 3 --time-limit 0.1 | cross_entropy --sizes 8192x50304,8192x256000 --dtype f32 --filter /bwd/fuser/ --repetitions 3 --time-limit 0.1" 100 ;;
   queue-ab)
     variants_ab "queue=-DROW_PREFETCH_QUEUE_BYTES=128" 3 \
       "cross_entropy --sizes 8192x32768,8192x50304,4093x50257 --filter /(bwd|fwdbwd)/fuser/ --repetitions 3 --time-limit 0.2" ;;

@@ -334,7 +334,12 @@
  * flight during this row's cluster reductions and pass 2, which reads the part
  * from shared memory. With one block of 1024 threads an SM, pass 1's reads and
  * pass 2's writes otherwise never overlap (docs/perf.md v41 item 3): on an
- * H200 the bf16 rows run at 79-85% of copy. 0 turns it off. */
+ * H200 the bf16 rows run at 79-85% of copy. On an H100 (v47, medians): on 96
+ * SMs (FUSER_SM_LIMIT, an H200 SM's bytes a clock) bf16 fwd+bwd at 8192 x
+ * 128256 / 256000 -2.2% / -1.9%, f32 bwd at 8192 x 50304 / 256000 -2.5% /
+ * -8%; on all 132 SMs, where pass 2 already keeps pace, bf16 +0.9% / +1.8%.
+ * Off until an H200 shows its gain (scripts/h200_checks.sh cluster-ab); 0
+ * turns it off. */
 #ifndef ROW_PREFETCH_CLUSTER_BYTES
 #define ROW_PREFETCH_CLUSTER_BYTES 0
 #endif
