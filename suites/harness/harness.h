@@ -368,8 +368,10 @@ void hb_tolerance(fu_dtype dt, double *rel_l2, double *elem);
 /* Fast seeded random inputs for every input of f, for sizes where
  * fu_random_inputs would take long: floats approximately normal(0, 1)
  * (a sum of four uniforms, scaled), index inputs uniform in
- * [0, fu_fusion_index_bound), other ints in [0, 10), bools 0/1. Same contract
- * as fu_random_inputs. */
+ * [0, fu_fusion_index_bound), other ints in [0, 10), bools 0/1. An element's
+ * value depends on the seed, the input's position and its own index alone
+ * (filled on every core, the same however many). Same contract as
+ * fu_random_inputs. */
 fu_status hb_fast_random_inputs(const fu_fusion *f, uint64_t seed, fu_host_tensor *inputs, fu_error *err);
 
 /* Downloads a device tensor in chunks and counts NaN elements (the harness

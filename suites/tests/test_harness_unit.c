@@ -806,12 +806,25 @@ static void test_fast_random(void)
     CHECK(!all_same);
     CHECK(memcmp(in[0].data, again[0].data, fu_host_tensor_bytes(&in[0])) == 0);
     CHECK(memcmp(in[1].data, again[1].data, fu_host_tensor_bytes(&in[1])) == 0);
+    /* an element's value comes from its index alone: a table of 131072 rows (filled on every
+     * core) starts with the 100-row table's elements (filled on one) */
+    fu_fusion *big = fu_fusion_new("emb_big");
+    int64_t bws[2] = {131072, 8};
+    fu_tensor bw = fu_input(big, "weight", FU_F32, 2, bws);
+    fu_tensor bids = fu_input(big, "ids", FU_I64, 1, is);
+    fu_output(big, fu_embedding(big, bw, bids, -1, "out"));
+    CHECK(fu_fusion_verify(big, &err) == FU_OK);
+    fu_host_tensor large[2];
+    CHECK(hb_fast_random_inputs(big, 7, large, &err) == FU_OK);
+    CHECK(memcmp(in[0].data, large[0].data, fu_host_tensor_bytes(&in[0])) == 0);
     for (int i = 0; i < 2; i++) {
         fu_host_tensor_free(&in[i]);
         fu_host_tensor_free(&again[i]);
         fu_host_tensor_free(&other[i]);
+        fu_host_tensor_free(&large[i]);
     }
     fu_fusion_free(f);
+    fu_fusion_free(big);
 }
 
 /* ------------------------------------------------------------ spot rows */
