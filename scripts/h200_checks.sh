@@ -112,7 +112,7 @@ case "$what" in
       GPU_SESSION_TEST_NAMES='^test_(reduce|fuzz|fuzz_ops|fuzz_rows|segment_examples|segment|above_bound|harness|reference)_gpu$|^test_run_suite_compile$' \
       scripts/gpu_session.sh
     rs=/tmp/b/suites/run_suite out=${OUT:-/tmp/session}
-    [ -x "$rs" ] || { echo "h200_checks.sh: no $rs (the build failed: /tmp/session/build.log)"; exit 1; }
+    [ -x "$rs" ] || { echo "h200_checks.sh: no $rs (the build failed: $out/build.log)"; exit 1; }
     # shellcheck disable=SC2086 # the selections are words
     for sel in "cross_entropy --sizes 8192x32768,8192x128256,8192x256000 --filter /fwdbwd/fuser/" \
                "embedding --sizes 50304x768x8192 --filter /bwd_deterministic/fuser/" "$softcap"; do

@@ -3395,7 +3395,8 @@ static void emit_row_lanes(red_emit *r)
 }
 
 /* A row split over a cluster: the block's part of each row, and the slots of
- * the row reductions (before the first row's prefetched batch, where there is one). */
+ * the row reductions (before the row loop, and before the first row's prefetched
+ * batch where there is one: that batch is the block's part). */
 static void emit_cluster_part(red_emit *r)
 {
     const red_params *p = r->p;
@@ -3434,7 +3435,6 @@ static void emit_row_loop_head(red_emit *r)
         cg_line(c, "unsigned fu_ticket = 0; // the block's next row, read at the end of this one");
         cg_line(c, "if (threadIdx.x == 0) fu_ticket = fu_take_row(fu_count + 1, %lldu + gridDim.x);", (long long)p->rows);
     } else if (p->cluster > 1) {
-        if (!p->row_prefetch) emit_cluster_part(r); /* (else before the first row's batch) */
         cg_line(c, "unsigned fu_par = 0; // which row's slots");
         cg_line(c, "for (%s row = blockIdx.x / %d; row < %lld; row += gridDim.x / %d, fu_par ^= 1u) {", it, p->cluster,
                 (long long)p->rows, p->cluster);
@@ -3635,6 +3635,7 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
                     fu_red_identity(p->reds[i].op, fu_val(f, p->reds[i].out)->dtype), fu_val(f, p->reds[i].out)->name);
     emit_row_lanes(r);
     emit_row_invariant_loads(r);
+    if (p->cluster > 1) emit_cluster_part(r);
     if (p->row_prefetch) { /* the staged arrays outlive a row: each row loads the next one's first batch */
         char first[64], step[64];
         strided_rows(p, c, first, step);
@@ -3645,7 +3646,6 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
             const char *ct = cg_compute_type(v->dtype);
             cg_line(c, "%s fu_ra%d = (%s)0; // '%s', loaded a row ahead", ct, i, ct, v->name);
         }
-        if (p->cluster > 1) emit_cluster_part(r); /* (the batch is the block's part of the row) */
         if (!p->queue) /* (the queue's first row is known after its first ticket: emit_row_loop_head) */
             emit_batch_ahead(r, first, FIRST_BATCH_AHEAD);
     }
