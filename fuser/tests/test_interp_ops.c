@@ -524,6 +524,21 @@ static void test_gathers(void)
     free_all(out, 2);
     free_all(gin, 3);
     fu_fusion_free(f);
+
+    /* embedding of an integer table gathers its values as they are (it once asserted a float table) */
+    int64_t s2[1] = {2};
+    double iw[6] = {-7, 0, 9, -10, 11, 12}, iid[2] = {2, 0}, ie[4] = {11, 12, -7, 0}, be[4] = {1, 1, 1, 0};
+    fu_dtype tables[2] = {FU_I64, FU_BOOL};
+    for (int t = 0; t < 2; t++) {
+        f = fu_fusion_new("int_embedding");
+        fu_tensor w = fu_input(f, "w", tables[t], 2, s32), ids = fu_input(f, "ids", FU_I64, 1, s2);
+        fu_output(f, fu_embedding(f, w, ids, -1, "e"));
+        fu_host_tensor ein[2] = {make(tables[t], 2, s32, iw), make(FU_I64, 1, s2, iid)};
+        run_expect(t ? "embedding of a bool table" : "embedding of an i64 table", f, ein, tables[t], 2,
+                   (int64_t[2]){2, 2}, t ? be : ie, 0);
+        free_all(ein, 2);
+        fu_fusion_free(f);
+    }
 }
 
 static void test_scatters(void)

@@ -220,13 +220,20 @@ typedef struct embedding_job {
     const fu_node *n;
     const int64_t *ids;
     double *o;
-    int64_t D, k; /* row width; positions */
+    const int64_t *itable; /* an integer table's values (the forward), else NULL: rows copied as int64 */
+    int64_t *io;           /* that forward's output */
+    int64_t D, k;          /* row width; positions */
 } embedding_job;
 
 /* Rows [begin, end) of the forward's output: out[i, :] = weight[ids[i], :]. */
 static bool embedding_chunk(void *ctx, int64_t begin, int64_t end)
 {
     const embedding_job *j = ctx;
+    if (j->itable) {
+        for (int64_t i = begin; i < end; i++)
+            memcpy(j->io + i * j->D, j->itable + j->ids[i] * j->D, (size_t)j->D * sizeof *j->io);
+        return true;
+    }
     for (int64_t i = begin; i < end; i++) {
         double *y = j->o + i * j->D;
         const double *w = interp_row(j->it, j->n->inputs[0], j->ids[i] * j->D, j->D, y); /* may convert into y */
@@ -244,8 +251,12 @@ static fu_status exec_embedding(interp *it, const fu_node *n)
     if (!ids) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], ids, k, V, false, 0);
     if (s) return s;
-    embedding_job j = {it, n, ids, interp_new_output(it, n), D, k};
-    if (!j.o) return interp_nomem(it);
+    embedding_job j = {.it = it, .n = n, .ids = ids, .D = D, .k = k};
+    if (interp_is_int(wv->dtype)) { /* a gather of integers: the values as they are (embedding_bwd needs floats) */
+        if (!(j.itable = interp_ivals(it, n->inputs[0])) || !(j.io = interp_new_ioutput(it, n))) return interp_nomem(it);
+    } else if (!(j.o = interp_new_output(it, n))) {
+        return interp_nomem(it);
+    }
     fu_parallel_chunks(k, k * D, embedding_chunk, &j);
     return FU_OK;
 }
@@ -279,7 +290,7 @@ static fu_status exec_embedding_bwd(interp *it, const fu_node *n)
     if (!ids) return interp_nomem(it);
     fu_status s = interp_check_index(it, n, n->inputs[1], ids, k, W, false, 0);
     if (s) return s;
-    embedding_job j = {it, n, ids, interp_new_output(it, n), D, k};
+    embedding_job j = {.it = it, .n = n, .ids = ids, .o = interp_new_output(it, n), .D = D, .k = k};
     if (!j.o) return interp_nomem(it);
     if (!fu_parallel_chunks(W, k * D, embedding_bwd_chunk, &j)) return interp_rows_nomem(it, n, D);
     interp_round(j.o, W * D, ov->dtype);
