@@ -109,7 +109,7 @@ case "$what" in
     # another SM count, and the green context under every kernel kind; and test_run_suite_compile,
     # whose GPU branch checks that --with-torch is refused under the limit
     env "${common[@]}" FUSER_SM_LIMIT=64 GPU_SESSION_DEADLINE_S=200 GPU_SESSION_LABELS='gpu|compile' \
-      GPU_SESSION_TEST_NAMES='^test_(reduce|fuzz|fuzz_ops|fuzz_rows|segment_examples|segment|above_bound|harness|reference)_gpu$|^test_run_suite_compile$' \
+      GPU_SESSION_TEST_NAMES='^test_(reduce|fuzz|fuzz_ops|fuzz_rows|sweep|segment_examples|segment|above_bound|harness|reference)_gpu$|^test_run_suite_compile$' \
       scripts/gpu_session.sh
     rs=/tmp/b/suites/run_suite out=${OUT:-/tmp/session}
     [ -x "$rs" ] || { echo "h200_checks.sh: no $rs (the build failed: $out/build.log)"; exit 1; }

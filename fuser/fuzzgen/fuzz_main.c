@@ -19,6 +19,11 @@
  *       fusion (no GPU needed); --sms N plans for N SMs instead of the
  *       device's, so that small fusions' rows outnumber the grid
  *
+ *   fuser-fuzz sweep [--device plan|compile|gpu] [--sms N] [--out DIR]
+ *       the same checks on the sweep (sweep.c): every op of the text format
+ *       over every dtype of each operand and extents 0, 1 and 3, where the
+ *       verifier accepts it; --out DIR writes them (sw_*.fusion) instead
+ *
  * Exit status: 0 all passed, 1 some failed, 2 usage or I/O errors, 77 for
  * --device gpu where there is no GPU.
  */
@@ -38,7 +43,8 @@ static int usage(FILE *fp, int code)
 {
     fprintf(fp, "usage: fuser-fuzz write --count N --seed S --out DIR [--ops default|extended|rows]\n"
                 "       fuser-fuzz check [--count N] [--seed S] [--dir DIR] [--device plan|compile|gpu]\n"
-                "                        [--ops default|extended|rows] [--sms N]\n");
+                "                        [--ops default|extended|rows] [--sms N]\n"
+                "       fuser-fuzz sweep [--device plan|compile|gpu] [--sms N] [--out DIR]\n");
     return code;
 }
 
@@ -52,28 +58,27 @@ static bool parse_u64(const char *s, uint64_t *v)
     return true;
 }
 
-static int write_fusions(uint64_t seed, int count, int ops, const char *dir)
+/* Writes each fusion to DIR/NAME.fusion in the text format. */
+static int write_fusions(fu_fusion *const *fs, int n, const char *dir)
 {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "fuser-fuzz: cannot create '%s': %s\n", dir, strerror(errno));
         return 2;
     }
-    for (int i = 0; i < count; i++) {
-        fu_fusion *f = fz_generate_ops(seed, i, ops);
-        char *text = f ? fu_fusion_print(f) : NULL;
+    for (int i = 0; i < n; i++) {
+        char *text = fu_fusion_print(fs[i]);
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s_%llu_%d.fusion", dir, fz_name_prefix(ops), (unsigned long long)seed, i);
+        snprintf(path, sizeof path, "%s/%s.fusion", dir, fu_fusion_name(fs[i]));
         FILE *fp = text ? fopen(path, "w") : NULL;
         bool ok = fp && fputs(text, fp) >= 0;
         if (fp && fclose(fp) != 0) ok = false;
         free(text);
-        fu_fusion_free(f);
         if (!ok) {
             fprintf(stderr, "fuser-fuzz: cannot write '%s'\n", path);
             return 2;
         }
     }
-    printf("wrote %d fusions to %s\n", count, dir);
+    printf("wrote %d fusions to %s\n", n, dir);
     return 0;
 }
 
@@ -123,8 +128,8 @@ int main(int argc, char **argv)
 {
     if (argc < 2) return usage(stderr, 2);
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) return usage(stdout, 0);
-    bool write = !strcmp(argv[1], "write");
-    if (!write && strcmp(argv[1], "check")) return usage(stderr, 2);
+    bool write = !strcmp(argv[1], "write"), sweep = !strcmp(argv[1], "sweep");
+    if (!write && !sweep && strcmp(argv[1], "check")) return usage(stderr, 2);
     uint64_t seed = 1, count = 200, sms = 0;
     const char *out = NULL, *dir = NULL, *device = "compile";
     int ops = FZ_OPS_DEFAULT;
@@ -136,12 +141,13 @@ int main(int argc, char **argv)
             return 2;
         }
         i++;
-        if (!strcmp(a, "--count") && parse_u64(v, &count) && count <= 100000) continue;
-        if (!strcmp(a, "--seed") && parse_u64(v, &seed)) continue;
+        if (!strcmp(a, "--count") && !sweep && parse_u64(v, &count) && count <= 100000) continue;
+        if (!strcmp(a, "--seed") && !sweep && parse_u64(v, &seed)) continue;
         if (!strcmp(a, "--sms") && !write && parse_u64(v, &sms) && sms >= 1 && sms <= 4096) continue;
-        if (!strcmp(a, "--out") && write) out = v;
-        else if (!strcmp(a, "--dir") && !write) dir = v;
-        else if (!strcmp(a, "--ops") && (!strcmp(v, "default") || !strcmp(v, "extended") || !strcmp(v, "rows")))
+        if (!strcmp(a, "--out") && (write || sweep)) out = v;
+        else if (!strcmp(a, "--dir") && !write && !sweep) dir = v;
+        else if (!strcmp(a, "--ops") && !sweep &&
+                 (!strcmp(v, "default") || !strcmp(v, "extended") || !strcmp(v, "rows")))
             ops = !strcmp(v, "extended") ? FZ_OPS_EXTENDED : !strcmp(v, "rows") ? FZ_OPS_ROWS : FZ_OPS_DEFAULT;
         else if (!strcmp(a, "--device") && !write &&
                  (!strcmp(v, "plan") || !strcmp(v, "compile") || !strcmp(v, "gpu"))) device = v;
@@ -150,26 +156,36 @@ int main(int argc, char **argv)
             return usage(stderr, 2);
         }
     }
-    if (write) {
-        if (!out) {
-            fprintf(stderr, "fuser-fuzz: write needs --out DIR\n");
-            return 2;
-        }
-        return write_fusions(seed, (int)count, ops, out);
+    if (write && !out) {
+        fprintf(stderr, "fuser-fuzz: write needs --out DIR\n");
+        return 2;
     }
     fz_device dev = !strcmp(device, "plan") ? FZ_PLAN : !strcmp(device, "gpu") ? FZ_GPU : FZ_COMPILE;
     fu_fusion **fs = NULL;
-    int n = 0, rc = 0;
+    int n = 0, rc = 0, sweep_failures = 0;
     if (dir) {
         rc = load_dir(dir, &fs, &n);
+    } else if (sweep) {
+        int rejected = 0, empty = 0;
+        if ((n = fz_sweep(&fs, &rejected, &empty, stdout)) < 0) {
+            n = 0;
+            rc = 2;
+        } else {
+            printf("sweep: %d fusions the verifier accepts (%d combinations refused)\n", n, rejected);
+            sweep_failures = empty;
+        }
     } else {
         fs = calloc((size_t)count + 1, sizeof *fs);
         for (int i = 0; fs && i < (int)count; i++)
             if ((fs[n] = fz_generate_ops(seed, i, ops))) n++;
-        if (!fs || n < (int)count) {
-            fprintf(stderr, "fuser-fuzz: out of memory generating fusions\n");
-            rc = 2;
-        }
+        if (!fs || n < (int)count) rc = 2;
+    }
+    if (rc == 2 && !dir) fprintf(stderr, "fuser-fuzz: out of memory generating fusions\n");
+    if (!rc && out) {
+        rc = write_fusions(fs, n, out);
+        for (int i = 0; i < n; i++) fu_fusion_free(fs[i]);
+        free(fs);
+        return rc;
     }
     fu_runtime *rt = NULL;
     fu_error err;
@@ -192,7 +208,7 @@ int main(int argc, char **argv)
         memset(&rep, 0, sizeof rep);
         fz_check(fs, n, dev, (int)sms, rt, stdout, &rep);
         fz_print_report(stdout, &rep);
-        rc = rep.failures ? 1 : 0;
+        rc = rep.failures || sweep_failures ? 1 : 0;
     }
     if (rt) fu_runtime_close(rt);
     for (int i = 0; i < n; i++) fu_fusion_free(fs[i]);

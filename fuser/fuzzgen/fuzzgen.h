@@ -27,6 +27,14 @@ fu_fusion *fz_generate_ops(uint64_t seed, int index, int ops);
 /* "fz" or "fx": the names' prefix for ops */
 const char *fz_name_prefix(int ops);
 
+/* The sweep (sweep.c): every op of the text format over every dtype of each
+ * operand and extents 0, 1 and 3, the fusions the verifier accepts (named
+ * sw_OP_DTYPES_SEXTENT), in a malloc'd array; its count, or -1 when out of
+ * memory. *rejected: the combinations the verifier refused; *empty_cases: the
+ * ops of which it refused every combination (each a line on log: a wrong case,
+ * or a verifier that refuses what docs/format.md documents). */
+int fz_sweep(fu_fusion ***out, int *rejected, int *empty_cases, FILE *log);
+
 typedef enum fz_device {
     FZ_PLAN,    /* plan and interpret only */
     FZ_COMPILE, /* and compile every kernel with NVRTC */

@@ -29,8 +29,17 @@ set_tests_properties(test_fuzz_rows_plan PROPERTIES LABELS unit)
 set_tests_properties(test_fuzz_rows_compile PROPERTIES LABELS compile TIMEOUT 600 SKIP_RETURN_CODE 77
   ENVIRONMENT "FUSER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/fuzz-cache")
 set_tests_properties(test_fuzz_rows_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77)
+# The sweep: every op over every dtype of its operands and extents 0, 1 and 3, where the verifier
+# accepts it (sw_*: ~1500 fusions); each case must be accepted for some dtypes.
+add_test(NAME test_sweep_plan COMMAND fuser_fuzz sweep --device plan)
+add_test(NAME test_sweep_compile COMMAND fuser_fuzz sweep --device compile)
+add_test(NAME test_sweep_gpu COMMAND fuser_fuzz sweep --device gpu)
+set_tests_properties(test_sweep_plan PROPERTIES LABELS unit)
+set_tests_properties(test_sweep_compile PROPERTIES LABELS compile TIMEOUT 600 SKIP_RETURN_CODE 77
+  ENVIRONMENT "FUSER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/fuzz-cache")
+set_tests_properties(test_sweep_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77)
 if(FUSER_SANITIZE)
-  set_property(TEST test_fuzz_gpu test_fuzz_ops_gpu test_fuzz_rows_gpu APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=protect_shadow_gap=0")
+  set_property(TEST test_fuzz_gpu test_fuzz_ops_gpu test_fuzz_rows_gpu test_sweep_gpu APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=protect_shadow_gap=0")
 endif()
 # On a GPU: the issue's fusions against the interpreter, and the atomic bf16
 # scatter with skewed ids (issue 21 item 8).

@@ -230,7 +230,12 @@ fu_status fu_fusion_decompose(const fu_fusion *f, fu_fusion **out, fu_error *err
         c.counter = 0;
         fu_fusion_set_location(c.dst, NULL, n->line, n->column);
         fu_tensor r;
-        switch (n->op) {
+        const fu_value *ov = fu_val(f, n->output);
+        if (fu_op_kind_of(n->op) == FU_KIND_COMPOSITE && fu_shape_numel(ov->rank, ov->shape) == 0) {
+            /* Nothing to compute, and its expansion may not exist: the statistics of a softmax
+             * over an empty axis would be reductions of no elements into a non-empty result. */
+            r = fu_full(c.dst, ov->rank, ov->shape, 0.0, ov->dtype, name);
+        } else switch (n->op) {
         case FU_OP_SOFTMAX:
         case FU_OP_LOG_SOFTMAX: r = expand_softmax(&c, n, name); break;
         case FU_OP_CROSS_ENTROPY: r = expand_cross_entropy(&c, n, name); break;
