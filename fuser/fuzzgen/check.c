@@ -138,6 +138,15 @@ static bool check_rewrite(const fu_fusion *f, const fu_fusion *dec, const fu_fus
     }
     bool ok = true;
     for (int o = 0; o < nout; o++) {
+        const char *want = fu_tensor_name(f, fu_fusion_output(f, o)), *got = fu_tensor_name(planned, fu_fusion_output(planned, o));
+        if (strcmp(want, got) == 0) continue; /* what a caller finds the outputs by */
+        fprintf(log, "%s: output %d of the planned fusion is '%s', not '%s'\n", fu_fusion_name(f), o, got, want);
+        rep->rewrite_mismatches++;
+        rep->failures++;
+        ok = false;
+        break;
+    }
+    for (int o = 0; ok && o < nout; o++) {
         double d = fz_difference(&out[o], &ref[o]), tol = fz_tolerance(ref[o].dtype);
         if (d <= tol) continue;
         fprintf(log, "%s: output '%s' (%s) of the planned fusion differs from the decomposed fusion's (%s): %.3g > %.3g\n",

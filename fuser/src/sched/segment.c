@@ -282,9 +282,10 @@ static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n
         fu_scatter_is_atomic(f, n, opts) && fu_tensor_numel(d, in[1]) > 0)
         return atomic_in_f32(d, n, in, name);
     if (fu_shape_numel(ov->rank, ov->shape) == 0) return fu_full(d, ov->rank, ov->shape, 0.0, ov->dtype, name);
-    /* a scatter of nothing is its base */
+    /* a scatter of nothing is its base (under the output's name where it is one: the plan's
+     * outputs keep the fusion's names) */
     if (fu_op_kind_of(n->op) == FU_KIND_SCATTER && fu_tensor_numel(d, in[1]) == 0 && fu_val(d, in[0])->dtype == ov->dtype)
-        return in[0];
+        return is_output(f, n->output) ? fu_reshape(d, in[0], ov->rank, ov->shape, name) : in[0];
     fu_tensor view = plain_view(d, f, n, in[0]);
     if (view >= 0) return view;
     if (fu_op_kind_of(n->op) != FU_KIND_REDUCE) return -1;
