@@ -797,8 +797,15 @@ bool hb_suite_from_fusion(const char *path, hb_suite **out, char *why, size_t nw
     s->from_file = true;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    snprintf(s->name, sizeof s->name, "%.*s", (int)(strlen(base) > 7 && strcmp(base + strlen(base) - 7, ".fusion") == 0
-                                                         ? strlen(base) - 7 : strlen(base)), base);
+    size_t stem = strlen(base) > 7 && strcmp(base + strlen(base) - 7, ".fusion") == 0 ? strlen(base) - 7 : strlen(base);
+    if (stem >= sizeof s->name) { /* cut short, two files could share a name */
+        snprintf(why, nwhy, "%s: the file's name (%zu characters without .fusion) names its suite, and a suite's name "
+                 "takes at most %zu", path, stem, sizeof s->name - 1);
+        hb_suite_free(s);
+        fu_program_free(prog);
+        return false;
+    }
+    snprintf(s->name, sizeof s->name, "%.*s", (int)stem, base);
     snprintf(s->manifest, sizeof s->manifest, "%s", path);
     hb_case *c = &s->cases[0];
     snprintf(c->name, sizeof c->name, "%s", fu_program_name(prog)[0] ? fu_program_name(prog) : "fusion");
@@ -817,7 +824,13 @@ bool hb_suite_from_fusion(const char *path, hb_suite **out, char *why, size_t nw
         }
         char *end;
         long long v = strtoll(def, &end, 10);
-        if (s->ndims == HB_MAX_DIMS || end == def || *end || v < 1 || strlen(name) >= sizeof s->axes[0]) continue;
+        if (end == def || *end || v < 1) continue; /* not a size: it keeps its default */
+        if (s->ndims == HB_MAX_DIMS || strlen(name) >= sizeof s->axes[0]) {
+            snprintf(why, nwhy, "%s: size parameter '%s': a suite takes at most %d axes of names up to %zu characters",
+                     path, name, HB_MAX_DIMS, sizeof s->axes[0] - 1);
+            hb_suite_free(s);
+            return false;
+        }
         copy_str(s->axes[s->ndims++], sizeof s->axes[0], name);
         int w = snprintf(s->default_sizes + kd, sizeof s->default_sizes - kd, "%s%lld", kd ? "x" : "", v);
         if (w > 0) kd += (size_t)w;

@@ -20,8 +20,11 @@
 #include "fuser_plan.h"
 #include "harness.h"
 
-#define HB_MAX_DIMS 4
+#define HB_MAX_DIMS 8   /* axes of a suite; a fusion file's size parameters */
 #define HB_MAX_PARAMS 16
+/* A name from a fusion file (its file name, fusion, parameters): the fuser's limit, so
+ * that no name a file may hold is cut short and then clashes with another or binds nothing. */
+#define HB_NAME_MAX FU_MAX_NAME
 
 typedef struct hb_size {
     int n;
@@ -34,14 +37,14 @@ void hb_size_str(const hb_size *s, char *out, size_t cap);
  * below 2^40, their product at most 2^58). false and why when malformed.
  * *out is malloc'd. */
 bool hb_parse_sizes(const char *text, int ndims, hb_size **out, int *n, char *why, size_t nwhy);
-/* Parses "f32,bf16": the dtypes the suites take (f32, bf16). */
+/* Parses "f32,bf16": the dtypes the suites take (f32, bf16, f16). */
 bool hb_parse_dtypes(const char *text, fu_dtype *out, int cap, int *n, char *why, size_t nwhy);
 
 /* --set overrides for a fusion file. */
 typedef struct hb_params {
     int n;
     fu_param_value v[HB_MAX_PARAMS];
-    char names[HB_MAX_PARAMS][16];
+    char names[HB_MAX_PARAMS][HB_NAME_MAX];
     char values[HB_MAX_PARAMS][32];
 } hb_params;
 void hb_params_int(hb_params *p, const char *name, int64_t value);
@@ -58,7 +61,7 @@ void hb_params_str(hb_params *p, const char *name, const char *value);
 #define HB_MAX_LETS 8
 
 typedef struct hb_case {
-    char name[32];                /* "fwd" */
+    char name[HB_NAME_MAX];       /* "fwd"; a fusion file's: its fusion line */
     char fusion_file[1024];       /* path of the file */
     char file_name[128];          /* as the manifest names it */
     fu_program *prog;             /* the parsed file */
@@ -86,19 +89,19 @@ typedef struct hb_check {
 } hb_check;
 
 typedef struct hb_suite {
-    char name[32];
+    char name[HB_NAME_MAX];       /* a fusion file's: its file name */
     char dir[1024];
     char manifest[1100];          /* the manifest's path (the file, for one fusion file) */
     bool from_file;               /* made from one .fusion file */
     int ndims;
-    char axes[HB_MAX_DIMS][16];
+    char axes[HB_MAX_DIMS][HB_NAME_MAX];
     int axis_col[HB_MAX_DIMS];
     int size_line;
     char about[128];
-    char size_help[256];          /* "NxV (rows x vocabulary), e.g. 8192x32768" */
+    char size_help[768];          /* "NxV (rows x vocabulary), e.g. 8192x32768" */
     char default_sizes[1024];
     char sweep_sizes[1024];
-    char dtype_param[16];         /* "DT"; "" = none */
+    char dtype_param[HB_NAME_MAX]; /* "DT"; "" = none */
     char default_dtypes[64];
     int nlets, nrequires, nchecks;
     hb_let lets[HB_MAX_LETS];

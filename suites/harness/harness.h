@@ -189,7 +189,7 @@ typedef struct hb_entry {
     int64_t repetitions, repetition_index, threads, iterations;
     double real_time, cpu_time;  /* in time_unit */
     char time_unit[8];           /* "us" */
-    char suite[32], case_name[48], variant[32], dtype[8], size[64];
+    char suite[FU_MAX_NAME], case_name[FU_MAX_NAME], variant[32], dtype[8], size[64];
     char bytes_formula[96];
     char kernel_source_hash[17]; /* what ran, as hb_variant_info.source_hash; "" = not known (torch rows) */
     hb_status status;

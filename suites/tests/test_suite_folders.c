@@ -160,6 +160,31 @@ static void test_folders(void)
     CHECK(r.status == 2);
     CHECK_CONTAINS(r.err, "'Q' is not an axis of scale");
     tu_output_free(&r);
+
+    /* A file's names and axes as the fuser takes them, none cut short: five size parameters (a
+     * fifth was once silently no axis), a parameter of 22 characters (one of 16 was), an f16
+     * input (the suites took only f32 and bf16); a file's name longer than a suite's is refused */
+    char wide[600], longname[700];
+    snprintf(wide, sizeof wide, "%s/five_axes_and_f16_of_a_name_longer_than_thirty_two.fusion", dir);
+    write_file(wide, "fusion five_axes_and_a_fusion_name_longer_than_thirty_two\nparam A = 2\nparam B = 3\n"
+                     "param C = 4\nparam D = 5\nparam SEQUENCE_LENGTH_TOKENS = 6\ninput x: f16[A, B, C, D, "
+                     "SEQUENCE_LENGTH_TOKENS]\ny = neg(x)\noutput y\n");
+    const char *wide_args[] = {wide, "--list", "--sizes", "SEQUENCE_LENGTH_TOKENS=7,D=1", NULL};
+    r = run(wide_args);
+    if (r.status) fprintf(stderr, "%s", r.err);
+    CHECK(r.status == 0);
+    CHECK(strcmp(r.out, "five_axes_and_f16_of_a_name_longer_than_thirty_two/five_axes_and_a_fusion_name_longer_than_"
+                        "thirty_two/fuser/f16/2x3x4x1x7\n") == 0);
+    tu_output_free(&r);
+    snprintf(longname, sizeof longname, "%s/%s.fusion", dir,
+             "a_file_name_of_sixty_four_characters_which_no_suite_name_can_take");
+    write_file(longname, "fusion f\ninput x: f32[4]\ny = neg(x)\noutput y\n");
+    const char *long_args[] = {longname, "--list", NULL};
+    r = run(long_args);
+    CHECK(r.status == 2);
+    CHECK_CONTAINS(r.err, "names its suite, and a suite's name takes at most 63");
+    CHECK(r.out[0] == '\0');
+    tu_output_free(&r);
 }
 #else
 static void test_compile(void)
