@@ -131,6 +131,9 @@ static int pick_vw(int64_t extent, fu_dtype dt)
     return vw;
 }
 
+/* The kernels are written for f32 and bf16 (REF_BF16). */
+static bool ref_takes_dtype(fu_dtype dt) { return dt == FU_F32 || dt == FU_BF16; }
+
 static fu_status shapes(ref_state *st, const fu_fusion *f, fu_error *err)
 {
     const int64_t *s0 = NULL, *s1 = NULL;
@@ -155,7 +158,7 @@ static fu_status shapes(ref_state *st, const fu_fusion *f, fu_error *err)
         if (st->v >= INT32_MAX / 2)
             return fu_error_set(err, FU_ERR_UNSUPPORTED, "reference: %s: V = %" PRId64 " is too large", st->fusion,
                                 st->v);
-        return FU_OK;
+        break;
     }
     case REF_FAM_EMB_FWD: {
         int pw = hb_input_index(f, "weight");
@@ -208,7 +211,7 @@ static fu_status shapes(ref_state *st, const fu_fusion *f, fu_error *err)
     default:
         return fu_error_set(err, FU_ERR_UNSUPPORTED, "reference: no kernel for fusion '%s'", st->fusion);
     }
-    if (st->dt != FU_F32 && st->dt != FU_BF16)
+    if (!ref_takes_dtype(st->dt))
         return fu_error_set(err, FU_ERR_UNSUPPORTED, "reference: %s: dtype %s (the kernels take f32 and bf16)",
                             st->fusion, fu_dtype_name(st->dt));
     if (st->d >= INT32_MAX / 4 || st->rows >= INT32_MAX / 2 || st->tok >= INT32_MAX / 2 || st->c >= INT32_MAX / 4)
@@ -566,4 +569,5 @@ const hb_variant hb_variant_reference = {
     .check = ref_check,
     .launch_counts = ref_counts,
     .free = ref_free,
+    .takes_dtype = ref_takes_dtype,
 };

@@ -75,8 +75,9 @@ static void usage(FILE *f, const hb_suite_set *set)
           "options:\n"
           "  --sizes LIST         comma-separated sizes (8192x32768,4096x50304), NAME=VALUE lists\n"
           "                       (N=4096,V=50304;N=8192), or 'default' or 'sweep'\n"
-          "  --dtype LIST         f32,bf16 (default: the suite's dtypes, both for every suite above;\n"
-          "                       a fusion file's own: its dtype parameter's value)\n"
+          "  --dtype LIST         f32,bf16,f16 (default: the suite's dtypes, f32 and bf16 for every suite\n"
+          "                       above; a fusion file's own: its dtype parameter's value); the reference\n"
+          "                       kernels take f32 and bf16, and have no rows of another\n"
           "  --mode cold|hot      flush the L2 before every sample (cold, the default) or not (hot)\n"
           "  --format table|json|md|csv  what goes to standard output (default: table); md and csv: one\n"
           "                       row per case (docs/results-schema.md; scripts/table renders a stored run so)\n"
@@ -314,6 +315,7 @@ static int add_suite(hb_runner *r, const options *o, const hb_suite *s, const re
                     const hb_variant *var = hb_variants[v];
                     /* a reference kernel only where the manifest names one */
                     if (var == &hb_variant_reference && !s->cases[c].reference[0]) continue;
+                    if (var->takes_dtype && !var->takes_dtype(dts[d])) continue; /* no row, as without one */
                     char size_str[64], name[256];
                     hb_size_str(&sz[k], size_str, sizeof size_str);
                     snprintf(name, sizeof name, "%s/%s/%s/%s/%s", s->name, s->cases[c].name, var->name,

@@ -204,6 +204,9 @@ typedef struct hb_variant {
      * (the runner then passes that input's buffer as the output, and the call
      * writes nothing for it), or -1. May be NULL: no views. */
     int (*output_view)(void *state, int output);
+    /* Whether it computes cases of dtype dt (run_suite adds no row where not). May be NULL:
+     * every dtype. */
+    bool (*takes_dtype)(fu_dtype dt);
 } hb_variant;
 
 extern const hb_variant hb_variant_fuser;

@@ -264,7 +264,8 @@ static void broken_free(void *p)
     free(b);
 }
 
-static const hb_variant broken = {"broken", broken_prepare, broken_run, broken_check, NULL, broken_free, NULL};
+static const hb_variant broken = {
+    .name = "broken", .prepare = broken_prepare, .run = broken_run, .check = broken_check, .free = broken_free};
 
 /* 5. The floor: 2 GiB moved (a 1 GiB copy) runs at about the copy bandwidth
  * (same method, same bytes: a sanity check of the byte accounting, not a

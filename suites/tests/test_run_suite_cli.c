@@ -100,6 +100,12 @@ static void test_usage(void)
     CHECK(r.status == 0);
     CHECK_CONTAINS(r.out, "cross_entropy/fwd/fuser/f32/8192x128256\n");
     tu_output_free(&r);
+    /* f16: the fuser's rows; the reference kernels take f32 and bf16, so no rows of theirs */
+    r = run((const char *const[]){"cross_entropy", "--list", "--dtype", "f16,bf16", "--filter", "/fwd/", NULL});
+    CHECK(r.status == 0);
+    CHECK(strcmp(r.out, "cross_entropy/fwd/fuser/f16/8192x32768\ncross_entropy/fwd/fuser/bf16/8192x32768\n"
+                        "cross_entropy/fwd/reference/bf16/8192x32768\n") == 0);
+    tu_output_free(&r);
 }
 #else
 static void test_compile(void)
