@@ -21,7 +21,7 @@
  *
  *   fuser-fuzz sweep [--device plan|compile|gpu] [--sms N] [--out DIR]
  *       the same checks on the sweep (sweep.c): every op of the text format
- *       over every dtype of each operand and extents 0, 1 and 3, where the
+ *       over every dtype of each operand and extents 0, 1, 3 and 1027, where the
  *       verifier accepts it; --out DIR writes them (sw_*.fusion) instead
  *
  * Exit status: 0 all passed, 1 some failed, 2 usage or I/O errors, 77 for

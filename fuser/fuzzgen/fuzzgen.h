@@ -28,7 +28,7 @@ fu_fusion *fz_generate_ops(uint64_t seed, int index, int ops);
 const char *fz_name_prefix(int ops);
 
 /* The sweep (sweep.c): every op of the text format over every dtype of each
- * operand and extents 0, 1 and 3, the fusions the verifier accepts (named
+ * operand and extents 0, 1, 3 and 1027, the fusions the verifier accepts (named
  * sw_OP_DTYPES_SEXTENT), in a malloc'd array; its count, or -1 when out of
  * memory. *rejected: the combinations the verifier refused; *empty_cases: the
  * ops of which it refused every combination (each a line on log: a wrong case,

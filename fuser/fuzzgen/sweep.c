@@ -1,6 +1,6 @@
 /*
  * sweep.c -- every op of the text format over every dtype of each operand and
- * extents 0, 1 and 3 (fz_sweep): the fusions the verifier accepts, for
+ * extents 0, 1, 3 and 1027 (fz_sweep): the fusions the verifier accepts, for
  * fz_check. The random generator (gen.c) draws the dtypes a model uses; this
  * enumerates what a user may write, so that whatever the verifier accepts
  * plans, interprets and runs (an embedding of an i64 table and a softmax over
@@ -15,7 +15,7 @@
 /* The dtypes an operand takes, in the text format's names. */
 static const char *const dtypes[] = {"f32", "bf16", "f16", "i64", "i32", "bool"};
 #define NDTYPES (int)(sizeof dtypes / sizeof dtypes[0])
-static const int extents[] = {0, 1, 3};
+static const int extents[] = {0, 1, 3, 1027}; /* 1027: several blocks and vectors, and a tail */
 
 /* One op call: its operands' declarations (D0, D1, D2 name their dtypes; S the swept extent)
  * and the statements that compute y. */
