@@ -75,7 +75,7 @@ static void usage(FILE *f, const hb_suite_set *set)
           "options:\n"
           "  --sizes LIST         comma-separated sizes (8192x32768,4096x50304), NAME=VALUE lists\n"
           "                       (N=4096,V=50304;N=8192), or 'default' or 'sweep'\n"
-          "  --dtype LIST         f32,bf16,f16 (default: the suite's dtypes, f32 and bf16 for every suite\n"
+          "  --dtype LIST         f32,bf16,f16,f64 (default: the suite's dtypes, f32 and bf16 for every suite\n"
           "                       above; a fusion file's own: its dtype parameter's value); the reference\n"
           "                       kernels take f32 and bf16, and have no rows of another\n"
           "  --mode cold|hot      flush the L2 before every sample (cold, the default) or not (hot)\n"

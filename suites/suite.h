@@ -37,7 +37,7 @@ void hb_size_str(const hb_size *s, char *out, size_t cap);
  * below 2^40, their product at most 2^58). false and why when malformed.
  * *out is malloc'd. */
 bool hb_parse_sizes(const char *text, int ndims, hb_size **out, int *n, char *why, size_t nwhy);
-/* Parses "f32,bf16": the dtypes the suites take (f32, bf16, f16). */
+/* Parses "f32,bf16": the dtypes the suites take (the float ones: f32, bf16, f16, f64). */
 bool hb_parse_dtypes(const char *text, fu_dtype *out, int cap, int *n, char *why, size_t nwhy);
 
 /* --set overrides for a fusion file. */

@@ -179,13 +179,13 @@ bool hb_parse_dtypes(const char *text, fu_dtype *out, int cap, int *n, char *why
         fu_dtype dt;
         char name[16];
         if (len <= 0 || len >= (int)sizeof name) {
-            snprintf(why, nwhy, "unknown dtype '%.*s' (the suites take f32, bf16 and f16)", len, p);
+            snprintf(why, nwhy, "unknown dtype '%.*s' (the suites take f32, bf16, f16 and f64)", len, p);
             return false;
         }
         memcpy(name, p, (size_t)len);
         name[len] = '\0';
-        if (!fu_dtype_from_name(name, &dt) || (dt != FU_F32 && dt != FU_BF16 && dt != FU_F16)) {
-            snprintf(why, nwhy, "unknown dtype '%s' (the suites take f32, bf16 and f16)", name);
+        if (!fu_dtype_from_name(name, &dt) || !fu_dtype_is_float(dt)) {
+            snprintf(why, nwhy, "unknown dtype '%s' (the suites take f32, bf16, f16 and f64)", name);
             return false;
         }
         bool dup = false;

@@ -13,7 +13,7 @@
 #include "fuzzgen.h"
 
 /* The dtypes an operand takes, in the text format's names. */
-static const char *const dtypes[] = {"f32", "bf16", "f16", "i64", "i32", "bool"};
+static const char *const dtypes[] = {"f32", "bf16", "f16", "f64", "i64", "i32", "bool"};
 #define NDTYPES (int)(sizeof dtypes / sizeof dtypes[0])
 static const int extents[] = {0, 1, 3, 1027}; /* 1027: several blocks and vectors, and a tail */
 
