@@ -251,6 +251,35 @@ static void test_run_given(const suite_info *s)
     tu_output_free(&r);
     unlink(out);
 
+    /* an input's name writes the input as the run had it: the file given, and a random one */
+    const char *xcopy = path_in("x_copy.npy"), *tcopy = path_in("t_random.npy");
+    n = base_args(s, "run", a);
+    const char *as_run[] = {"--input", binding(s->logits, xp), "--output", binding(s->logits, xcopy),
+                            "--output", binding(s->target, tcopy)};
+    for (int i = 0; i < 6; i++) a[n++] = as_run[i];
+    a[n] = NULL;
+    r = run_args(a);
+    EXPECT_SUCCESS(r);
+    tu_output_free(&r);
+    fu_host_tensor xc, tc;
+    if (fu_npy_read(xcopy, &xc, &err) == FU_OK) {
+        CHECK(xc.rank == 2 && xc.shape[0] == 4 && xc.shape[1] == 7);
+        for (int i = 0; i < 28 && xc.rank == 2; i++) CHECK(fu_host_tensor_get(&xc, i) == X[i / 7][i % 7]);
+        fu_host_tensor_free(&xc);
+    } else {
+        CHECK(!"--output of an input wrote no file");
+    }
+    if (fu_npy_read(tcopy, &tc, &err) == FU_OK) { /* random targets: valid classes */
+        CHECK(tc.rank == 1 && tc.shape[0] == 4);
+        for (int i = 0; i < 4 && tc.rank == 1; i++)
+            CHECK(fu_host_tensor_get(&tc, i) >= 0 && fu_host_tensor_get(&tc, i) < 7);
+        fu_host_tensor_free(&tc);
+    } else {
+        CHECK(!"--output of a random input wrote no file");
+    }
+    unlink(xcopy);
+    unlink(tcopy);
+
     /* i32 targets convert to the declared int type; the seed does not matter */
     write_tensor(tp, FU_I32, 1, ts, T);
     n = base_args(s, "run", a);
@@ -337,8 +366,7 @@ static void test_bad_inputs(const suite_info *s)
     free(kept);
 
     /* outputs */
-    RUN_FAILING(s, "no output named 'nothing'", out, "--output", binding("nothing", out));
-    RUN_FAILING(s, "no output named", out, "--output", oarg, "--output", binding(s->logits, path_in("x2.npy")));
+    RUN_FAILING(s, "no output or input named 'nothing'", out, "--output", binding("nothing", out));
     RUN_FAILING(s, "twice", out, "--output", oarg, "--output", binding(s->loss, path_in("other.npy")));
     RUN_FAILING(s, "no_such_dir", NULL, "--output", binding(s->loss, path_in("no_such_dir/loss.npy")));
     CHECK(!exists(path_in("no_such_dir")));

@@ -47,7 +47,8 @@ static int find_position(const fu_fusion *f, bool outputs, const char *name)
     return -1;
 }
 
-/* Every --input and --output must name an input / output of the fusion. */
+/* Every --input must name an input of the fusion, every --output an output or an input (the
+ * input as the run had it: random or read, to rerun the same values elsewhere). */
 static fu_status check_bindings(const cli_options *o, const fu_fusion *f, fu_error *err)
 {
     char names[512];
@@ -58,11 +59,13 @@ static fu_status check_bindings(const cli_options *o, const fu_fusion *f, fu_err
                                 o->inputs[i].name, fu_fusion_name(f), o->inputs[i].name, names);
         }
     for (int i = 0; i < o->noutputs; i++)
-        if (find_position(f, true, o->outputs[i].name) < 0) {
+        if (find_position(f, true, o->outputs[i].name) < 0 && find_position(f, false, o->outputs[i].name) < 0) {
+            char inputs[512];
             list_names(f, true, names, sizeof names);
+            list_names(f, false, inputs, sizeof inputs);
             return fu_error_set(err, FU_ERR_ARG,
-                                "--output %s: fusion '%s' has no output named '%s' (outputs: %s)",
-                                o->outputs[i].name, fu_fusion_name(f), o->outputs[i].name, names);
+                                "--output %s: fusion '%s' has no output or input named '%s' (outputs: %s; inputs: %s)",
+                                o->outputs[i].name, fu_fusion_name(f), o->outputs[i].name, names, inputs);
         }
     return FU_OK;
 }
@@ -241,9 +244,10 @@ static void print_summary(const fu_fusion *f, fu_tensor t, const fu_host_tensor 
            fu_shape_str(h->rank, h->shape, shape, sizeof shape), sum, absmax, first);
 }
 
-/* Writes every --output together: all of them or none (fu_npy_write_many). */
-static fu_status write_outputs(const cli_options *o, const fu_fusion *f, const fu_host_tensor *outs,
-                               fu_error *err)
+/* Writes every --output together: all of them or none (fu_npy_write_many). An output's name
+ * writes the output, else an input's the input. */
+static fu_status write_outputs(const cli_options *o, const fu_fusion *f, const fu_host_tensor *in,
+                               const fu_host_tensor *outs, fu_error *err)
 {
     int n = o->noutputs;
     const char **paths = calloc((size_t)(n ? n : 1), sizeof *paths);
@@ -254,7 +258,8 @@ static fu_status write_outputs(const cli_options *o, const fu_fusion *f, const f
     } else {
         for (int i = 0; i < n; i++) {
             paths[i] = o->outputs[i].path;
-            ts[i] = &outs[find_position(f, true, o->outputs[i].name)];
+            int pos = find_position(f, true, o->outputs[i].name);
+            ts[i] = pos >= 0 ? &outs[pos] : &in[find_position(f, false, o->outputs[i].name)];
         }
         fu_error werr;
         if (n > 0 && fu_npy_write_many(n, paths, ts, &werr))
@@ -283,7 +288,7 @@ fu_status cli_cmd_run(const cli_options *o, fu_error *err)
     }
     if (!s) s = run_on_device(o, f, in, out, err);
     if (!s && o->check) s = reference_outputs(f, in, &ref, err);
-    if (!s) s = write_outputs(o, f, out, err);
+    if (!s) s = write_outputs(o, f, in, out, err);
     if (!s) {
         for (int i = 0; i < nout; i++) print_summary(f, fu_fusion_output(f, i), &out[i]);
         for (int i = 0; ref && i < nout; i++) print_check(f, fu_fusion_output(f, i), &out[i], &ref[i]);
