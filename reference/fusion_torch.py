@@ -181,12 +181,14 @@ def _ce_weights(T, x, t, at):
 
 def _cross_entropy(T, F, x, t, at, mode):
     red = at.get("reduction", "mean")
+    t = t.long()  # PyTorch's targets are int64; the fuser's may be i32
     return F.cross_entropy(x, t, reduction=red, ignore_index=at.get("ignore_index", -100),
                            label_smoothing=float(at.get("label_smoothing", 0.0)))
 
 
 def _cross_entropy_bwd(T, F, x, t, g, at, mode):
     red, ii, ls = at.get("reduction", "mean"), at.get("ignore_index", -100), float(at.get("label_smoothing", 0.0))
+    t = t.long()
     if mode == "eager":  # PyTorch's own backward kernels, through autograd
         with T.enable_grad():
             xg = x.detach().requires_grad_(True)
@@ -223,7 +225,7 @@ def _embedding_bwd(T, F, g, ids, at, mode):
     rows = at["num_weights"]
     pad = _padding(at, rows)
     if mode == "eager":  # PyTorch's own kernel (sort-based; deterministic mode honoured)
-        return T.ops.aten.embedding_dense_backward(g, ids, rows, pad, False)
+        return T.ops.aten.embedding_dense_backward(g, ids.long(), rows, pad, False)
     flat = ids.reshape(-1)
     src = g.reshape(flat.shape[0], g.shape[-1])
     if pad >= 0:
@@ -241,6 +243,7 @@ def _index_add(T, F, x, idx, src, at, mode):
 
 def _scatter_add(T, F, x, idx, src, at, mode):
     axis = at["axis"] % x.dim()
+    idx = idx.long()  # scatter_add and gather take int64 indices only
     if x.dtype in (T.float16, T.bfloat16):
         return x.float().scatter_add(axis, idx, src.float()).to(x.dtype)
     return x.scatter_add(axis, idx, src)
@@ -302,7 +305,7 @@ OPS = {
     "iota": (0, _iota),
     "index_select": (2, lambda T, F, x, i, at, mode: T.index_select(x, at["axis"] % x.dim(), i)),
     "take": (2, _take),
-    "take_along_axis": (2, lambda T, F, x, i, at, mode: T.gather(x, at["axis"] % x.dim(), i)),
+    "take_along_axis": (2, lambda T, F, x, i, at, mode: T.gather(x, at["axis"] % x.dim(), i.long())),
     "index_add": (3, _index_add),
     "scatter_add": (3, _scatter_add),
     "softmax": (1, _softmax(False)),

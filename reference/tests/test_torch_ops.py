@@ -14,9 +14,15 @@ fails. The composites are also checked against torch.nn.functional directly
 gradient by autograd; embedding with padding_idx and its gradient; softmax,
 log_softmax).
 
+With FUSER_FUZZ_BIN (fuser-fuzz), also the sweep: every op over every dtype of
+its operands (`fuser-fuzz sweep --out`), each file run by `fuser run`, which
+writes its inputs and outputs (--output takes an input's name), and translated
+in both modes onto those inputs: the dtypes a user may write (f16, f64, i32
+indices, bool), where the cases above hold mostly f32.
+
 Exit 0 when all pass, 1 when one fails, 77 (skipped, one line) where PyTorch
 is not installed. Environment: FUSER_BIN (the fuser command), FUSER_HEADER
-(fuser.h).
+(fuser.h), FUSER_FUZZ_BIN (fuser-fuzz; the sweep is left out without it).
 """
 import os
 import re
@@ -29,6 +35,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import fusion_torch  # noqa: E402
 
 FUSER = os.environ.get("FUSER_BIN", "fuser")
+FUZZ = os.environ.get("FUSER_FUZZ_BIN", "")
 HEADER = os.environ.get("FUSER_HEADER", os.path.join(HERE, "..", "..", "fuser", "include", "fuser.h"))
 N = 6
 failures = []
@@ -64,6 +71,7 @@ except Exception as ex:  # ImportError, or a broken installation
 NPY = {torch.float32: "<f4", torch.float64: "<f8", torch.float16: "<f2", torch.int64: "<i8", torch.int32: "<i4",
        torch.bool: "|b1"}
 NPY_BACK = {v: k for k, v in NPY.items()}
+DTYPE_NAME = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
 def npy_write(path, t):
@@ -132,6 +140,11 @@ def run_case(label, body, inputs, dtype_tol="f32"):
     return want
 
 
+# max |torch - interpreter| / max |interpreter| by dtype: an element's rounding in 16 bits, and
+# f32's (and f64's) computed in another order
+TOLERANCE = {"bf16": 1e-2, "f16": 2e-3, "f32": 1e-5, "f64": 1e-12}
+
+
 def compare(what, got, want, tol_kind):
     if tuple(got.shape) != tuple(want.shape):
         failures.append(f"{what}: shape {tuple(got.shape)}, the interpreter's {tuple(want.shape)}")
@@ -141,11 +154,11 @@ def compare(what, got, want, tol_kind):
             failures.append(f"{what}: {got.tolist()} != interpreter {want.tolist()}")
         return
     g, w = got.double(), want.double()
-    same_inf = torch.isinf(w) & (g == w)  # -inf where the interpreter has -inf: equal
-    g, w = torch.where(same_inf, torch.zeros_like(g), g), torch.where(same_inf, torch.zeros_like(w), w)
+    same = (torch.isinf(w) & (g == w)) | (torch.isnan(w) & torch.isnan(g))  # equal infinities, NaN for NaN
+    g, w = torch.where(same, torch.zeros_like(g), g), torch.where(same, torch.zeros_like(w), w)
     scale = max(w.abs().max().item() if w.numel() else 0.0, 1e-30)
     err = (g - w).abs().max().item() / scale if w.numel() else 0.0
-    tol = 1e-2 if tol_kind == "bf16" else 1e-5
+    tol = TOLERANCE.get(tol_kind, 1e-5)
     if not err <= tol:
         failures.append(f"{what}: max error {err:.3g} of the largest value (tolerance {tol:g})")
 
@@ -281,6 +294,42 @@ def check_composites():
     return covered
 
 
+def check_sweep():
+    """The sweep's fusions: returns how many were checked."""
+    with tempfile.TemporaryDirectory() as d:
+        r = subprocess.run([FUZZ, "sweep", "--out", d], capture_output=True, text=True)
+        if r.returncode:
+            failures.append(f"fuser-fuzz sweep --out: exit {r.returncode}: {r.stderr.strip()}")
+            return 0
+        files = sorted(f for f in os.listdir(d) if f.endswith(".fusion"))
+        for name in files:
+            path = os.path.join(d, name)
+            label = f"sweep {name[:-7]}"
+            fusion = fusion_torch.parse(open(path).read())
+            args = [FUSER, "run", path]
+            for n, _, _ in fusion.inputs:
+                args += ["--output", f"{n}={os.path.join(d, 'in_' + n + '.npy')}"]
+            for o in fusion.outputs:
+                args += ["--output", f"{o}={os.path.join(d, 'out_' + o + '.npy')}"]
+            r = subprocess.run(args, capture_output=True, text=True)
+            if r.returncode:
+                failures.append(f"{label}: fuser run: {r.stderr.strip()}")
+                continue
+            # bf16 is written as f32 (exact): back to the declared dtype
+            tensors = [npy_read(os.path.join(d, f"in_{n}.npy")).to(fusion_torch.torch_dtype(torch, dt))
+                       for n, dt, _ in fusion.inputs]
+            want = {o: npy_read(os.path.join(d, f"out_{o}.npy")) for o in fusion.outputs}
+            for mode in ("eager", "graph"):
+                try:
+                    got = fusion_torch.translate(fusion, torch, mode=mode)(*tensors)
+                except Exception as ex:
+                    failures.append(f"{label} ({mode}): the translation raised {type(ex).__name__}: {ex}")
+                    continue
+                for o, g in zip(fusion.outputs, got):
+                    compare(f"{label} ({mode}) output {o}", g, want[o], DTYPE_NAME.get(g.dtype, "f32"))
+        return len(files)
+
+
 def main():
     ops = op_table()
     missing = [op for op in ops if op not in fusion_torch.OPS]
@@ -290,12 +339,16 @@ def main():
     if extra:
         failures.append(f"translations of ops not in FU_OP_LIST: {', '.join(extra)}")
     covered = check_ops()
+    swept = check_sweep() if FUZZ else 0
     untested = [op for op in ops if op not in covered]
     if untested:
         failures.append(f"no test case for {', '.join(untested)}")
-    for f in failures:
+    for f in failures[:80]:
         print(f"test_torch_ops: FAILED: {f}")
-    print(f"test_torch_ops: {len(ops)} ops of FU_OP_LIST, {len(covered)} tested, {len(failures)} failures "
+    if len(failures) > 80:
+        print(f"test_torch_ops: ... and {len(failures) - 80} more")
+    print(f"test_torch_ops: {len(ops)} ops of FU_OP_LIST, {len(covered)} tested, "
+          f"{swept} sweep fusions{'' if FUZZ else ' (no FUSER_FUZZ_BIN)'}, {len(failures)} failures "
           f"(PyTorch {torch.__version__})")
     return 1 if failures else 0
 
