@@ -22,6 +22,9 @@
 #   scripts/h200_checks.sh queue-ab     ROW_PREFETCH_QUEUE_BYTES=128 (the next queued row's first batch
 #                                       in flight during this row's later passes) against the
 #                                       default, cross entropy bwd and fwd+bwd (docs/perf.md v45)
+#   scripts/h200_checks.sh torch-sweep  on any card (PyTorch on the CPU): test_torch_ops.py with the
+#                                       sweep (every op over every dtype, `fuser-fuzz sweep`) through
+#                                       the PyTorch translation, failures grouped by what they say; ~3 min
 #   scripts/h200_checks.sh emulate      the other way round, on any card but an H200: every `gpu`
 #                                       test on 64 SMs (FUSER_SM_LIMIT) with test_run_suite_compile
 #                                       (--with-torch refused under a limit), then the rows whose H200
@@ -48,11 +51,13 @@ cd "$here" || exit 2
 what=$1
 any=0
 [ "${2:-}" = --any-card ] && any=1
-case "$what" in targets|short|tests|cluster-ab|softcap-ab|queue-ab|emulate) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
+case "$what" in targets|short|tests|cluster-ab|softcap-ab|queue-ab|emulate|torch-sweep) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 echo "card: ${card:-none}"
-if [ -z "$card" ]; then echo "h200_checks.sh: no GPU here"; exit 0; fi
-if [ "$what" = emulate ]; then
+if [ -z "$card" ] && [ "$what" != torch-sweep ]; then echo "h200_checks.sh: no GPU here"; exit 0; fi
+if [ "$what" = torch-sweep ]; then
+  :
+elif [ "$what" = emulate ]; then
   if echo "$card" | grep -q H200; then echo "h200_checks.sh: an H200: nothing to emulate (run targets)"; exit 0; fi
 elif [ "$any" = 0 ] && ! echo "$card" | grep -q H200; then
   echo "h200_checks.sh: not an H200, nothing run (--any-card runs it anyway)"; exit 0
@@ -104,6 +109,18 @@ case "$what" in
   softcap-ab)
     variants_ab "poly2=-DPOLY_EXP_EIGHTHS=2;poly4=-DPOLY_EXP_EIGHTHS=4;it16=-DMUFU_ROW_ITERS=16" 2 \
       "$softcap --repetitions 3 --time-limit 0.2" ;;
+  torch-sweep)
+    out=${OUT:-/tmp/session}
+    mkdir -p "$out"
+    { cmake -S . -B /tmp/bt -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/bt -j "$(nproc)" --target fuser_cli fuser_fuzz; } \
+      >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; exit 1; }
+    FUSER_BIN=/tmp/bt/fuser/fuser FUSER_FUZZ_BIN=/tmp/bt/fuser/fuser-fuzz timeout 400 python3 reference/tests/test_torch_ops.py \
+      >"$out/torch_ops.txt" 2>&1
+    echo "test_torch_ops.py with the sweep: exit $?"
+    # the failures by what they say (fusion names and numbers elided)
+    grep FAILED "$out/torch_ops.txt" | sed -E 's/sweep sw_[a-z0-9_]+_S[0-9]+/sweep X/; s/[0-9.e+-]{3,}/N/g' | sort | uniq -c |
+      sort -rn | head -n 30
+    tail -n 1 "$out/torch_ops.txt" ;;
   emulate)
     # every `gpu` test but test_runtime_gpu (which sets its own limits) on 64 SMs: plans for
     # another SM count, and the green context under every kernel kind; and test_run_suite_compile,
