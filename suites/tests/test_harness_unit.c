@@ -662,7 +662,11 @@ static void test_sizes(void)
     CHECK(hb_parse_dtypes("bf16,bf16", dt, 4, &n, why, sizeof why) && n == 1);
     CHECK(!hb_parse_dtypes("f8", dt, 4, &n, why, sizeof why));
     CHECK_CONTAINS(why, "'f8'");
-    CHECK(!hb_parse_dtypes("f64", dt, 4, &n, why, sizeof why));
+    /* every float dtype the fuser has; integers and bools name no case's items */
+    CHECK(hb_parse_dtypes("f16,f64", dt, 4, &n, why, sizeof why) && n == 2 && dt[0] == FU_F16 && dt[1] == FU_F64);
+    CHECK(!hb_parse_dtypes("f32,i64", dt, 4, &n, why, sizeof why));
+    CHECK_CONTAINS(why, "'i64' (the suites take f32, bf16, f16 and f64)");
+    CHECK(!hb_parse_dtypes("bool", dt, 4, &n, why, sizeof why));
     CHECK(!hb_parse_dtypes("f32,,bf16", dt, 4, &n, why, sizeof why));
     CHECK(!hb_parse_dtypes("", dt, 4, &n, why, sizeof why));
 
