@@ -183,6 +183,7 @@ int main(int argc, char **argv)
     if (rc == 2 && !dir) fprintf(stderr, "fuser-fuzz: out of memory generating fusions\n");
     if (!rc && out) {
         rc = write_fusions(fs, n, out);
+        if (!rc && sweep_failures) rc = 1; /* written, and said which case the verifier refused whole */
         for (int i = 0; i < n; i++) fu_fusion_free(fs[i]);
         free(fs);
         return rc;
