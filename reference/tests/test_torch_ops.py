@@ -128,7 +128,13 @@ def run_case(label, body, inputs, dtype_tol="f32"):
             failures.append(f"{label}: fuser run: {r.stderr.strip()}")
             return {}
         want = {o: npy_read(os.path.join(d, f"out_{o}.npy")) for o in fusion.outputs}
-    tensors = [inputs[n][1] for n, _, _ in fusion.inputs]
+    check_translation(label, fusion, [inputs[n][1] for n, _, _ in fusion.inputs], want, dtype_tol)
+    return want
+
+
+def check_translation(label, fusion, tensors, want, tol_kind=None):
+    """The translation in both modes on tensors (the fusion's inputs) against want (output name
+    -> the interpreter's tensor); tol_kind: the tolerance's dtype, else each output's own."""
     for mode in ("eager", "graph"):
         try:
             got = fusion_torch.translate(fusion, torch, mode=mode)(*tensors)
@@ -136,8 +142,7 @@ def run_case(label, body, inputs, dtype_tol="f32"):
             failures.append(f"{label} ({mode}): the translation raised {type(ex).__name__}: {ex}")
             continue
         for o, g in zip(fusion.outputs, got):
-            compare(f"{label} ({mode}) output {o}", g, want[o], dtype_tol)
-    return want
+            compare(f"{label} ({mode}) output {o}", g, want[o], tol_kind or DTYPE_NAME.get(g.dtype, "f32"))
 
 
 # max |torch - interpreter| / max |interpreter| by dtype: an element's rounding in 16 bits, and
@@ -305,7 +310,8 @@ def check_sweep():
         for name in files:
             path = os.path.join(d, name)
             label = f"sweep {name[:-7]}"
-            fusion = fusion_torch.parse(open(path).read())
+            with open(path) as fh:
+                fusion = fusion_torch.parse(fh.read())
             args = [FUSER, "run", path]
             for n, _, _ in fusion.inputs:
                 args += ["--output", f"{n}={os.path.join(d, 'in_' + n + '.npy')}"]
@@ -319,14 +325,7 @@ def check_sweep():
             tensors = [npy_read(os.path.join(d, f"in_{n}.npy")).to(fusion_torch.torch_dtype(torch, dt))
                        for n, dt, _ in fusion.inputs]
             want = {o: npy_read(os.path.join(d, f"out_{o}.npy")) for o in fusion.outputs}
-            for mode in ("eager", "graph"):
-                try:
-                    got = fusion_torch.translate(fusion, torch, mode=mode)(*tensors)
-                except Exception as ex:
-                    failures.append(f"{label} ({mode}): the translation raised {type(ex).__name__}: {ex}")
-                    continue
-                for o, g in zip(fusion.outputs, got):
-                    compare(f"{label} ({mode}) output {o}", g, want[o], DTYPE_NAME.get(g.dtype, "f32"))
+            check_translation(label, fusion, tensors, want)
         return len(files)
 
 
