@@ -901,6 +901,36 @@ static void test_mean_decomposed_f32_unchanged(void)
     }
 }
 
+/* A cross entropy over no classes: rows all ignored lose 0 (the mean is 0 / 0), and a row
+ * not ignored has no valid target: an index error, in the decomposition (what the GPU runs)
+ * as in the interpreter. Its decomposition once built a max over the empty class axis and
+ * did not plan. */
+static void test_cross_entropy_no_classes(void)
+{
+    int64_t sx[2] = {3, 0}, st[1] = {3};
+    double ignored[3] = {-100, -100, -100}, one_valid[3] = {-100, 0, -100};
+    double zeros[3] = {0, 0, 0}, zero[1] = {0}, nan[1] = {NAN};
+    const fu_reduction reds[3] = {FU_REDUCTION_NONE, FU_REDUCTION_SUM, FU_REDUCTION_MEAN};
+    const double *want[3] = {zeros, zero, nan};
+    for (int r = 0; r < 3; r++) {
+        fu_fusion *f = fu_fusion_new("ce_no_classes"), *d = NULL;
+        fu_tensor x = fu_input(f, "x", FU_F32, 2, sx), t = fu_input(f, "t", FU_I64, 1, st);
+        fu_output(f, fu_cross_entropy(f, x, t, reds[r], -100, 0.1, "loss"));
+        fu_host_tensor in[2] = {make(FU_F32, 2, sx, NULL), make(FU_I64, 1, st, ignored)};
+        expect_decomposed("cross entropy over no classes, all ignored", f, in, FU_F32, r ? 0 : 1, st, want[r]);
+        fu_host_tensor_free(&in[1]);
+        in[1] = make(FU_I64, 1, st, one_valid);
+        fu_host_tensor out[1];
+        fu_error err;
+        CHECK(run(f, in, out, &err) == FU_ERR_INDEX);
+        CHECK(fu_fusion_decompose(f, &d, &err) == FU_OK);
+        CHECK(d && fu_interp_run(d, in, out, &err) == FU_ERR_INDEX);
+        fu_fusion_free(d);
+        free_all(in, 2);
+        fu_fusion_free(f);
+    }
+}
+
 /* ------------------------------------------------------------ i64 saturation, shared */
 
 /* fu_round_to_dtype(i64) clamps as i32 does (2^63 stands for INT64_MAX), and
@@ -1158,6 +1188,7 @@ int main(void)
     test_index_errors();
     test_mean_decomposed_low_precision();
     test_mean_decomposed_f32_unchanged();
+    test_cross_entropy_no_classes();
     test_i64_saturates_shared();
     test_round_16bit();
     test_parallel_rows();
