@@ -55,11 +55,9 @@ case "$what" in targets|short|tests|cluster-ab|softcap-ab|queue-ab|emulate|torch
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 echo "card: ${card:-none}"
 if [ -z "$card" ] && [ "$what" != torch-sweep ]; then echo "h200_checks.sh: no GPU here"; exit 0; fi
-if [ "$what" = torch-sweep ]; then
-  :
-elif [ "$what" = emulate ]; then
+if [ "$what" = emulate ]; then
   if echo "$card" | grep -q H200; then echo "h200_checks.sh: an H200: nothing to emulate (run targets)"; exit 0; fi
-elif [ "$any" = 0 ] && ! echo "$card" | grep -q H200; then
+elif [ "$what" != torch-sweep ] && [ "$any" = 0 ] && ! echo "$card" | grep -q H200; then
   echo "h200_checks.sh: not an H200, nothing run (--any-card runs it anyway)"; exit 0
 fi
 if [ -z "${FUSEBENCH_GIT_COMMIT:-}" ] && git rev-parse --short HEAD >/dev/null 2>&1; then

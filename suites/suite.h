@@ -22,9 +22,6 @@
 
 #define HB_MAX_DIMS 8   /* axes of a suite; a fusion file's size parameters */
 #define HB_MAX_PARAMS 16
-/* A name from a fusion file (its file name, fusion, parameters): the fuser's limit, so
- * that no name a file may hold is cut short and then clashes with another or binds nothing. */
-#define HB_NAME_MAX FU_MAX_NAME
 
 typedef struct hb_size {
     int n;

@@ -177,6 +177,11 @@ typedef struct hb_counter {
     double value;                /* NaN: left out */
 } hb_counter;
 
+/* A name from a fusion file (its file name, fusion, parameters), as a suite, a case or an
+ * axis: the fuser's limit, so that no name a file may hold is cut short and then clashes with
+ * another or binds nothing. */
+#define HB_NAME_MAX FU_MAX_NAME
+
 /* One element of "benchmarks". Strings that are "" and numbers that are NaN
  * are left out. */
 typedef struct hb_entry {
@@ -189,7 +194,7 @@ typedef struct hb_entry {
     int64_t repetitions, repetition_index, threads, iterations;
     double real_time, cpu_time;  /* in time_unit */
     char time_unit[8];           /* "us" */
-    char suite[FU_MAX_NAME], case_name[FU_MAX_NAME], variant[32], dtype[8], size[64];
+    char suite[HB_NAME_MAX], case_name[HB_NAME_MAX], variant[32], dtype[8], size[64];
     char bytes_formula[96];
     char kernel_source_hash[17]; /* what ran, as hb_variant_info.source_hash; "" = not known (torch rows) */
     hb_status status;

@@ -104,7 +104,7 @@ static fu_tensor expand_cross_entropy(dctx *c, const fu_node *n, const char *nam
     fu_tensor x = c->map[n->inputs[0]], t = c->map[n->inputs[1]];
     int64_t N = fu_tensor_shape(d, x)[0], C = fu_tensor_shape(d, x)[1];
     int axis = 1;
-    fu_tensor xf = to_f32(c, x), valid, tsafe, loss, lse = -1;
+    fu_tensor xf = to_f32(c, x), valid, tsafe, loss;
     fu_dtype cdt = fu_tensor_dtype(d, xf); /* f32, or f64 for f64 logits */
     if (C == 0) {
         ce_target(c, t, N, at->ignore_index, &valid, &tsafe);
@@ -115,19 +115,21 @@ static fu_tensor expand_cross_entropy(dctx *c, const fu_node *n, const char *nam
         fu_tensor zero = fu_full(d, 1, &one, 0.0, cdt, HN("no_class"));
         loss = fu_take(d, zero, fu_cast(d, valid, FU_I64, HN("needs_class")), 0, HN("nll"));
     } else {
-        lse = logsumexp(c, xf, axis, NULL);
+        fu_tensor lse = logsumexp(c, xf, axis, NULL);
         ce_target(c, t, N, at->ignore_index, &valid, &tsafe);
         fu_tensor picked = fu_take_along_axis(d, xf, tsafe, axis, HN("picked"));
         loss = fu_binary(d, FU_OP_SUB, lse, picked, HN("nll"));
-    }
-    if (at->label_smoothing > 0.0 && C > 0) {
-        /* -sum_c log_softmax_c = C * lse - sum_c x_c */
-        fu_tensor sumx = fu_reduce(d, FU_OP_SUM, xf, 1, &axis, true, HN("sumx"));
-        fu_tensor smooth = fu_binary(d, FU_OP_SUB, fu_binary(d, FU_OP_MUL, lse, scalar(c, (double)C, cdt), HN("clse")),
-                                     sumx, HN("smooth"));
-        loss = fu_binary(d, FU_OP_ADD, fu_binary(d, FU_OP_MUL, loss, scalar(c, 1.0 - at->label_smoothing, cdt), HN("a")),
-                         fu_binary(d, FU_OP_MUL, smooth, scalar(c, at->label_smoothing / (double)C, cdt), HN("b")),
-                         HN("smoothed"));
+        if (at->label_smoothing > 0.0) {
+            /* -sum_c log_softmax_c = C * lse - sum_c x_c */
+            fu_tensor sumx = fu_reduce(d, FU_OP_SUM, xf, 1, &axis, true, HN("sumx"));
+            fu_tensor smooth = fu_binary(d, FU_OP_SUB,
+                                         fu_binary(d, FU_OP_MUL, lse, scalar(c, (double)C, cdt), HN("clse")), sumx,
+                                         HN("smooth"));
+            loss = fu_binary(d, FU_OP_ADD,
+                             fu_binary(d, FU_OP_MUL, loss, scalar(c, 1.0 - at->label_smoothing, cdt), HN("a")),
+                             fu_binary(d, FU_OP_MUL, smooth, scalar(c, at->label_smoothing / (double)C, cdt), HN("b")),
+                             HN("smoothed"));
+        }
     }
     loss = fu_where(d, valid, loss, scalar(c, 0.0, cdt), HN("rowloss"));
     fu_tensor out;
