@@ -174,9 +174,14 @@ def _take(T, F, x, idx, at, mode):
     return flat.reshape(list(x.shape[:axis]) + list(idx.shape) + list(x.shape[axis + 1:]))
 
 
+def _acc_dtype(T, x):
+    """The dtype a written-out composite computes in: f64 for f64, else f32 (as the fuser does)."""
+    return T.float64 if x.dtype == T.float64 else T.float32
+
+
 def _ce_weights(T, x, t, at):
     """Per-row target weights of cross entropy: 1 where kept, 0 where ignored."""
-    return (t != at.get("ignore_index", -100)).to(T.float32)
+    return (t != at.get("ignore_index", -100)).to(_acc_dtype(T, x))
 
 
 def _cross_entropy(T, F, x, t, at, mode):
@@ -195,17 +200,17 @@ def _cross_entropy_bwd(T, F, x, t, g, at, mode):
             loss = F.cross_entropy(xg, t, reduction=red, ignore_index=ii, label_smoothing=ls)
             return T.autograd.grad(loss, xg, g.to(loss.dtype).expand_as(loss))[0]
     # the gradient written out: (softmax(x) - ((1 - ls) * onehot(t) + ls / V)) * g_row, 0 where ignored
-    v = x.shape[-1]
-    xf = x.float()
+    v, acc = x.shape[-1], _acc_dtype(T, x)
+    xf = x.to(acc)
     keep = _ce_weights(T, x, t, at)
     safe = T.where(t == ii, T.zeros_like(t), t)
-    target = F.one_hot(safe, v).float() * (1 - ls) + ls / v
+    target = F.one_hot(safe, v).to(acc) * (1 - ls) + ls / v
     if red == "mean":
-        scale = g.float() / keep.sum()
+        scale = g.to(acc) / keep.sum()
     elif red == "sum":
-        scale = g.float().expand(keep.shape)
+        scale = g.to(acc).expand(keep.shape)
     else:
-        scale = g.float()
+        scale = g.to(acc)
     if scale.dim() == 0:
         scale = scale.expand(keep.shape)
     grad = (T.softmax(xf, dim=-1) - target) * (scale * keep).unsqueeze(-1)
@@ -225,13 +230,16 @@ def _embedding_bwd(T, F, g, ids, at, mode):
     rows = at["num_weights"]
     pad = _padding(at, rows)
     if mode == "eager":  # PyTorch's own kernel (sort-based; deterministic mode honoured)
+        if g.device.type == "cpu" and g.dtype in (T.float16, T.bfloat16):
+            # the CPU kernel sums in the 16-bit dtype, the GPU's (and the fuser) in f32
+            return T.ops.aten.embedding_dense_backward(g.float(), ids.long(), rows, pad, False).to(g.dtype)
         return T.ops.aten.embedding_dense_backward(g, ids.long(), rows, pad, False)
     flat = ids.reshape(-1)
     src = g.reshape(flat.shape[0], g.shape[-1])
     if pad >= 0:
         src = src * (flat != pad).unsqueeze(-1).to(src.dtype)
-    acc = T.zeros(rows, g.shape[-1], device=g.device, dtype=T.float32)
-    return acc.index_add_(0, flat, src.float()).to(g.dtype)
+    acc = T.zeros(rows, g.shape[-1], device=g.device, dtype=_acc_dtype(T, g))
+    return acc.index_add_(0, flat, src.to(acc.dtype)).to(g.dtype)
 
 
 def _index_add(T, F, x, idx, src, at, mode):

@@ -22,9 +22,10 @@
 #   scripts/h200_checks.sh queue-ab     ROW_PREFETCH_QUEUE_BYTES=128 (the next queued row's first batch
 #                                       in flight during this row's later passes) against the
 #                                       default, cross entropy bwd and fwd+bwd (docs/perf.md v45)
-#   scripts/h200_checks.sh torch-sweep  on any card (PyTorch on the CPU): test_torch_ops.py with the
-#                                       sweep (every op over every dtype, `fuser-fuzz sweep`) through
-#                                       the PyTorch translation, failures grouped by what they say; ~3 min
+#   scripts/h200_checks.sh torch-sweep  on any card: test_torch_ops.py with the sweep (every op over
+#                                       every dtype, `fuser-fuzz sweep`) through the PyTorch
+#                                       translation on the GPU, then on the CPU, failures grouped by
+#                                       what they say; ~1 min
 #   scripts/h200_checks.sh emulate      the other way round, on any card but an H200: every `gpu`
 #                                       test on 64 SMs (FUSER_SM_LIMIT) with test_run_suite_compile
 #                                       (--with-torch refused under a limit), then the rows whose H200
@@ -112,13 +113,15 @@ case "$what" in
     mkdir -p "$out"
     { cmake -S . -B /tmp/bt -DCMAKE_BUILD_TYPE=Release && cmake --build /tmp/bt -j "$(nproc)" --target fuser_cli fuser_fuzz; } \
       >"$out/build.log" 2>&1 || { tail -n 20 "$out/build.log"; exit 1; }
-    FUSER_BIN=/tmp/bt/fuser/fuser FUSER_FUZZ_BIN=/tmp/bt/fuser/fuser-fuzz timeout 400 python3 reference/tests/test_torch_ops.py \
-      >"$out/torch_ops.txt" 2>&1
-    echo "test_torch_ops.py with the sweep: exit $?"
-    # the failures by what they say (fusion names and numbers elided)
-    grep FAILED "$out/torch_ops.txt" | sed -E 's/sweep sw_[a-z0-9_]+_S[0-9]+/sweep X/; s/[0-9.e+-]{3,}/N/g' | sort | uniq -c |
-      sort -rn | head -n 30
-    tail -n 1 "$out/torch_ops.txt" ;;
+    for dev in cuda cpu; do
+      TORCH_OPS_DEVICE=$dev FUSER_BIN=/tmp/bt/fuser/fuser FUSER_FUZZ_BIN=/tmp/bt/fuser/fuser-fuzz timeout 200 \
+        python3 reference/tests/test_torch_ops.py >"$out/torch_ops_$dev.txt" 2>&1
+      echo "test_torch_ops.py with the sweep on $dev: exit $?"
+      # the failures by what they say (fusion names and numbers elided)
+      grep FAILED "$out/torch_ops_$dev.txt" | sed -E 's/sweep sw_[a-z0-9_]+_S[0-9]+/sweep X/; s/[0-9.e+-]{3,}/N/g' |
+        sort | uniq -c | sort -rn | head -n 30
+      tail -n 1 "$out/torch_ops_$dev.txt"
+    done ;;
   emulate)
     # every `gpu` test but test_runtime_gpu (which sets its own limits) on 64 SMs: plans for
     # another SM count, and the green context under every kernel kind; and test_run_suite_compile,

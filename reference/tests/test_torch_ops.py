@@ -5,7 +5,7 @@ PyTorch by reference/fusion_torch.py, against the fuser's CPU interpreter.
 For each op: a small fusion using it (random inputs; positive where the op
 needs it; some ignored targets and a padding row for the composites) is run by
 `fuser run` on the CPU interpreter, and its printed form (`fuser print --set`)
-is translated in both modes (eager, graph) and run by PyTorch on CPU tensors;
+is translated in both modes (eager, graph) and run by PyTorch on the GPU (the CPU without one);
 the outputs must agree (f32 within 1e-5 of the largest value, bf16 within
 1e-2, ints and bools exactly). The op list is read from FU_OP_LIST in
 fuser/include/fuser.h: an op without a translation or without a case here
@@ -64,6 +64,10 @@ except Exception as ex:  # ImportError, or a broken installation
     print(f"test_torch_ops: skipped: PyTorch is not available to {sys.executable} ({type(ex).__name__}); "
           f"the {len(_ops)} ops of FU_OP_LIST all have a translation")
     sys.exit(77)
+
+
+# where the translation runs: the GPU PyTorch's rows run on, else the CPU (TORCH_OPS_DEVICE chooses)
+DEVICE = os.environ.get("TORCH_OPS_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 # ---------------------------------------------------------------- .npy without NumPy
@@ -135,6 +139,7 @@ def run_case(label, body, inputs, dtype_tol="f32"):
 def check_translation(label, fusion, tensors, want, tol_kind=None):
     """The translation in both modes on tensors (the fusion's inputs) against want (output name
     -> the interpreter's tensor); tol_kind: the tolerance's dtype, else each output's own."""
+    tensors = [t.to(DEVICE) for t in tensors]
     for mode in ("eager", "graph"):
         try:
             got = fusion_torch.translate(fusion, torch, mode=mode)(*tensors)
@@ -142,7 +147,7 @@ def check_translation(label, fusion, tensors, want, tol_kind=None):
             failures.append(f"{label} ({mode}): the translation raised {type(ex).__name__}: {ex}")
             continue
         for o, g in zip(fusion.outputs, got):
-            compare(f"{label} ({mode}) output {o}", g, want[o], tol_kind or DTYPE_NAME.get(g.dtype, "f32"))
+            compare(f"{label} ({mode}) output {o}", g.cpu(), want[o], tol_kind or DTYPE_NAME.get(g.dtype, "f32"))
 
 
 # max |torch - interpreter| / max |interpreter| by dtype: an element's rounding in 16 bits, and
@@ -346,7 +351,7 @@ def main():
         print(f"test_torch_ops: FAILED: {f}")
     if len(failures) > 80:
         print(f"test_torch_ops: ... and {len(failures) - 80} more")
-    print(f"test_torch_ops: {len(ops)} ops of FU_OP_LIST, {len(covered)} tested, "
+    print(f"test_torch_ops: {len(ops)} ops of FU_OP_LIST, {len(covered)} tested on {DEVICE}, "
           f"{swept} sweep fusions{'' if FUZZ else ' (no FUSER_FUZZ_BIN)'}, {len(failures)} failures "
           f"(PyTorch {torch.__version__})")
     return 1 if failures else 0
