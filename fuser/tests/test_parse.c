@@ -54,6 +54,15 @@ static void test_syntax_errors(void)
     expect_error(HEAD "x = slcie(a)\n", FU_ERR_PARSE, "t.fusion:6:5: unknown op 'slcie'");
     expect_error(HEAD "x = add(a, q9)\n", FU_ERR_PARSE, "t.fusion:6:12: unknown tensor 'q9'");
     expect_error(HEAD "output q9\n", FU_ERR_PARSE, "t.fusion:6:8: unknown tensor 'q9'");
+    expect_error(HEAD "x = add(a, mul(a, a))\n", FU_ERR_PARSE,
+                 "t.fusion:6:12: nested call of 'mul': an operand is a tensor name or a literal; "
+                 "give the call its own statement (`t = mul(...)`) and use t");
+    {   /* an op's name is a tensor's name too: only a call of it is nested */
+        fu_fusion *f = NULL;
+        fu_error err;
+        CHECK(parse_build(HEAD "mul = add(a, a)\nx = add(mul, a)\noutput x\n", NULL, 0, &f, &err) == FU_OK);
+        fu_fusion_free(f);
+    }
     expect_error(HEAD "x = sum(a, axes=[Q])\n", FU_ERR_PARSE, "t.fusion:6:18: unknown parameter 'Q'");
     expect_error("fusion t\nparam M = Q + 1\n", FU_ERR_PARSE, "t.fusion:2:11: unknown parameter 'Q'");
     expect_error(HEAD "x = iota(shape=[N], axis=Q)\n", FU_ERR_PARSE, "t.fusion:6:26: unknown parameter 'Q'");

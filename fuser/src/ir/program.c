@@ -1037,6 +1037,16 @@ static bool push_tensor(parser *p, const token *name, tensor_decl *d)
     return true;
 }
 
+/* Whether the identifier t names an op (into *op). */
+static bool ident_op(const token *t, fu_op *op)
+{
+    char name[64];
+    if (t->len >= sizeof name) return false;
+    memcpy(name, t->s, t->len);
+    name[t->len] = '\0';
+    return fu_op_from_name(name, op);
+}
+
 /* The tensor named by the identifier at hand. */
 static int lookup_tensor(parser *p)
 {
@@ -1044,8 +1054,17 @@ static int lookup_tensor(parser *p)
     const name_entry *e = names_find(p->g, t->s, t->len);
     char buf[64];
     if (e && e->kind == NAME_TENSOR) return e->index;
-    if (e) perr(p, t->at, FU_ERR_PARSE, "'%s' is a parameter, not a tensor", e->name);
-    else perr(p, t->at, FU_ERR_PARSE, "unknown tensor %s", quote(t->s, t->len, buf, sizeof buf));
+    if (e) {
+        perr(p, t->at, FU_ERR_PARSE, "'%s' is a parameter, not a tensor", e->name);
+        return -1;
+    }
+    quote(t->s, t->len, buf, sizeof buf);
+    fu_op op;
+    if (ident_op(t, &op) && tok_is(peek(p), '('))  /* a nested call: say what the format wants instead */
+        perr(p, t->at, FU_ERR_PARSE, "nested call of %s: an operand is a tensor name or a literal; "
+             "give the call its own statement (`t = %s(...)`) and use t", buf, fu_op_name(op));
+    else
+        perr(p, t->at, FU_ERR_PARSE, "unknown tensor %s", buf);
     return -1;
 }
 
@@ -1297,13 +1316,7 @@ static bool parse_op_stmt(parser *p)
     char buf[64], what[96];
     if (p->failed) return false;
     if (t->kind != T_IDENT) return expected(p, "an op name after '='");
-    bool known = false;
-    if (t->len < sizeof buf) {
-        memcpy(buf, t->s, t->len);
-        buf[t->len] = '\0';
-        known = fu_op_from_name(buf, &d.op);
-    }
-    if (!known) return perr(p, t->at, FU_ERR_PARSE, "unknown op %s", quote(t->s, t->len, buf, sizeof buf));
+    if (!ident_op(t, &d.op)) return perr(p, t->at, FU_ERR_PARSE, "unknown op %s", quote(t->s, t->len, buf, sizeof buf));
     d.op_at = t->at;
     advance(p);
     snprintf(what, sizeof what, "'(' after op name '%s'", fu_op_name(d.op));
