@@ -125,6 +125,11 @@ static void test_check_print(const suite_info *s)
     EXPECT_SUCCESS(r);
     CHECK_CONTAINS(r.out, "ok: fusion 'cross_entropy_fwd'");
     tu_output_free(&r);
+    /* a list, as run_suite's --sizes: the bindings shape the printed program */
+    r = RUN("print", suite, "--set", "N=4,V=7", "--set", "DT=bf16");
+    EXPECT_SUCCESS(r);
+    CHECK_CONTAINS(r.out, "input logits: bf16[4, 7]");
+    tu_output_free(&r);
 
     /* print: the canonical program text; with --set, the built fusion */
     r = RUN("print", suite);
@@ -329,6 +334,9 @@ static void test_bad_inputs(const suite_info *s)
     EXPECT_FAILURE(RUN("run", suite, "--set", "N=abc", "--output", oarg), "abc", out);
     EXPECT_FAILURE(RUN("run", suite, "--set", "N4"), "NAME=VALUE", NULL);
     EXPECT_FAILURE(RUN("run", suite, "--set", "=4"), "NAME", NULL);
+    EXPECT_FAILURE(RUN("check", suite, "--set", "N=4,N=5"), "--set N is given twice", NULL);
+    EXPECT_FAILURE(RUN("check", suite, "--set", "N=4,"), "bad --set ''", NULL);
+    EXPECT_FAILURE(RUN("check", suite, "--set", "N=4,V"), "bad --set 'V': expected NAME=VALUE", NULL);
     EXPECT_FAILURE(RUN("run", suite, "--set", "N="), "N=", NULL);
     EXPECT_FAILURE(RUN("run", suite, "--set", "N=4", "--set", "N=5"), "twice", NULL);
     if (s->has_dt) EXPECT_FAILURE(RUN("run", suite, "--set", "DT=f7", "--output", oarg), "f7", out);

@@ -33,7 +33,8 @@ static const char *const usage_check =
     "\n"
     "Options:\n"
     "  --set NAME=VALUE   bind a parameter (an integer, or a dtype for a dtype\n"
-    "                     parameter); repeatable; the others keep their defaults\n"
+    "                     parameter); repeatable, or NAME=VALUE,NAME=VALUE; the\n"
+    "                     others keep their defaults\n"
     "  -h, --help         show this help\n";
 
 static const char *const usage_print =
@@ -43,7 +44,7 @@ static const char *const usage_print =
     "parameters and prints the built fusion instead (every size a number).\n"
     "\n"
     "Options:\n"
-    "  --set NAME=VALUE   bind a parameter; repeatable\n"
+    "  --set NAME=VALUE   bind a parameter; repeatable, or NAME=VALUE,NAME=VALUE\n"
     "  -h, --help         show this help\n";
 
 static const char *const usage_run =
@@ -59,7 +60,7 @@ static const char *const usage_run =
     "  NAME: mismatches=N           elements that differ (integer and bool outputs)\n"
     "\n"
     "Options:\n"
-    "  --set NAME=VALUE        bind a parameter; repeatable\n"
+    "  --set NAME=VALUE        bind a parameter; repeatable, or NAME=VALUE,NAME=VALUE\n"
     "  --input NAME=PATH.npy   read input NAME from a .npy file; its shape must be the\n"
     "                          declared one; float data converts to any float dtype,\n"
     "                          int data to any int dtype; repeatable. Inputs not\n"
@@ -89,7 +90,7 @@ static const char *const usage_plan =
     "is then made for 132 SMs and compiled for sm_90, or $FUSER_ARCH).\n"
     "\n"
     "Options:\n"
-    "  --set NAME=VALUE   bind a parameter; repeatable\n"
+    "  --set NAME=VALUE   bind a parameter; repeatable, or NAME=VALUE,NAME=VALUE\n"
     "  --json             print one JSON object instead: the plan, with per kernel\n"
     "                     \"compile_ms\", \"cache_hit\", \"registers\", \"local_bytes\"\n"
     "                     (null without a GPU), and \"ready_ms\", \"nvrtc_calls\",\n"
@@ -105,7 +106,7 @@ static const char *const usage_codegen =
     "  // ==== kernel I: NAME ====\n"
     "\n"
     "Options:\n"
-    "  --set NAME=VALUE   bind a parameter; repeatable\n"
+    "  --set NAME=VALUE   bind a parameter; repeatable, or NAME=VALUE,NAME=VALUE\n"
     "  --scatter MODE     deterministic (default) or atomic\n"
     "  -h, --help         show this help\n";
 
@@ -240,7 +241,7 @@ static fu_status split_binding(cli_options *o, const char *opt, const char *arg,
     return FU_OK;
 }
 
-static fu_status add_set(cli_options *o, const char *arg, fu_error *err)
+static fu_status add_one_set(cli_options *o, const char *arg, fu_error *err)
 {
     const char *name, *value;
     fu_status s = split_binding(o, "--set", arg, &name, &value, err);
@@ -252,6 +253,23 @@ static fu_status add_set(cli_options *o, const char *arg, fu_error *err)
     o->sets[o->nsets].value = value;
     o->nsets++;
     return FU_OK;
+}
+
+/* --set N=4 or --set N=4,V=7 (run_suite's --sizes form): each binding of the list. */
+static fu_status add_set(cli_options *o, const char *arg, fu_error *err)
+{
+    size_t len = strlen(arg) + 1;
+    char *list = malloc(len);
+    if (!list) return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
+    memcpy(list, arg, len);
+    fu_status s = FU_OK;
+    for (char *item = list, *next; item && s == FU_OK; item = next) {
+        next = strchr(item, ',');
+        if (next) *next++ = '\0';
+        s = add_one_set(o, item, err);
+    }
+    free(list);
+    return s;
 }
 
 static fu_status add_binding(cli_options *o, const char *opt, const char *arg, cli_binding *list, int *n,
@@ -319,13 +337,15 @@ static fu_status parse_option(cli_options *o, int argc, char **argv, int *i, fu_
     return apply_option(o, def->id, value, err);
 }
 
-static fu_status alloc_lists(cli_options *o, int argc, fu_error *err)
+static fu_status alloc_lists(cli_options *o, int argc, char **argv, fu_error *err)
 {
-    size_t n = (size_t)argc;
-    o->sets = calloc(n, sizeof *o->sets);
+    size_t n = (size_t)argc, nsets = n; /* a --set list binds one more a comma */
+    for (int i = 0; i < argc; i++)
+        for (const char *c = argv[i]; (c = strchr(c, ',')) != NULL; c++) nsets++;
+    o->sets = calloc(nsets, sizeof *o->sets);
     o->inputs = calloc(n, sizeof *o->inputs);
     o->outputs = calloc(n, sizeof *o->outputs);
-    o->owned = calloc(n, sizeof *o->owned);
+    o->owned = calloc(nsets, sizeof *o->owned); /* a copy of each binding */
     if (!o->sets || !o->inputs || !o->outputs || !o->owned)
         return fu_error_set(err, FU_ERR_NOMEM, "out of memory");
     return FU_OK;
@@ -363,7 +383,7 @@ fu_status cli_parse(int argc, char **argv, cli_options *o, fu_error *err)
     memset(o, 0, sizeof *o);
     fu_status s = parse_command(argc, argv, o, err);
     if (s || o->help) return s;
-    s = alloc_lists(o, argc, err);
+    s = alloc_lists(o, argc, argv, err);
     if (s) return s;
     const char *cmd = cli_command_name(o->command);
     bool options_done = false;
