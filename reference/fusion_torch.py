@@ -230,9 +230,6 @@ def _embedding_bwd(T, F, g, ids, at, mode):
     rows = at["num_weights"]
     pad = _padding(at, rows)
     if mode == "eager":  # PyTorch's own kernel (sort-based; deterministic mode honoured)
-        if g.device.type == "cpu" and g.dtype in (T.float16, T.bfloat16):
-            # the CPU kernel sums in the 16-bit dtype, the GPU's (and the fuser) in f32
-            return T.ops.aten.embedding_dense_backward(g.float(), ids.long(), rows, pad, False).to(g.dtype)
         return T.ops.aten.embedding_dense_backward(g, ids.long(), rows, pad, False)
     flat = ids.reshape(-1)
     src = g.reshape(flat.shape[0], g.shape[-1])
