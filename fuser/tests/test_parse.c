@@ -52,6 +52,9 @@ static void test_syntax_errors(void)
 {
     expect_error(HEAD "x = add(a b)\noutput x\n", FU_ERR_PARSE, "t.fusion:6:11: expected ')' or ',' after operand, found 'b'");
     expect_error(HEAD "x = slcie(a)\n", FU_ERR_PARSE, "t.fusion:6:5: unknown op 'slcie'");
+    expect_error(HEAD "x = a * 2\n", FU_ERR_PARSE,
+                 "t.fusion:6:5: 'a' is a tensor, not an op: a statement is NAME = OP(operands...), arithmetic too "
+                 "(`mul(x, 2)`, not `x * 2`)");
     expect_error(HEAD "x = add(a, q9)\n", FU_ERR_PARSE, "t.fusion:6:12: unknown tensor 'q9'");
     expect_error(HEAD "output q9\n", FU_ERR_PARSE, "t.fusion:6:8: unknown tensor 'q9'");
     expect_error(HEAD "x = add(a, mul(a, a))\n", FU_ERR_PARSE,
@@ -74,7 +77,10 @@ static void test_syntax_errors(void)
     expect_error(HEAD "x = sum(a, keepdim=1)\n", FU_ERR_PARSE, "t.fusion:6:20: attribute 'keepdim' expects true or false");
     expect_error(HEAD "x = softmax(a, axis=[1])\n", FU_ERR_PARSE, "attribute 'axis' expects an integer, found [1]");
     expect_error(HEAD "x = softmax(a, axis=b)\n", FU_ERR_PARSE, "t.fusion:6:21: attribute 'axis' expects an integer, found tensor 'b'");
-    expect_error(HEAD "x = sum(a, axis=1)\n", FU_ERR_PARSE, "t.fusion:6:12: unknown attribute 'axis' for op 'sum'");
+    expect_error(HEAD "x = sum(a, axis=1)\n", FU_ERR_PARSE,
+                 "t.fusion:6:12: unknown attribute 'axis' for op 'sum' (its attributes: axes, keepdim)");
+    expect_error(HEAD "x = exp(a, axis=1)\n", FU_ERR_PARSE,
+                 "t.fusion:6:12: unknown attribute 'axis' for op 'exp' (its attributes: none)");
     expect_error(HEAD "x = embedding_backward(a, i)\n", FU_ERR_PARSE,
                  "t.fusion:6:5: missing attribute 'num_weights' for op 'embedding_backward'");
     expect_error(HEAD "x = exp(a)\nx = exp(b)\n", FU_ERR_PARSE, "t.fusion:7:1: tensor 'x' is defined twice (first at 6:1)");

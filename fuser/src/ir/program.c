@@ -1225,9 +1225,13 @@ static bool parse_attr_arg(parser *p, const tensor_decl *d, const attr_spec *spe
     if (t->kind == T_IDENT && tok_is(peek(p), '=')) {
         token key = *t;
         int k = find_spec(spec, nspec, &key);
-        if (k < 0)
-            return perr(p, key.at, FU_ERR_PARSE, "unknown attribute %s for op '%s'", quote(key.s, key.len, buf, sizeof buf),
-                        fu_op_name(d->op));
+        if (k < 0) {
+            char known[160] = "none";  /* what the op takes: `sum(x, axis=1)` is told of axes */
+            for (int j = 0, at = 0; j < nspec && at >= 0 && (size_t)at < sizeof known; j++)
+                at += snprintf(known + at, sizeof known - (size_t)at, "%s%s", j ? ", " : "", spec[j].name);
+            return perr(p, key.at, FU_ERR_PARSE, "unknown attribute %s for op '%s' (its attributes: %s)",
+                        quote(key.s, key.len, buf, sizeof buf), fu_op_name(d->op), known);
+        }
         if (a->kw[k]) return perr(p, key.at, FU_ERR_PARSE, "attribute '%s' is given twice", spec[k].name);
         advance(p);
         advance(p);
@@ -1316,7 +1320,14 @@ static bool parse_op_stmt(parser *p)
     char buf[64], what[96];
     if (p->failed) return false;
     if (t->kind != T_IDENT) return expected(p, "an op name after '='");
-    if (!ident_op(t, &d.op)) return perr(p, t->at, FU_ERR_PARSE, "unknown op %s", quote(t->s, t->len, buf, sizeof buf));
+    if (!ident_op(t, &d.op)) {
+        const name_entry *e = names_find(p->g, t->s, t->len);
+        quote(t->s, t->len, buf, sizeof buf);
+        if (e && e->kind == NAME_TENSOR)  /* `z = x * 2` or `z = x`: the format's statements are calls */
+            return perr(p, t->at, FU_ERR_PARSE, "%s is a tensor, not an op: a statement is NAME = OP(operands...), "
+                        "arithmetic too (`mul(x, 2)`, not `x * 2`)", buf);
+        return perr(p, t->at, FU_ERR_PARSE, "unknown op %s", buf);
+    }
     d.op_at = t->at;
     advance(p);
     snprintf(what, sizeof what, "'(' after op name '%s'", fu_op_name(d.op));
