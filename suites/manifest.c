@@ -812,7 +812,7 @@ bool hb_suite_from_fusion(const char *path, hb_suite **out, char *why, size_t nw
     snprintf(c->fusion_file, sizeof c->fusion_file, "%s", path);
     snprintf(c->file_name, sizeof c->file_name, "%s", base);
     c->prog = prog;
-    size_t k = 0, kd = 0;
+    size_t kd = 0;
     for (int i = 0; i < fu_program_num_params(prog); i++) {
         const char *name = fu_program_param_name(prog, i), *def = fu_program_param_default(prog, i);
         if (fu_program_param_is_dtype(prog, i)) {
@@ -834,7 +834,6 @@ bool hb_suite_from_fusion(const char *path, hb_suite **out, char *why, size_t nw
         copy_str(s->axes[s->ndims++], sizeof s->axes[0], name);
         int w = snprintf(s->default_sizes + kd, sizeof s->default_sizes - kd, "%s%lld", kd ? "x" : "", v);
         if (w > 0) kd += (size_t)w;
-        (void)k;
     }
     if (!s->default_dtypes[0]) {
         /* no dtype parameter: the dtype of the first floating input names the items */

@@ -1226,11 +1226,13 @@ static bool parse_attr_arg(parser *p, const tensor_decl *d, const attr_spec *spe
         token key = *t;
         int k = find_spec(spec, nspec, &key);
         if (k < 0) {
-            char known[160] = "none";  /* what the op takes: `sum(x, axis=1)` is told of axes */
-            for (int j = 0, at = 0; j < nspec && at >= 0 && (size_t)at < sizeof known; j++)
-                at += snprintf(known + at, sizeof known - (size_t)at, "%s%s", j ? ", " : "", spec[j].name);
-            return perr(p, key.at, FU_ERR_PARSE, "unknown attribute %s for op '%s' (its attributes: %s)",
-                        quote(key.s, key.len, buf, sizeof buf), fu_op_name(d->op), known);
+            fu_strbuf known; /* what the op takes: `sum(x, axis=1)` is told of axes */
+            fu_sb_init(&known);
+            for (int j = 0; j < nspec; j++) fu_sb_printf(&known, "%s%s", j ? ", " : "", spec[j].name);
+            perr(p, key.at, FU_ERR_PARSE, "unknown attribute %s for op '%s' (its attributes: %s)",
+                 quote(key.s, key.len, buf, sizeof buf), fu_op_name(d->op), nspec && known.data ? known.data : "none");
+            fu_sb_free(&known);
+            return false;
         }
         if (a->kw[k]) return perr(p, key.at, FU_ERR_PARSE, "attribute '%s' is given twice", spec[k].name);
         advance(p);
