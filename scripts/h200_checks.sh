@@ -11,11 +11,11 @@
 #   scripts/h200_checks.sh short        the two most needed of `targets` in ~370 s: the soft-capped
 #                                       cross entropy against torch.compile, then the gate's fuser rows
 #   scripts/h200_checks.sh tests        every `gpu` test (~80 s on an H100, four at a time)
-#   scripts/h200_checks.sh cluster-ab   ROW_PREFETCH_CLUSTER_BYTES=128 (a cluster block's next row
-#                                       part in flight during this row's pass 2, docs/perf.md v47)
-#                                       against the default: cross entropy fwd+bwd bf16 at 8192 x
-#                                       128256 and 256000, bwd f32 at 8192 x 50304 and 256000 (the
-#                                       rows in clusters); CLUSTER_PART_BYTES (v41) lost 3-7% at an
+#   scripts/h200_checks.sh cluster-ab   the default (a cluster block's next row part in flight
+#                                       during this row's pass 2 where the card's balance asks it,
+#                                       docs/perf.md v47, v50) against ROW_PREFETCH_CLUSTER_BYTES=0:
+#                                       cross entropy fwd+bwd bf16 at 8192 x 128256 and 256000, bwd
+#                                       f32 at 8192 x 50304 and 256000 (the rows in clusters); CLUSTER_PART_BYTES (v41) lost 3-7% at an
 #                                       H200's share (v46): AB_ALL=1 adds it
 #   scripts/h200_checks.sh softcap-ab   POLY_EXP_EIGHTHS 2 and 4 and MUFU_ROW_ITERS=16 against the
 #                                       default, on the soft-capped cross entropy (docs/perf.md v44)
@@ -100,7 +100,7 @@ case "$what" in
   cluster-ab)
     parts=
     [ "${AB_ALL:-0}" = 1 ] && parts=";part64=-DCLUSTER_PART_BYTES=65536"
-    variants_ab "prefetch=-DROW_PREFETCH_CLUSTER_BYTES=128$parts" 2 \
+    variants_ab "noprefetch=-DROW_PREFETCH_CLUSTER_BYTES=0$parts" 2 \
       "cross_entropy --sizes 8192x128256,8192x256000 --dtype bf16 --filter /fwdbwd/fuser/ --repetitions 3 --time-limit 0.1 | cross_entropy --sizes 8192x50304,8192x256000 --dtype f32 --filter /bwd/fuser/ --repetitions 3 --time-limit 0.1" 100 ;;
   queue-ab)
     variants_ab "queue=-DROW_PREFETCH_QUEUE_BYTES=128" 3 \

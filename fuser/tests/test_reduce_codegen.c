@@ -50,7 +50,11 @@
  *     the f32 cross entropy fwd+bwd at V = 128256 splits each row over a
  *     cluster of 4 blocks (parts of 32064), the bf16 layer norm forward at
  *     16384 x 768 puts 8 rows in a block (a warp each), and both agree with
- *     the launch (kp->grid, block, cluster, shared and workspace bytes).
+ *     the launch (kp->grid, block, cluster, shared and workspace bytes);
+ *   - the bf16 cross entropy fwd+bwd at V = 128256 (a cluster a row) loads a
+ *     block's part of its next row during pass 2 at an H200's memory bytes a
+ *     clock an SM (the default options, 18.8) and an H100's on 96 SMs (17.6),
+ *     not at a whole H100's (12.8) nor where the balance is unknown.
  * FUSER_TEST_DATA is the data directory, FUSER_SUITES_DIR the suites' (set by CTest).
  */
 #define _XOPEN_SOURCE 700
@@ -511,6 +515,42 @@ static void check_row_params(const char *data, const char *suites)
     }
 }
 
+/* A cluster block's next row part is loaded during this row's pass 2 only where an
+ * SM must move many bytes a clock to keep the memory busy (ROW_PREFETCH_CLUSTER_*):
+ * an H200 (the default options) or an H100 on 96 SMs, not a whole H100. */
+static void check_cluster_prefetch_balance(const char *suites)
+{
+    const double h200 = fu_dram_bytes_per_sm_clock(3201000, 6144, 132, 1980000);
+    const double h100 = fu_dram_bytes_per_sm_clock(2619000, 5120, 132, 1980000);
+    const double h100_96 = fu_dram_bytes_per_sm_clock(2619000, 5120, 96, 1980000);
+    CHECK(h200 > 18.7 && h200 < 18.9 && h100 > 12.7 && h100 < 12.9 && h100_96 > 17.5 && h100_96 < 17.7);
+    CHECK(fu_dram_bytes_per_sm_clock(0, 5120, 132, 1980000) == 0 && fu_dram_bytes_per_sm_clock(2619000, 5120, 0, 1980000) == 0);
+    fu_plan_options o;
+    fu_plan_options_default(&o);
+    CHECK(o.dram_bytes_per_sm_clock == h200);
+    const char *ce[] = {"V=128256"};
+    const struct {
+        double balance;
+        const char *want;
+    } cards[] = {{h200, "\"row_prefetch\": true"}, {h100_96, "\"row_prefetch\": true"},
+                 {h100, "\"row_prefetch\": false"}, {0, "\"row_prefetch\": false"}};
+    for (size_t i = 0; i < sizeof cards / sizeof cards[0]; i++) {
+        tc_list l = {0};
+        tc_case *c = tc_add_suite(&l, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", "balance", ce, 1, FU_BF16, NULL);
+        fu_plan_options_default(&o);
+        o.dram_bytes_per_sm_clock = cards[i].balance;
+        fu_plan *p = NULL;
+        fu_error err = {0};
+        CHECK(c && fu_plan_build(c->f, &o, &p, &err) == FU_OK && p->nkernels == 1);
+        if (p) {
+            CHECK(p->kernels[0].cluster > 1 && p->kernels[0].params_json);
+            if (p->kernels[0].params_json) CHECK_CONTAINS(p->kernels[0].params_json, cards[i].want);
+        }
+        fu_plan_free(p);
+        tc_list_free(&l);
+    }
+}
+
 /* The part of body from the first "// no lane is at the position 'name" to its "} else {":
  * the vector work where the compare is known (VECTOR_MISS); NULL where there is none. */
 static char *known_branch(const char *body, const char *name)
@@ -615,6 +655,7 @@ int main(void)
     const char *suites = getenv("FUSER_SUITES_DIR");
     CHECK(suites != NULL);
     if (suites) check_row_params(data, suites);
+    if (suites) check_cluster_prefetch_balance(suites);
     if (suites) check_index_note(suites);
     char cache[512];
     if (!tu_make_temp_dir(cache, sizeof cache, "reduce-codegen")) return 1;

@@ -239,6 +239,8 @@ void fu_plan_options_for_device(const fu_runtime *rt, fu_plan_options *o)
     if (d->max_shared_per_block_optin > 0) o->max_shared_per_block = d->max_shared_per_block_optin;
     if (d->max_shared_per_sm > 0) o->max_shared_per_sm = d->max_shared_per_sm;
     if (d->reserved_shared_per_block >= 0) o->reserved_shared_per_block = d->reserved_shared_per_block;
+    /* per SM that kernels run on: an SM limit raises each SM's share */
+    o->dram_bytes_per_sm_clock = fu_dram_bytes_per_sm_clock(d->memory_clock_khz, d->memory_bus_width_bits, o->sm_count, d->clock_khz);
 }
 
 fu_status fu_exec_run_host(fu_runtime *rt, const fu_fusion *f, const fu_plan_options *opts,

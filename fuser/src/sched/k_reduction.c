@@ -334,19 +334,20 @@
  * flight during this row's cluster reductions and pass 2, which reads the part
  * from shared memory. With one block of 1024 threads an SM, pass 1's reads and
  * pass 2's writes otherwise never overlap (docs/perf.md v41 item 3): on an
- * H200 the bf16 rows run at 79-85% of copy. On an H100 (v47, medians): on 96
- * SMs (FUSER_SM_LIMIT, an H200 SM's bytes a clock) bf16 fwd+bwd at 8192 x
- * 128256 / 256000 -2.2% / -1.9%, f32 bwd at 8192 x 50304 / 256000 -2.5% /
- * -8%; on all 132 SMs, where pass 2 already keeps pace, bf16 +0.9% / +1.8%.
- * Off until an H200 shows its gain (scripts/h200_checks.sh cluster-ab); 0
- * turns it off. */
+ * H200 the bf16 rows run at 79-85% of copy. It pays only where an SM must move
+ * many bytes a clock to keep the memory busy (fu_plan_options.
+ * dram_bytes_per_sm_clock at least ROW_PREFETCH_CLUSTER_MIN_BALANCE); where pass 2
+ * keeps pace anyway, the next row's reads compete with this row's writes. On an
+ * H100 (v47, medians): on 96 SMs (FUSER_SM_LIMIT: 17.6 bytes a clock, an
+ * H200's 18.8) bf16 fwd+bwd at 8192 x 128256 / 256000 -2.2% / -1.9%, f32 bwd at
+ * 8192 x 50304 / 256000 -2.5% / -8%; on all 132 SMs (12.8) bf16 +0.9% / +1.8%.
+ * 0 turns it off. */
 #ifndef ROW_PREFETCH_CLUSTER_BYTES
-#define ROW_PREFETCH_CLUSTER_BYTES 0
+#define ROW_PREFETCH_CLUSTER_BYTES 128
 #endif
-/* ... and with it the next row's per-row inputs (a norm backward's mean and
- * 1/std of the row), into registers a row ahead: otherwise each row's
- * arithmetic starts with a round trip to memory for them, after the prefetched
- * batch has arrived. 0 turns it off. */
+#ifndef ROW_PREFETCH_CLUSTER_MIN_BALANCE
+#define ROW_PREFETCH_CLUSTER_MIN_BALANCE 15.0
+#endif
 #ifndef ROW_PREFETCH_SCALARS
 #define ROW_PREFETCH_SCALARS 1
 #endif
@@ -1936,13 +1937,16 @@ static void choose_grid(red_params *p, const fu_group *g)
     }
 }
 
-/* ROW_PREFETCH_BYTES (ROW_PREFETCH_WARP_BYTES, ROW_PREFETCH_QUEUE_BYTES): whether
- * pass 1's first batch of the block's (warp's) next row is loaded while this row
- * finishes (rows strided, more rows than blocks or warps; or rows from the queue). */
-static bool choose_row_prefetch(const red_params *p, const fu_fusion *f)
+/* ROW_PREFETCH_BYTES (ROW_PREFETCH_WARP_BYTES, ROW_PREFETCH_QUEUE_BYTES,
+ * ROW_PREFETCH_CLUSTER_BYTES): whether pass 1's first batch of the block's (warp's,
+ * cluster block's) next row is loaded while this row finishes (rows strided, more
+ * rows than blocks or warps; or rows from the queue). */
+static bool choose_row_prefetch(const red_params *p, const fu_group *g)
 {
+    const fu_fusion *f = g->f;
+    const bool cluster_pays = g->opts->dram_bytes_per_sm_clock >= ROW_PREFETCH_CLUSTER_MIN_BALANCE;
     const int limit = p->queue         ? ROW_PREFETCH_QUEUE_BYTES
-                      : p->cluster > 1   ? ROW_PREFETCH_CLUSTER_BYTES
+                      : p->cluster > 1   ? (cluster_pays ? ROW_PREFETCH_CLUSTER_BYTES : 0)
                       : p->warp_rows > 1 ? ROW_PREFETCH_WARP_BYTES
                                          : ROW_PREFETCH_BYTES;
     if (limit <= 0 || (p->warp_rows > 1 && (p->passes < 2 || p->threads != 32)) || !p->first_batch_early || p->ncache > 0 ||
@@ -3844,6 +3848,10 @@ static void config_text(const red_params *p, fu_kernel_plan *kp)
         size_t n = strlen(kp->config);
         snprintf(kp->config + n, sizeof kp->config - n, " row_invariant=%d", p->ninvariant);
     }
+    if (p->row_prefetch) {
+        size_t n = strlen(kp->config);
+        snprintf(kp->config + n, sizeof kp->config - n, " row_prefetch=1");
+    }
 }
 
 /* kp->params_json: every number, flag and name of the struct. */
@@ -3982,7 +3990,7 @@ static red_params *plan_params(const fu_group *g, char *why, size_t nwhy)
         choose_grid(p, g);
         for (int q = 1; q <= p->passes; q++) plan_pass(p, g, q);
         p->first_batch_early = ROW_LOADS_FIRST && (p->pass[1].nstage > 0 || p->ncache > 0);
-        p->row_prefetch = choose_row_prefetch(p, f);
+        p->row_prefetch = choose_row_prefetch(p, g);
         choose_row_ahead(p, g);
         choose_row_invariant(p, g);
         if (!plan_hoists(p, g)) {

@@ -30,10 +30,16 @@ typedef struct fu_plan_options {
     int max_shared_per_sm;         /* 228 KiB on sm_90 */
     int reserved_shared_per_block; /* taken by the driver from each block's share (1 KiB) */
     int max_cluster;               /* blocks a thread-block cluster may have (8 on sm_90; 1: none) */
+    double dram_bytes_per_sm_clock; /* the memory's peak bytes a second over the SMs' clocks a second
+                                     * (sm_count x clock): what an SM must move each clock to keep the
+                                     * memory busy; 18.8 on an H200, 12.8 on an H100; 0: unknown */
     fu_scatter_mode scatter;
 } fu_plan_options;
 
 void fu_plan_options_default(fu_plan_options *o);
+/* fu_plan_options.dram_bytes_per_sm_clock from a device's numbers (the driver's
+ * attributes: a DDR memory clock, so two transfers a clock); 0 if any is 0. */
+double fu_dram_bytes_per_sm_clock(int memory_clock_khz, int memory_bus_width_bits, int sm_count, int clock_khz);
 
 typedef struct fu_kernel_plan {
     fu_sched sched;

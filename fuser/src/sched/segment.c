@@ -24,6 +24,13 @@
 
 #include "plan.h"
 
+double fu_dram_bytes_per_sm_clock(int memory_clock_khz, int memory_bus_width_bits, int sm_count, int clock_khz)
+{
+    if (memory_clock_khz <= 0 || memory_bus_width_bits <= 0 || sm_count <= 0 || clock_khz <= 0) return 0;
+    return 2.0 * memory_clock_khz * (memory_bus_width_bits / 8.0) / ((double)sm_count * clock_khz);
+}
+
+/* An H200's numbers: 132 SMs at 1.98 GHz, HBM3e at 3.2 GHz over 6144 bits (4.9 TB/s). */
 void fu_plan_options_default(fu_plan_options *o)
 {
     o->sm_count = 132;
@@ -32,6 +39,7 @@ void fu_plan_options_default(fu_plan_options *o)
     o->max_shared_per_sm = 228 * 1024;
     o->reserved_shared_per_block = 1024;
     o->max_cluster = 8;
+    o->dram_bytes_per_sm_clock = fu_dram_bytes_per_sm_clock(3201000, 6144, 132, 1980000);
     o->scatter = FU_SCATTER_DETERMINISTIC;
 }
 
