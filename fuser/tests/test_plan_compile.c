@@ -391,7 +391,11 @@ static void check_codegen_choices(const char *suites)
         CHECK_CONTAINS(bwd, "fu_kbase = (int)fu_rank * 64128");
         CHECK_CONTAINS(bwd, "for (int row = blockIdx.x / 2; row < 8192; row += gridDim.x / 2, fu_par ^= 1u)");
         CHECK(count_of(bwd, "fu_lse_cluster<2, true>(r0, r1, ") == 1); /* warp 0 releases, the others relaxed */
-        CHECK(count_of(bwd, "__ldg((const uint4 *)(in0 + ") == 1); /* once: pass 1's one batch */
+        /* pass 1's one batch, loaded twice in the text: the block's first row before the loop,
+         * each next row during the row before (an H200's bytes a clock an SM, the default
+         * options: ROW_PREFETCH_CLUSTER_*) */
+        CHECK(count_of(bwd, "__ldg((const uint4 *)(in0 + ") == 2);
+        CHECK_CONTAINS(bwd, "// the block's next row: its first batch in flight");
         CHECK(count_of(bwd, "fu_cluster_sync();") == 1);
         CHECK(count_of(bwd, "fu_take_row(") == 0);
     }
