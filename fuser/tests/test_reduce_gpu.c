@@ -403,7 +403,9 @@ int main(int argc, char **argv)
         for (size_t k = 0; k < sizeof bl / sizeof bl[0]; k++) run_case(rt, data, "bounded_lse.fusion", bl[k], 2, dts[d], false);
     /* The row scheduler's layouts (docs/perf.md v17), on the suites' fusions: rows split over
      * a thread-block cluster (cross entropy fwd+bwd, f32 at V = 65536: 2 blocks a row, at
-     * 256000: 8; bf16 at 256000: 4), a warp a row (layer norm at 768 columns; the cross entropy
+     * 256000: 8; bf16 at 256000: 4; at V = 128257 more rows than clusters, so that where an SM
+     * moves many memory bytes a clock, an H200, each cluster block's next row part is loaded
+     * during this row's pass 2, ROW_PREFETCH_CLUSTER_*), a warp a row (layer norm at 768 columns; the cross entropy
      * forward at V = 4096, whose mean is a grid reduction over the warps' rows), and both of
      * softmax backward's inputs kept in shared memory (4096 columns). */
     const char *suites = getenv("FUSER_SUITES_DIR");
@@ -411,6 +413,7 @@ int main(int argc, char **argv)
     const char *cl2[] = {"N=24", "V=65536"}, *cl8[] = {"N=9", "V=256000"}, *ln[] = {"N=4096", "D=768"};
     const char *ce_warp[] = {"N=4096", "V=4096"}, *sm[] = {"N=600", "D=4096"};
     const char *ragged[] = {"N=5", "V=100004"}; /* f32: 4 parts of 25004, the last one 24992 */
+    const char *cl_rows[] = {"N=150", "V=128257"}; /* f32 4 blocks a row, bf16 2; rows left over */
     for (int d = 0; suites && d < 2; d++) {
         run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", cl2, 2, dts[d], false);
         run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", cl8, 2, dts[d], false);
@@ -419,6 +422,7 @@ int main(int argc, char **argv)
         run_case(rt, suites, "cross_entropy/cross_entropy_fwd.fusion", ce_warp, 2, dts[d], false);
         run_case(rt, suites, "softmax/softmax_bwd.fusion", sm, 2, dts[d], false);
         run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", ragged, 2, dts[d], false);
+        run_case(rt, suites, "cross_entropy/cross_entropy_fwdbwd.fusion", cl_rows, 2, dts[d], false);
     }
     /* Rows whose length is no multiple of the vector (ALIGNED_ROWS): each row's vectors from
      * its first aligned element, its edges element by element; the rows start at every residue
