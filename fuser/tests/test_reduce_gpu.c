@@ -405,9 +405,9 @@ int main(int argc, char **argv)
      * a thread-block cluster (cross entropy fwd+bwd, f32 at V = 65536: 2 blocks a row, at
      * 256000: 8; bf16 at 256000: 4; at V = 128257 more rows than clusters, so that where an SM
      * moves many memory bytes a clock, an H200, each cluster block's next row part is loaded
-     * during this row's pass 2, ROW_PREFETCH_CLUSTER_*), a warp a row (layer norm at 768 columns; the cross entropy
-     * forward at V = 4096, whose mean is a grid reduction over the warps' rows), and both of
-     * softmax backward's inputs kept in shared memory (4096 columns). */
+     * during this row's pass 2, ROW_PREFETCH_CLUSTER_*), a warp a row (layer norm at 768
+     * columns; the cross entropy forward at V = 4096, whose mean is a grid reduction over the
+     * warps' rows), and both of softmax backward's inputs kept in shared memory (4096 columns). */
     const char *suites = getenv("FUSER_SUITES_DIR");
     CHECK(suites != NULL);
     const char *cl2[] = {"N=24", "V=65536"}, *cl8[] = {"N=9", "V=256000"}, *ln[] = {"N=4096", "D=768"};

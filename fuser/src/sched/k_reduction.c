@@ -348,6 +348,10 @@
 #ifndef ROW_PREFETCH_CLUSTER_MIN_BALANCE
 #define ROW_PREFETCH_CLUSTER_MIN_BALANCE 15.0
 #endif
+/* ... and with it the next row's per-row inputs (a norm backward's mean and
+ * 1/std of the row), into registers a row ahead: otherwise each row's
+ * arithmetic starts with a round trip to memory for them, after the prefetched
+ * batch has arrived. 0 turns it off. */
 #ifndef ROW_PREFETCH_SCALARS
 #define ROW_PREFETCH_SCALARS 1
 #endif
