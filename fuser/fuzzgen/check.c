@@ -195,7 +195,7 @@ void fz_check(fu_fusion *const *fusions, int n, fz_device dev, int sms, fu_runti
     double t0 = now_s();
     fu_plan_options po;
     fu_plan_options_for_device(rt, &po);
-    if (sms > 0) po.sm_count = sms;
+    fu_plan_options_set_sm_count(&po, sms);
     batch b;
     memset(&b, 0, sizeof b);
     fu_sb_init(&b.sb);

@@ -440,7 +440,7 @@ static inline fu_plan *tc_plan(const tc_case *c, int sm_count, fu_error *err)
 {
     fu_plan_options o;
     fu_plan_options_default(&o);
-    if (sm_count > 0) o.sm_count = sm_count;
+    fu_plan_options_set_sm_count(&o, sm_count);
     o.scatter = c->scatter;
     fu_plan *p = NULL;
     if (fu_plan_build(c->f, &o, &p, err) != FU_OK) return NULL;

@@ -528,6 +528,10 @@ static void check_cluster_prefetch_balance(const char *suites)
     fu_plan_options o;
     fu_plan_options_default(&o);
     CHECK(o.dram_bytes_per_sm_clock == h200);
+    fu_plan_options_set_sm_count(&o, 66); /* half the SMs of the same memory: twice the share */
+    CHECK(o.sm_count == 66 && fabs(o.dram_bytes_per_sm_clock - 2 * h200) < 1e-9);
+    fu_plan_options_set_sm_count(&o, 0); /* (0: as it was) */
+    CHECK(o.sm_count == 66);
     const char *ce[] = {"V=128256"};
     const struct {
         double balance;

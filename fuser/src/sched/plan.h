@@ -40,6 +40,10 @@ void fu_plan_options_default(fu_plan_options *o);
 /* fu_plan_options.dram_bytes_per_sm_clock from a device's numbers (the driver's
  * attributes: a DDR memory clock, so two transfers a clock); 0 if any is 0. */
 double fu_dram_bytes_per_sm_clock(int memory_clock_khz, int memory_bus_width_bits, int sm_count, int clock_khz);
+/* Plans for sm_count of the card's SMs (a test's or `fuser-fuzz --sms`'s choice, as
+ * FUSER_SM_LIMIT is the runtime's): the memory stays the card's, so each SM's share of
+ * it (dram_bytes_per_sm_clock) grows as the SMs are fewer. */
+void fu_plan_options_set_sm_count(fu_plan_options *o, int sm_count);
 
 typedef struct fu_kernel_plan {
     fu_sched sched;

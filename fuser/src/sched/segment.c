@@ -30,6 +30,13 @@ double fu_dram_bytes_per_sm_clock(int memory_clock_khz, int memory_bus_width_bit
     return 2.0 * memory_clock_khz * (memory_bus_width_bits / 8.0) / ((double)sm_count * clock_khz);
 }
 
+void fu_plan_options_set_sm_count(fu_plan_options *o, int sm_count)
+{
+    if (sm_count <= 0) return;
+    if (o->sm_count > 0) o->dram_bytes_per_sm_clock *= (double)o->sm_count / sm_count;
+    o->sm_count = sm_count;
+}
+
 /* An H200's numbers: 132 SMs at 1.98 GHz, HBM3e at 3.2 GHz over 6144 bits (4.9 TB/s). */
 void fu_plan_options_default(fu_plan_options *o)
 {
