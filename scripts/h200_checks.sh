@@ -15,8 +15,11 @@
 #                                       during this row's pass 2 where the card's balance asks it,
 #                                       docs/perf.md v47, v50) against ROW_PREFETCH_CLUSTER_BYTES=0:
 #                                       cross entropy fwd+bwd bf16 at 8192 x 128256 and 256000, bwd
-#                                       f32 at 8192 x 50304 and 256000 (the rows in clusters); CLUSTER_PART_BYTES (v41) lost 3-7% at an
-#                                       H200's share (v46): AB_ALL=1 adds it
+#                                       f32 at 8192 x 50304 and 256000 (the rows in clusters). On a
+#                                       whole H100 both builds plan alike (its balance is under the
+#                                       switch's): there, only under FUSER_SM_LIMIT=96.
+#                                       CLUSTER_PART_BYTES (v41) lost 3-7% at an H200's share (v46):
+#                                       AB_ALL=1 adds it
 #   scripts/h200_checks.sh softcap-ab   POLY_EXP_EIGHTHS 2 and 4 and MUFU_ROW_ITERS=16 against the
 #                                       default, on the soft-capped cross entropy (docs/perf.md v44)
 #   scripts/h200_checks.sh queue-ab     ROW_PREFETCH_QUEUE_BYTES=128 (the next queued row's first batch
