@@ -437,6 +437,92 @@ static void check_outer_params(const char *data)
     }
 }
 
+/* Normalizations over a non-innermost axis (outer_norm.fusion): with fu_plan_options.outer_norm
+ * one kernel of the outer scheduler, whose tile, block and cache are as its rules say and whose
+ * text NVRTC compiles; without it, the plan is the row scheduler's, as before the option. */
+static void check_outer_norm(fu_runtime *rt, const char *data)
+{
+    static const struct {
+        const char *sets[3];
+        fu_dtype dt;
+        const char *fields[8];
+    } want[] = {
+        /* 64-byte rows of the tile (4 f32 lanes x 4 threads), x kept: 301 rows x 64 bytes */
+        {{"B=4", "R=301", "C=1100"}, FU_F32,
+         {"\"vec\": 4", "\"threads_x\": 4", "\"threads_y\": 128", "\"column_blocks\": 275", "\"cached_inputs\": 1",
+          "\"shared_bytes\": 19264", NULL}},
+        /* an odd C: scalar lanes, 16 threads a 64-byte row */
+        {{"B=3", "R=257", "C=1001"}, FU_F32,
+         {"\"vec\": 1", "\"threads_x\": 16", "\"threads_y\": 32", "\"column_blocks\": 188", "\"shared_bytes\": 16448",
+          NULL}},
+        /* 8200 rows: the tile narrowed to 32 bytes, still too large to keep (262400 bytes) */
+        {{"B=2", "R=8200", "C=1056"}, FU_F32,
+         {"\"threads_x\": 2", "\"threads_y\": 256", "\"column_blocks\": 264", "\"cached_inputs\": 0",
+          "\"shared_bytes\": 0", NULL}},
+        {{"B=4", "R=301", "C=1100"}, FU_BF16, /* 4 bf16 lanes (1100 is no multiple of 8), 8 threads a row */
+         {"\"vec\": 4", "\"threads_x\": 8", "\"column_blocks\": 138", "\"shared_bytes\": 19264", NULL}},
+        {{"B=3", "R=257", "C=1001"}, FU_BF16, /* 64 bytes would leave 94 blocks: 32 */
+         {"\"vec\": 1", "\"threads_x\": 16", "\"column_blocks\": 188", "\"shared_bytes\": 8224", NULL}},
+        {{"B=2", "R=8200", "C=1056"}, FU_BF16,
+         {"\"vec\": 8", "\"threads_x\": 2", "\"column_blocks\": 132", "\"cached_inputs\": 0", NULL}},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        tc_list l = {0};
+        tc_case *c = tc_add_suite(&l, data, "outer_norm.fusion", "norm", want[i].sets, 3, want[i].dt, NULL);
+        CHECK(c != NULL);
+        if (!c) continue;
+        for (int on = 0; on < 2; on++) {
+            fu_plan_options o;
+            fu_plan_options_default(&o);
+            o.outer_norm = on;
+            fu_plan *p = NULL;
+            fu_error err = {0};
+            CHECK(fu_plan_build(c->f, &o, &p, &err) == FU_OK && p->nkernels == 1);
+            const fu_kernel_plan *kp = p && p->nkernels == 1 ? &p->kernels[0] : NULL;
+            if (!kp) {
+                fprintf(stderr, "outer_norm %s: %s\n", c->name, p ? "not one kernel" : err.message);
+                fu_plan_free(p);
+                continue;
+            }
+            if (!on) { /* the default: the row scheduler's strided rows */
+                CHECK(kp->sched == FU_SCHED_REDUCTION);
+                fu_plan_free(p);
+                continue;
+            }
+            CHECK(kp->sched == FU_SCHED_OUTER && kp->block == 512 && kp->params_json);
+            CHECK_CONTAINS(kp->params_json, "\"normalization\": true, \"levels\": 2, \"full_outputs\": true");
+            for (int k = 0; want[i].fields[k]; k++) CHECK_CONTAINS(kp->params_json, want[i].fields[k]);
+            char shared[48];
+            snprintf(shared, sizeof shared, "\"shared_bytes\": %zu", kp->shared_bytes);
+            CHECK_CONTAINS(kp->params_json, shared); /* the launch's is the struct's */
+            const char *body = body_of(kp->source);
+            CHECK_CONTAINS(body, "__shfl_xor_sync(0xffffffffu, r0_0, 16)"); /* the warp's rows of threads */
+            CHECK_CONTAINS(body, "for (int grp = 1; grp < "); /* then the warps' groups, in order */
+            CHECK((strstr(body, "fu_slot") != NULL) == (kp->shared_bytes > 0));
+            fu_executable *x = NULL;
+            fu_status st = fu_exec_prepare(rt, p, &x, &err);
+            CHECK(st == FU_OK);
+            if (st != FU_OK) fprintf(stderr, "outer_norm %s: %s\n", c->name, err.message);
+            fu_exec_free(x);
+            printf("outer_norm %-5s %s: %s\n", fu_dtype_name(want[i].dt), c->name, kp->config);
+            fu_plan_free(p);
+        }
+        tc_list_free(&l);
+    }
+    /* too few columns for a block an SM even at 32 bytes a row: the row scheduler's */
+    const char *few[] = {"B=2", "R=301", "C=1040"};
+    tc_list l = {0};
+    tc_case *c = tc_add_suite(&l, data, "outer_norm.fusion", "norm", few, 3, FU_BF16, NULL);
+    fu_plan_options o;
+    fu_plan_options_default(&o);
+    o.outer_norm = true;
+    fu_plan *p = NULL;
+    fu_error err = {0};
+    CHECK(c && fu_plan_build(c->f, &o, &p, &err) == FU_OK && p->nkernels == 1 && p->kernels[0].sched == FU_SCHED_REDUCTION);
+    fu_plan_free(p);
+    tc_list_free(&l);
+}
+
 /* The row scheduler's parameters: the decisions named, and the launch's numbers the struct's. */
 static void check_row_params(const char *data, const char *suites)
 {
@@ -676,6 +762,7 @@ int main(void)
     char *bf = one_kernel(rt, data, "softcap_cross_entropy.fusion", sets, 2, FU_BF16);
     char *f32 = one_kernel(rt, data, "softcap_cross_entropy.fusion", sets, 2, FU_F32);
     if (suites) check_vector_miss(rt, data, suites);
+    check_outer_norm(rt, data);
     CHECK_CONTAINS(body_of(bf), "fu_tanh_approx(");
     CHECK(!strstr(body_of(bf), "fu_tanh(") && !strstr(body_of(bf), "/ 30.0f"));
     CHECK_CONTAINS(body_of(f32), "fu_tanh(");

@@ -20,6 +20,10 @@
  *     256), max-relative as below;
  *   - column_reductions and bias_grad (outer reductions; f32, bf16; with and
  *     without row splits, odd sizes): max-relative as above;
+ *   - outer_norm (a softmax and a layer norm over a non-innermost axis) planned with
+ *     fu_plan_options.outer_norm (the plan must hold such a kernel): the tile in
+ *     shared memory, scalar lanes at an odd C, and read again where it does not fit;
+ *     once as the row scheduler plans it by default; max-relative as above;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
  *     column gradients combined by the last blocks) at four sizes;
  *   - bounded_lse (log-sum-exps of tanh and sigmoid values: the constant shift and
@@ -85,8 +89,9 @@ static double error_of(const fu_host_tensor *a, const fu_host_tensor *b, bool el
     return maxref > 0 ? maxdiff / maxref : maxdiff;
 }
 
-static void run_case(fu_runtime *rt, const char *data, const char *rel, const char *const *sets, int nsets, fu_dtype dt,
-                     bool elementwise)
+/* outer_norm: planned with fu_plan_options.outer_norm, whose kernel the plan must hold. */
+static void run_case_with(fu_runtime *rt, const char *data, const char *rel, const char *const *sets, int nsets,
+                          fu_dtype dt, bool elementwise, bool outer_norm)
 {
     tc_list l = {0};
     tc_case *c = tc_add_suite(&l, data, rel, "gpu", sets, nsets, dt, NULL);
@@ -98,6 +103,15 @@ static void run_case(fu_runtime *rt, const char *data, const char *rel, const ch
     fu_error err = {0};
     fu_plan_options po;
     fu_plan_options_for_device(rt, &po);
+    if (outer_norm) {
+        po.outer_norm = true;
+        fu_plan *plan = NULL;
+        bool planned = fu_plan_build(f, &po, &plan, &err) == FU_OK, norm = false;
+        for (int k = 0; planned && k < plan->nkernels; k++) norm |= strstr(plan->kernels[k].config, "normalization") != NULL;
+        CHECK(planned && norm);
+        if (!(planned && norm)) fprintf(stderr, "%s: no outer normalization kernel in the plan\n", c->name);
+        fu_plan_free(plan);
+    }
     double worst = 0;
     double tol = dt == FU_BF16 ? (elementwise ? 1.0 / 128 : 1e-2) : 1e-5;
     OK(fu_random_inputs(f, 1, in, &err));
@@ -130,10 +144,16 @@ static void run_case(fu_runtime *rt, const char *data, const char *rel, const ch
     if (s == FU_OK) free_tensors(gpu, nout);
     if (r == FU_OK) free_tensors(cpu, nout);
     free_tensors(in, nin);
-    printf("%-44s %s error=%-9.3g (tolerance %.3g)  %s\n", c->name, elementwise ? "elementwise" : "max-relative", worst,
-           tol, check_failures == before ? "PASS" : "FAIL");
+    printf("%-44s %s%s error=%-9.3g (tolerance %.3g)  %s\n", c->name, outer_norm ? "outer_norm " : "",
+           elementwise ? "elementwise" : "max-relative", worst, tol, check_failures == before ? "PASS" : "FAIL");
     fflush(stdout);
     tc_list_free(&l);
+}
+
+static void run_case(fu_runtime *rt, const char *data, const char *rel, const char *const *sets, int nsets, fu_dtype dt,
+                     bool elementwise)
+{
+    run_case_with(rt, data, rel, sets, nsets, dt, elementwise, false);
 }
 
 /* The bf16 rules of docs/format.md (Numerics) that bound the distance to the interpreter's bits: a
@@ -377,6 +397,15 @@ int main(int argc, char **argv)
         run_case(rt, data, "bias_grad.fusion", bg, 3, dts[d], false);
         run_case(rt, data, "bias_grad.fusion", bg_odd, 3, dts[d], false);
     }
+    /* normalizations over a non-innermost axis (outer_norm): the tile in shared memory (64-byte
+     * rows of 4 f32 or bf16 lanes; 64-byte rows of scalar lanes at an odd C), and read again
+     * (8200 rows: the tile does not fit); also as the row scheduler plans them by default */
+    const char *on_sets[][3] = {{"B=4", "R=301", "C=1100"}, {"B=3", "R=257", "C=1001"}, {"B=2", "R=8200", "C=1056"}};
+    for (int d = 0; d < 2; d++)
+        for (size_t k = 0; k < sizeof on_sets / sizeof on_sets[0]; k++) {
+            run_case_with(rt, data, "outer_norm.fusion", on_sets[k], 3, dts[d], false, true);
+            if (k == 0) run_case(rt, data, "outer_norm.fusion", on_sets[k], 3, dts[d], false);
+        }
     /* bf16 sums read by f32 ops, held to the f32 tolerance: each sum rounded to bf16 first */
     run_case(rt, data, "bf16_sums.fusion", NULL, 0, FU_F32, false);
     run_case(rt, data, "bf16_column_sum.fusion", NULL, 0, FU_F32, false);

@@ -34,6 +34,10 @@ typedef struct fu_plan_options {
                                      * (sm_count x clock): what an SM must move each clock to keep the
                                      * memory busy; 18.8 on an H200, 12.8 on an H100; 0: unknown */
     fu_scatter_mode scatter;
+    bool outer_norm;               /* the outer scheduler also takes normalizations over non-innermost
+                                    * axes (reductions read back at full size, reductions of
+                                    * reductions): coalesced passes over a column tile. Off until
+                                    * measured on a GPU (FUSER_OUTER_NORM=1 turns it on; k_outer.c) */
 } fu_plan_options;
 
 void fu_plan_options_default(fu_plan_options *o);
