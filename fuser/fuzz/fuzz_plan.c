@@ -2,7 +2,8 @@
  * fuzz_plan.c -- fu_plan_build on every fusion that builds: segmenter,
  * schedulers and code generation (the CUDA C text), then both plan printers.
  * No NVRTC and no device: a plan with the default (H200) device numbers, in
- * both scatter modes. Every fusion that builds (the verifier accepts it)
+ * both scatter modes, then with the outer scheduler's normalizations on
+ * (fu_plan_options.outer_norm) for 2 SMs, where small fusions take their tiles. Every fusion that builds (the verifier accepts it)
  * plans, zero-size tensors and empty axes included; only memory may run out
  * (regressions/plan/ has the ones that crashed k_pointwise.c before the
  * segmenter's fix). A refusal was allowed until session 46, when a softmax
@@ -21,10 +22,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fu_fusion *f = NULL;
     fu_error err;
     if (fu_program_parse(text, "fuzz.fusion", &p, &err) == FU_OK && fu_program_build(p, NULL, 0, &f, &err) == FU_OK) {
-        for (int mode = 0; mode < 2; mode++) {
+        for (int mode = 0; mode < 3; mode++) {
             fu_plan_options po;
             fu_plan_options_default(&po);
-            po.scatter = mode ? FU_SCATTER_ATOMIC : FU_SCATTER_DETERMINISTIC;
+            po.scatter = mode == 1 ? FU_SCATTER_ATOMIC : FU_SCATTER_DETERMINISTIC;
+            if (mode == 2) {
+                po.outer_norm = true;
+                fu_plan_options_set_sm_count(&po, 2);
+            }
             fu_plan *plan = NULL;
             if (fu_plan_build(f, &po, &plan, &err) != FU_OK) {
                 /* every fusion the verifier accepts plans (issue 19); only memory may run out */

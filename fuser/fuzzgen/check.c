@@ -223,6 +223,10 @@ void fz_check(fu_fusion *const *fusions, int n, fz_device dev, int sms, fu_runti
             rep->excess_hist[k - lb < 4 ? k - lb : 4]++;
             rep->above_bound += k > lb;
         }
+        for (int j = 0; j < p->nkernels; j++) {
+            if ((int)p->kernels[j].sched < (int)(sizeof rep->sched_hist / sizeof rep->sched_hist[0])) rep->sched_hist[p->kernels[j].sched]++;
+            rep->norm_kernels += strstr(p->kernels[j].config, " normalization:") != NULL;
+        }
         if (dev == FZ_COMPILE)
             for (int j = 0; j < p->nkernels; j++) batch_add(&b, fu_fusion_name(f), p->kernels[j].source, rt, log, rep);
         /* each draw on the interpreter, and on the GPU against it; the first failure ends the fusion's checks */
@@ -272,6 +276,10 @@ void fz_print_report(FILE *out, const fz_report *rep)
     fprintf(out, "\nkernels above the bound: 0: %d  1: %d  2: %d  3: %d  4+: %d  (%d of %d at the bound)\n",
             rep->excess_hist[0], rep->excess_hist[1], rep->excess_hist[2], rep->excess_hist[3], rep->excess_hist[4],
             rep->excess_hist[0], rep->fusions);
+    fprintf(out, "kernels by scheduler:");
+    for (int k = 0; k < FU_SCHED_COUNT && k < (int)(sizeof rep->sched_hist / sizeof rep->sched_hist[0]); k++)
+        fprintf(out, " %s=%d", fu_sched_name((fu_sched)k), rep->sched_hist[k]);
+    fprintf(out, " (outer normalizations %d)\n", rep->norm_kernels);
     fprintf(out, "ops generated:");
     for (int op = 0; op < FU_OP_COUNT; op++)
         if (rep->ops_hist[op]) fprintf(out, " %s=%lld", fu_op_name((fu_op)op), rep->ops_hist[op]);

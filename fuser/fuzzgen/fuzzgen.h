@@ -51,6 +51,8 @@ typedef struct fz_report {
     int bound_hist[9];        /* fusions by lower bound */
     int excess_hist[5];       /* fusions by kernels - bound (4: 4 or more) */
     long long ops_hist[FU_OP_COUNT]; /* generated ops by kind */
+    int sched_hist[8];        /* kernels by scheduler (fu_sched) */
+    int norm_kernels;         /* of them, the outer scheduler's normalizations (fu_plan_options.outer_norm) */
     double seconds;
 } fz_report;
 

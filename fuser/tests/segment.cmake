@@ -29,6 +29,16 @@ set_tests_properties(test_fuzz_rows_plan PROPERTIES LABELS unit)
 set_tests_properties(test_fuzz_rows_compile PROPERTIES LABELS compile TIMEOUT 600 SKIP_RETURN_CODE 77
   ENVIRONMENT "FUSER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/fuzz-cache")
 set_tests_properties(test_fuzz_rows_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77)
+# The same generator with the outer scheduler's normalizations on (fu_plan_options.outer_norm, off by
+# default until measured): planned for 2 SMs, so that the generator's small fusions get their tiles;
+# the report must count some.
+add_test(NAME test_fuzz_outer_norm_compile COMMAND fuser_fuzz check --ops rows --sms 2 --count 100 --seed 19 --device compile)
+add_test(NAME test_fuzz_outer_norm_gpu COMMAND fuser_fuzz check --ops rows --sms 2 --count 200 --seed 19 --device gpu)
+set_tests_properties(test_fuzz_outer_norm_compile PROPERTIES LABELS compile TIMEOUT 600 SKIP_RETURN_CODE 77
+  FAIL_REGULAR_EXPRESSION "outer normalizations 0\\)"
+  ENVIRONMENT "FUSER_OUTER_NORM=1;FUSER_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/fuzz-cache")
+set_tests_properties(test_fuzz_outer_norm_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77
+  FAIL_REGULAR_EXPRESSION "outer normalizations 0\\)" ENVIRONMENT "FUSER_OUTER_NORM=1")
 # The sweep: every op over every dtype of its operands and extents 0, 1, 3 and 1027, where the verifier
 # accepts it (sw_*: ~2400 fusions); each case must be accepted for some dtypes.
 add_test(NAME test_sweep_plan COMMAND fuser_fuzz sweep --device plan)
