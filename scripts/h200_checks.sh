@@ -25,6 +25,11 @@
 #   scripts/h200_checks.sh queue-ab     ROW_PREFETCH_QUEUE_BYTES=128 (the next queued row's first batch
 #                                       in flight during this row's later passes) against the
 #                                       default, cross entropy bwd and fwd+bwd (docs/perf.md v45)
+#   scripts/h200_checks.sh outer-norm   on any card: the outer scheduler's normalizations (off by
+#                                       default, FUSER_OUTER_NORM=1): test_reduce_gpu, the generator's
+#                                       fusions with them on the GPU, and outer_norm.fusion timed with
+#                                       and without them beside torch.compile (scripts/gpu/outer_norm.sh,
+#                                       docs/perf.md v51); ~300 s
 #   scripts/h200_checks.sh torch-sweep  on any card: test_torch_ops.py with the sweep (every op over
 #                                       every dtype, `fuser-fuzz sweep`) through the PyTorch
 #                                       translation on the GPU, then on the CPU, failures grouped by
@@ -39,11 +44,11 @@
 #                                       A/B under the limit: FUSER_SM_LIMIT=96 before a VARIANTS
 #                                       call of gpu_session.sh
 #
-# Each but `emulate` runs only on an H200 (the targets are the H200's: its compute to bandwidth balance is not
-# the H100's) and otherwise says so and exits 0 at once, so that a start that brings an H100
-# costs seconds; --any-card runs it anyway. Then, here: `scripts/compare
-# results/baselines/nvidia_h200.json run.json` on the gate's run file in session.tgz (`targets`:
-# run.json; `short`: run2.json).
+# Each but `emulate`, `outer-norm` and `torch-sweep` runs only on an H200 (the targets are the
+# H200's: its compute to bandwidth balance is not the H100's) and otherwise says so and exits 0
+# at once, so that a start that brings an H100 costs seconds; --any-card runs it anyway. Then,
+# here: `scripts/compare results/baselines/nvidia_h200.json run.json` on the gate's run file in
+# session.tgz (`targets`: run.json; `short`: run2.json).
 # FUSEBENCH_GIT_COMMIT (default: git's HEAD where there is a .git) names the commit in the run file.
 set -u
 case "${1:-}" in
@@ -55,13 +60,13 @@ cd "$here" || exit 2
 what=$1
 any=0
 [ "${2:-}" = --any-card ] && any=1
-case "$what" in targets|short|tests|cluster-ab|softcap-ab|queue-ab|emulate|torch-sweep) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
+case "$what" in targets|short|tests|cluster-ab|softcap-ab|queue-ab|emulate|torch-sweep|outer-norm) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 echo "card: ${card:-none}"
 if [ -z "$card" ] && [ "$what" != torch-sweep ]; then echo "h200_checks.sh: no GPU here"; exit 0; fi
 if [ "$what" = emulate ]; then
   if echo "$card" | grep -q H200; then echo "h200_checks.sh: an H200: nothing to emulate (run targets)"; exit 0; fi
-elif [ "$what" != torch-sweep ] && [ "$any" = 0 ] && ! echo "$card" | grep -q H200; then
+elif [ "$what" != torch-sweep ] && [ "$what" != outer-norm ] && [ "$any" = 0 ] && ! echo "$card" | grep -q H200; then
   echo "h200_checks.sh: not an H200, nothing run (--any-card runs it anyway)"; exit 0
 fi
 if [ -z "${FUSEBENCH_GIT_COMMIT:-}" ] && git rev-parse --short HEAD >/dev/null 2>&1; then
@@ -111,6 +116,9 @@ case "$what" in
   softcap-ab)
     variants_ab "poly2=-DPOLY_EXP_EIGHTHS=2;poly4=-DPOLY_EXP_EIGHTHS=4;it16=-DMUFU_ROW_ITERS=16" 2 \
       "$softcap --repetitions 3 --time-limit 0.2" ;;
+  outer-norm)
+    env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_LABELS=gpu GPU_SESSION_TEST_NAMES='^test_reduce_gpu$' \
+      GPU_SESSION_PARTS=outer_norm scripts/gpu_session.sh ;;
   torch-sweep)
     out=${OUT:-/tmp/session}
     mkdir -p "$out"
