@@ -85,6 +85,14 @@
 #ifndef OUTER_NORM_TILE_BYTES
 #define OUTER_NORM_TILE_BYTES 64
 #endif
+/* A normalization's first pass (the one that reads memory, into the tile where there is one)
+ * is unrolled this far: 8 trips of 16-byte loads in flight a thread are 64 KB an SM at 512
+ * threads, beside the ~37 KB an H200 SM needs in flight to keep its share of the memory busy
+ * (18.8 bytes a clock for ~1 us); its blocks are few (one an SM with a 128 KB tile), so each
+ * thread's own loads must cover it. The later passes keep 4 (more lanes' values are live). */
+#ifndef OUTER_NORM_UNROLL
+#define OUTER_NORM_UNROLL 8
+#endif
 
 typedef struct outer_red {
     int node;
@@ -595,7 +603,7 @@ static void emit_rows_begin(outer_emit *e, bool *ragged)
             cg_line(c, "const %s row = (%s)by * %lld + ty + trip * %d;", it, it, (long long)p->rows_per_split, p->ty);
         }
     } else {
-        cg_line(c, "#pragma unroll 4");
+        cg_line(c, "#pragma unroll %d", p->norm && e->levels_done == 0 ? OUTER_NORM_UNROLL : 4);
         cg_line(c, "for (%s row = (%s)by * %lld + ty; live && row < row_end; row += %d) {", it, it,
                 (long long)p->rows_per_split, p->ty);
         c->indent++;
