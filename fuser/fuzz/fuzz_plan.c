@@ -3,8 +3,8 @@
  * schedulers and code generation (the CUDA C text), then both plan printers.
  * No NVRTC and no device: a plan with the default (H200) device numbers, in
  * both scatter modes, then with the outer scheduler's normalizations on
- * (fu_plan_options.outer_norm) for 2 SMs, where small fusions take their tiles. Every fusion that builds (the verifier accepts it)
- * plans, zero-size tensors and empty axes included; only memory may run out
+ * (fu_plan_options.outer_norm) for 2 SMs, where small fusions take their
+ * tiles. Every fusion that builds (the verifier accepts it) plans, zero-size tensors and empty axes included; only memory may run out
  * (regressions/plan/ has the ones that crashed k_pointwise.c before the
  * segmenter's fix). A refusal was allowed until session 46, when a softmax
  * over an empty axis and a cross entropy over no classes were refused. Seeds:

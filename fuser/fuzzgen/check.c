@@ -224,8 +224,9 @@ void fz_check(fu_fusion *const *fusions, int n, fz_device dev, int sms, fu_runti
             rep->above_bound += k > lb;
         }
         for (int j = 0; j < p->nkernels; j++) {
-            if ((int)p->kernels[j].sched < (int)(sizeof rep->sched_hist / sizeof rep->sched_hist[0])) rep->sched_hist[p->kernels[j].sched]++;
-            rep->norm_kernels += strstr(p->kernels[j].config, " normalization:") != NULL;
+            const fu_kernel_plan *kp = &p->kernels[j];
+            if ((int)kp->sched < (int)(sizeof rep->sched_hist / sizeof rep->sched_hist[0])) rep->sched_hist[kp->sched]++;
+            rep->norm_kernels += strstr(kp->config, " normalization:") != NULL;
         }
         if (dev == FZ_COMPILE)
             for (int j = 0; j < p->nkernels; j++) batch_add(&b, fu_fusion_name(f), p->kernels[j].source, rt, log, rep);
