@@ -11,7 +11,7 @@
 # Logs under ${OUT:-/tmp/out}/outer_norm/.
 # shellcheck source=part.sh
 . "$(dirname "$0")/part.sh" outer_norm
-sizes=${OUTER_NORM_SIZES:-B=8,R=4096,C=1024;B=32,R=512,C=2048;B=2,R=16384,C=1024}
+sizes=${OUTER_NORM_SIZES:-B=8,R=4096,C=1024;B=32,R=512,C=2048;B=2,R=16384,C=1024;B=1,R=8192,C=1024}
 for sms in 1 4; do
   for ops in rows extended; do
     t0=$SECONDS

@@ -77,8 +77,9 @@
 #define OUTER_UNROLL_ELEMS 16
 #endif
 /* A normalization's block, and the bytes of each row its tile of columns spans: 64
- * (two sectors a row), narrowed to 32 while that leaves fewer blocks than SMs; a
- * group with fewer column blocks than SMs even then is left to the row scheduler. */
+ * (two sectors a row), narrowed to 32 while that leaves fewer blocks than SMs; a group
+ * with fewer column blocks than half the SMs even then is left to the row scheduler
+ * (a softmax over axis 0 of [8192, 1024] f32 has 128 blocks of 32 bytes on 132 SMs). */
 #ifndef OUTER_NORM_THREADS
 #define OUTER_NORM_THREADS 512
 #endif
@@ -414,7 +415,7 @@ static int passes_reading(const fu_group *g, const outer_params *p, fu_tensor x,
  * shared memory, in the kernel's parameter order, while their tiles fit; the tile narrows
  * from OUTER_NORM_TILE_BYTES a row to 32 while the column blocks are fewer than the SMs or
  * the candidates' tiles do not fit. False and why where the column blocks are fewer than
- * the SMs even then. */
+ * half the SMs even then. */
 static bool choose_norm_config(const fu_group *g, outer_params *p, size_t widest, const cg_param *params,
                                int nparams, char *why, size_t nwhy)
 {
@@ -456,8 +457,8 @@ static bool choose_norm_config(const fu_group *g, outer_params *p, size_t widest
         if (p->tx == 1 || p->tx * lane_bytes <= 32 || (p->gx >= g->opts->sm_count && fits)) break;
         p->tx /= 2;
     }
-    if (p->gx < g->opts->sm_count) {
-        snprintf(why, nwhy, "outer normalization: %lld column blocks of %d bytes a row, fewer than the %d SMs",
+    if (p->gx * 2 < g->opts->sm_count) {
+        snprintf(why, nwhy, "outer normalization: %lld column blocks of %d bytes a row, fewer than half the %d SMs",
                  (long long)p->gx, p->tx * lane_bytes, g->opts->sm_count);
         return false;
     }
