@@ -160,6 +160,17 @@ static void test_sizes_cli(void)
         EXPECT_FAILURE(RUN("codegen", files[i], "--set", "T=9223372036854775807"), "is too large", NULL);
         EXPECT_FAILURE(RUN("run", files[i], "--set", "T=9223372036854775807"), "is too large", NULL);
     }
+    /* logits that fit, whose expansion's i64 class index ([N, V] at 8 bytes) does not (found by
+     * fuzz_plan: a verified fusion that failed to plan as an invalid one) */
+    char ce[1024];
+    snprintf(ce, sizeof ce, "%s/cross_entropy/cross_entropy_fwdbwd.fusion", suites_dir);
+    tu_output valid = RUN("check", ce, "--set", "N=1574119351");
+    CHECK(valid.status == 0);
+    CHECK_CONTAINS(valid.out, "ok: fusion");
+    tu_output_free(&valid);
+    EXPECT_FAILURE(RUN("plan", ce, "--set", "N=1574119351"),
+                   "op 'cross_entropy' -> 'loss': its expansion holds values of the shape [1574119351, 32768]", NULL);
+    EXPECT_FAILURE(RUN("codegen", ce, "--set", "N=1574119351"), "at up to 8 bytes an element", NULL);
 }
 
 /* ------------------------------------------------------------ exact integers */

@@ -219,11 +219,34 @@ static fu_tensor copy_node(dctx *c, const fu_node *n, const char *name)
     return fu_add_op(c->dst, n->op, n->ninputs, in, &n->attrs, name);
 }
 
+/* A composite expands into elementwise values of its operands' and result's shapes, of up to
+ * 8 bytes an element (an i64 class index beside f32 logits, an f32 copy of bf16 ones): where
+ * such a value cannot be addressed, neither a host nor a GPU has the memory for the op, though
+ * its operands fit. Out of memory, then, named at the op (not an invalid fusion: every fusion
+ * the verifier accepts plans or runs out of memory). */
+static fu_status check_expansion_fits(const fu_fusion *f, const fu_node *n, fu_error *err)
+{
+    for (int k = -1; k < n->ninputs; k++) {
+        const fu_value *v = fu_val(f, k < 0 ? n->output : n->inputs[k]);
+        char why[192], sh[192];
+        if (!fu_shape_fits(v->rank, v->shape, NULL, FU_I64, why, sizeof why))
+            return fu_error_set(err, FU_ERR_NOMEM,
+                                "op '%s' -> '%s': its expansion holds values of the shape %s of '%s' at up to 8 "
+                                "bytes an element; at 8 bytes %s",
+                                fu_op_name(n->op), fu_val(f, n->output)->name,
+                                fu_shape_str(v->rank, v->shape, sh, sizeof sh), v->name, why);
+    }
+    return FU_OK;
+}
+
 fu_status fu_fusion_decompose(const fu_fusion *f, fu_fusion **out, fu_error *err)
 {
     *out = NULL;
     fu_status s = fu_fusion_verify(f, err);
     if (s) return s;
+    for (int i = 0; i < f->nnodes; i++)
+        if (fu_op_kind_of(f->nodes[i].op) == FU_KIND_COMPOSITE && (s = check_expansion_fits(f, &f->nodes[i], err)))
+            return s;
     dctx c = {f, fu_fusion_new(f->name), fu_calloc((size_t)f->nvalues, sizeof(fu_tensor)), NULL, 0, {{0}}};
     if (!c.dst || !c.map) {
         fu_fusion_free(c.dst);
