@@ -509,6 +509,29 @@ static void check_outer_norm(fu_runtime *rt, const char *data)
         }
         tc_list_free(&l);
     }
+    /* an i64, an i32 and an f32 reduction in one level: each partial in a region of its own */
+    {
+        tc_list ml = {0};
+        tc_case *mc = tc_add_suite(&ml, data, "outer_norm_mixed.fusion", "norm", NULL, 0, FU_F32, NULL);
+        fu_plan_options mo;
+        fu_plan_options_default(&mo);
+        mo.outer_norm = true;
+        fu_plan *mp = NULL;
+        fu_error merr = {0};
+        CHECK(mc && fu_plan_build(mc->f, &mo, &mp, &merr) == FU_OK && mp->nkernels == 1 &&
+              mp->kernels[0].sched == FU_SCHED_OUTER);
+        if (mp && mp->nkernels == 1) {
+            const char *body = body_of(mp->kernels[0].source);
+            CHECK_CONTAINS(body, "((long long *)(fu_part + 0))[");
+            CHECK_CONTAINS(body, "((long long *)(fu_part + 128))[");
+            CHECK_CONTAINS(body, "((float *)(fu_part + 256))[");
+            fu_executable *x = NULL;
+            CHECK(fu_exec_prepare(rt, mp, &x, &merr) == FU_OK);
+            fu_exec_free(x);
+        }
+        fu_plan_free(mp);
+        tc_list_free(&ml);
+    }
     /* too few columns for a block on half the SMs even at 32 bytes a row (33 blocks of 16
      * bf16 columns): the row scheduler's */
     const char *few[] = {"B=1", "R=301", "C=520"};

@@ -23,7 +23,8 @@
  *   - outer_norm (a softmax and a layer norm over a non-innermost axis) planned with
  *     fu_plan_options.outer_norm (the plan must hold such a kernel): the tile in
  *     shared memory, scalar lanes at an odd C, and read again where it does not fit;
- *     once as the row scheduler plans it by default; max-relative as above;
+ *     once as the row scheduler plans it by default; outer_norm_mixed (an i32, an i64
+ *     and a float reduction in one level); max-relative as above;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
  *     column gradients combined by the last blocks) at four sizes;
  *   - bounded_lse (log-sum-exps of tanh and sigmoid values: the constant shift and
@@ -407,6 +408,7 @@ int main(int argc, char **argv)
             run_case_with(rt, data, "outer_norm.fusion", on_sets[k], 3, dts[d], false, true);
             if (k == 0) run_case(rt, data, "outer_norm.fusion", on_sets[k], 3, dts[d], false);
         }
+    for (int d = 0; d < 2; d++) run_case_with(rt, data, "outer_norm_mixed.fusion", NULL, 0, dts[d], false, true);
     /* bf16 sums read by f32 ops, held to the f32 tolerance: each sum rounded to bf16 first */
     run_case(rt, data, "bf16_sums.fusion", NULL, 0, FU_F32, false);
     run_case(rt, data, "bf16_column_sum.fusion", NULL, 0, FU_F32, false);

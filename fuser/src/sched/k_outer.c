@@ -709,7 +709,9 @@ static void emit_row_loop(outer_emit *e, int level)
 /* A normalization's partials of `level`'s reductions, combined over ty in a fixed order into
  * every thread of the column (the same bits in each, and in every run): within each warp by
  * shuffles between the lanes tx apart (a butterfly: both lanes of a pair add the same two
- * values), then the warps' rows in group order from shared memory. Two barriers a level. */
+ * values), then the warps' rows in group order from shared memory. Two barriers a level.
+ * Each reduction's partials have a region of groups x width 8-byte slots of their own (its
+ * start in doubles), so that reductions of other compute types (f32, i64) never overlap. */
 static void emit_norm_combine(outer_emit *e, int level)
 {
     const outer_params *p = e->p;
@@ -726,7 +728,7 @@ static void emit_norm_combine(outer_emit *e, int level)
                 snprintf(shfl, sizeof shfl, "__shfl_xor_sync(0xffffffffu, %s, %d)", v, off);
                 fu_red_combine(c, p->reds[i].op, v, shfl);
             }
-            cg_line(c, "if (ty %% %du == 0u) ((%s *)fu_part)[%d + ty / %du * %d + tx * %d + %d] = %s;",
+            cg_line(c, "if (ty %% %du == 0u) ((%s *)(fu_part + %d))[ty / %du * %d + tx * %d + %d] = %s;",
                     p->rows_a_warp, cg_compute_type(p->reds[i].acc_dt), slot * p->groups * width, p->rows_a_warp,
                     width, p->vec, lane, v);
         }
@@ -739,13 +741,13 @@ static void emit_norm_combine(outer_emit *e, int level)
         const char *ct = cg_compute_type(p->reds[i].acc_dt);
         for (int lane = 0; lane < p->vec; lane++) {
             const char *v = e->var[i][lane];
-            cg_line(c, "%s = ((const %s *)fu_part)[%d + tx * %d + %d];", v, ct, slot * p->groups * width, p->vec, lane);
+            cg_line(c, "%s = ((const %s *)(fu_part + %d))[tx * %d + %d];", v, ct, slot * p->groups * width, p->vec, lane);
             if (p->groups > 1) {
                 cg_line(c, "#pragma unroll");
                 cg_line(c, "for (int grp = 1; grp < %d; grp++)", p->groups);
                 cg_open(c);
                 char rd[128];
-                snprintf(rd, sizeof rd, "((const %s *)fu_part)[%d + grp * %d + tx * %d + %d]", ct,
+                snprintf(rd, sizeof rd, "((const %s *)(fu_part + %d))[grp * %d + tx * %d + %d]", ct,
                          slot * p->groups * width, width, p->vec, lane);
                 fu_red_combine(c, p->reds[i].op, v, rd);
                 cg_close(c);
