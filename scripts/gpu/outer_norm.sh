@@ -28,6 +28,6 @@ for on in 0 1; do
   FUSER_OUTER_NORM=$on timeout 200 "$build/suites/run_suite" "$here/fuser/tests/data/outer_norm.fusion" --sizes "$sizes" \
     --dtype f32,bf16 $torch --repetitions 3 --time-limit 0.1 >"$out/run_$on.txt" 2>"$out/run_$on.err"
   echo "== FUSER_OUTER_NORM=$on: exit $? in $((SECONDS - t0)) s"
-  grep -E ' (ok|FAIL|WRONG)|copy' "$out/run_$on.txt" || tail -n 5 "$out/run_$on.err"
+  grep -hE ' (ok|FAIL|WRONG)|copy bandwidth| kernels? \(' "$out/run_$on.txt" "$out/run_$on.err" || tail -n 5 "$out/run_$on.err"
   torch=
 done
