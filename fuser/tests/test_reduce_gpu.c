@@ -401,8 +401,10 @@ int main(int argc, char **argv)
     }
     /* normalizations over a non-innermost axis (outer_norm): the tile in shared memory (64-byte
      * rows of 4 f32 or bf16 lanes; rows of scalar lanes at an odd C), and read again (8200 rows:
-     * the tile does not fit); also as the row scheduler plans them by default */
-    const char *on_sets[][3] = {{"B=4", "R=301", "C=1100"}, {"B=3", "R=257", "C=1001"}, {"B=2", "R=8200", "C=1056"}};
+     * the tile does not fit); 8 rows in blocks of 8 x 8 threads; also as the row scheduler plans
+     * them by default */
+    const char *on_sets[][3] = {{"B=4", "R=301", "C=1100"}, {"B=3", "R=257", "C=1001"}, {"B=2", "R=8200", "C=1056"},
+                                {"B=2", "R=8", "C=4096"}};
     for (int d = 0; d < 2; d++)
         for (size_t k = 0; k < sizeof on_sets / sizeof on_sets[0]; k++) {
             run_case_with(rt, data, "outer_norm.fusion", on_sets[k], 3, dts[d], false, true);

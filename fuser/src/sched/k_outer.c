@@ -411,7 +411,7 @@ static int passes_reading(const fu_group *g, const outer_params *p, fu_tensor x,
 }
 
 /* A normalization's tile, block and cache: every block owns tx * vec columns over all the
- * rows (no splits). The inputs of the domain's shape that two passes or more read are kept in
+ * rows (no splits), with ty rows of threads (fewer, and tx more, where the rows are few). The inputs of the domain's shape that two passes or more read are kept in
  * shared memory, in the kernel's parameter order, while their tiles fit; the tile narrows
  * from OUTER_NORM_TILE_BYTES a row to 32 while the column blocks are fewer than the SMs or
  * the candidates' tiles do not fit. False and why where the column blocks are fewer than
@@ -449,10 +449,7 @@ static bool choose_norm_config(const fu_group *g, outer_params *p, size_t widest
     for (;;) {
         p->gx = (col_threads + p->tx - 1) / p->tx;
         p->ty = p->threads / p->tx;
-        p->rows_a_warp = p->tx < 32 ? 32 / p->tx : 1;
-        p->groups = p->ty / p->rows_a_warp;
-        p->part_slots = p->level_reds * p->groups * p->tx * p->vec;
-        left = max_shared - (int64_t)p->part_slots * 8;
+        left = max_shared - (int64_t)p->level_reds * p->ty * p->tx * p->vec * 8; /* at most this many partials */
         bool fits = p->Rn * p->tx * p->vec * want_bytes + 16 * OUTER_MAX_CACHE <= left;
         if (p->tx == 1 || p->tx * lane_bytes <= 32 || (p->gx >= g->opts->sm_count && fits)) break;
         p->tx /= 2;
@@ -462,6 +459,22 @@ static bool choose_norm_config(const fu_group *g, outer_params *p, size_t widest
                  (long long)p->gx, p->tx * lane_bytes, g->opts->sm_count);
         return false;
     }
+    /* Fewer rows than rows of threads: the idle ones go to the columns (a wider tile) while the
+     * blocks stay as many as the SMs, then the block shrinks to the rows (whole warps: the
+     * combine's shuffles take every lane). */
+    int64_t rows_p2 = 1;
+    while (rows_p2 < p->Rn && rows_p2 < p->ty) rows_p2 *= 2;
+    while (p->ty > rows_p2 && (col_threads + 2 * p->tx - 1) / (2 * p->tx) >= g->opts->sm_count) {
+        p->tx *= 2;
+        p->ty /= 2;
+        p->gx = (col_threads + p->tx - 1) / p->tx;
+    }
+    if (p->ty > rows_p2) p->ty = (int)(p->tx * rows_p2 >= 32 ? rows_p2 : 32 / p->tx);
+    p->threads = p->tx * p->ty;
+    p->rows_a_warp = p->tx < 32 ? 32 / p->tx : 1;
+    p->groups = p->ty / p->rows_a_warp;
+    p->part_slots = p->level_reds * p->groups * p->tx * p->vec;
+    left = max_shared - (int64_t)p->part_slots * 8;
     p->splits = 1;
     p->rows_per_split = p->Rn;
     p->unrolled_rows = 0;
