@@ -94,6 +94,9 @@
 #ifndef OUTER_NORM_UNROLL
 #define OUTER_NORM_UNROLL 8
 #endif
+/* A normalization's partials are static shared memory, which a kernel may hold up to 48 KB of:
+ * a group whose level's partials need more is left to the row scheduler. */
+#define OUTER_NORM_MAX_PARTIAL_BYTES 32768
 
 typedef struct outer_red {
     int node;
@@ -411,11 +414,13 @@ static int passes_reading(const fu_group *g, const outer_params *p, fu_tensor x,
 }
 
 /* A normalization's tile, block and cache: every block owns tx * vec columns over all the
- * rows (no splits), with ty rows of threads (fewer, and tx more, where the rows are few). The inputs of the domain's shape that two passes or more read are kept in
+ * rows (no splits), with ty rows of threads (fewer, and tx more up to a warp, where the rows
+ * are few). The inputs of the domain's shape that two passes or more read are kept in
  * shared memory, in the kernel's parameter order, while their tiles fit; the tile narrows
  * from OUTER_NORM_TILE_BYTES a row to 32 while the column blocks are fewer than the SMs or
  * the candidates' tiles do not fit. False and why where the column blocks are fewer than
- * half the SMs even then. */
+ * half the SMs even then, or where the partials would not fit a kernel's static shared
+ * memory (OUTER_NORM_MAX_PARTIAL_BYTES). */
 static bool choose_norm_config(const fu_group *g, outer_params *p, size_t widest, const cg_param *params,
                                int nparams, char *why, size_t nwhy)
 {
@@ -464,7 +469,7 @@ static bool choose_norm_config(const fu_group *g, outer_params *p, size_t widest
      * combine's shuffles take every lane). */
     int64_t rows_p2 = 1;
     while (rows_p2 < p->Rn && rows_p2 < p->ty) rows_p2 *= 2;
-    while (p->ty > rows_p2 && (col_threads + 2 * p->tx - 1) / (2 * p->tx) >= g->opts->sm_count) {
+    while (p->ty > rows_p2 && p->tx < 32 && (col_threads + 2 * p->tx - 1) / (2 * p->tx) >= g->opts->sm_count) {
         p->tx *= 2;
         p->ty /= 2;
         p->gx = (col_threads + p->tx - 1) / p->tx;
@@ -474,6 +479,11 @@ static bool choose_norm_config(const fu_group *g, outer_params *p, size_t widest
     p->rows_a_warp = p->tx < 32 ? 32 / p->tx : 1;
     p->groups = p->ty / p->rows_a_warp;
     p->part_slots = p->level_reds * p->groups * p->tx * p->vec;
+    if ((int64_t)p->part_slots * 8 > OUTER_NORM_MAX_PARTIAL_BYTES) {
+        snprintf(why, nwhy, "outer normalization: %d partials of 8 bytes a level, more than %d bytes of static "
+                 "shared memory", p->part_slots, OUTER_NORM_MAX_PARTIAL_BYTES);
+        return false;
+    }
     left = max_shared - (int64_t)p->part_slots * 8;
     p->splits = 1;
     p->rows_per_split = p->Rn;
