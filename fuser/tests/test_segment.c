@@ -51,6 +51,7 @@ static const expect cases[] = {
     {"segment/one_block_scatter.fusion", {NULL}, 1},
     {"segment/grid_sum_of_broadcast.fusion", {NULL}, 1},
     {"segment/one_block_grid_step.fusion", {NULL}, 1},
+    {"segment/grid_value_gathered.fusion", {NULL}, 1},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */

@@ -12,7 +12,9 @@
  * kernel's column sums; unless there is only one row) or a scatter's result.
  * A boundary is forced where
  *   - an op reads a grid-wide value at more elements than it has (a full-size
- *     value needs the whole grid's reduction first), or a scatter's result;
+ *     value needs the whole grid's reduction first; counted at the elements the
+ *     outputs can read of the op, `demands`: a value only gathered at one
+ *     position the last block computes), or a scatter's result;
  *   - an op combines per-row values of two row kinds;
  *   - the op is a segment_set (the user asked for one).
  * Grid-wide values combine with each other and reduce further without one
@@ -68,13 +70,34 @@ static int inputs_level(const fu_node *n, const dep *deps)
     return level;
 }
 
+/* The elements of each tensor that the outputs can read, at most, walking back from them: an
+ * output all its own; an op's inputs at most as many as the op is read at (each element of a
+ * pointwise op, a view or a gather reads one of each input: a gather of k elements reads k of
+ * its source); all of a reduction's, a scatter's or a composite's input where any of the op
+ * is read. */
+static void demands(const fu_fusion *f, int64_t *demand)
+{
+    for (int k = 0; k < f->noutputs; k++) demand[f->outputs[k]] = fu_tensor_numel(f, f->outputs[k]);
+    for (int i = f->nnodes - 1; i >= 0; i--) {
+        const fu_node *n = &f->nodes[i];
+        const int64_t read = demand[n->output];
+        if (read == 0) continue;
+        fu_op_kind kind = fu_op_kind_of(n->op);
+        bool whole = kind == FU_KIND_REDUCE || kind == FU_KIND_SCATTER || kind == FU_KIND_COMPOSITE;
+        for (int k = 0; k < n->ninputs; k++) {
+            const int64_t all = fu_tensor_numel(f, n->inputs[k]), want = whole || read > all ? all : read;
+            if (want > demand[n->inputs[k]]) demand[n->inputs[k]] = want;
+        }
+    }
+}
+
 /* What an op that is no reduction or segment_set depends on (a scatter: the level; its kind is
  * set after). local: one block can compute the op's value from what earlier kernels left
- * (block_local). */
-static dep combine(const fu_fusion *f, const fu_node *n, const dep *deps, bool local)
+ * (block_local); demand: demands'. */
+static dep combine(const fu_fusion *f, const fu_node *n, const dep *deps, const int64_t *demand, bool local)
 {
     dep d = {inputs_level(n, deps), DEP_FREE, -1};
-    int64_t numel = fu_tensor_numel(f, n->output);
+    int64_t numel = demand[n->output];
     bool forced = false, after_scatter = false;
     for (int k = 0; k < n->ninputs; k++) {
         const dep *in = &deps[n->inputs[k]];
@@ -141,16 +164,19 @@ int fu_kernels_lower_bound(const fu_fusion *f)
     dep *deps = fu_calloc((size_t)f->nvalues + 1, sizeof *deps);
     row_kind *kinds = fu_calloc((size_t)f->nnodes + 1, sizeof *kinds);
     bool *local = fu_calloc((size_t)f->nvalues + 1, sizeof *local);
+    int64_t *demand = fu_calloc((size_t)f->nvalues + 1, sizeof *demand);
     cone_walk walk = {fu_calloc((size_t)f->nnodes + 1, sizeof(int)), fu_calloc((size_t)f->nnodes + 1, sizeof(int)), 0};
-    if (!deps || !kinds || !local || !walk.seen || !walk.stack) {
+    if (!deps || !kinds || !local || !demand || !walk.seen || !walk.stack) {
         fu_free(deps);
         fu_free(kinds);
         fu_free(local);
+        fu_free(demand);
         fu_free(walk.seen);
         fu_free(walk.stack);
         return 1;
     }
     for (int t = 0; t < f->nvalues; t++) local[t] = f->values[t].producer < 0;
+    demands(f, demand);
     int nkinds = 0;
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
@@ -168,7 +194,7 @@ int fu_kernels_lower_bound(const fu_fusion *f)
             int level = inputs_level(n, deps);
             bool floats = fu_block_scatter_work(f, n) >= 0;
             bool one_block = floats && block_local(f, n, deps, local, level, &walk);
-            d = combine(f, n, deps, one_block);
+            d = combine(f, n, deps, demand, one_block);
             if (d.level > level) one_block = floats && block_local(f, n, deps, local, d.level, &walk);
             d.kind = one_block ? DEP_GRID : DEP_SCATTER;
             local[n->output] = one_block;
@@ -196,7 +222,7 @@ int fu_kernels_lower_bound(const fu_fusion *f)
         } else {
             int level = inputs_level(n, deps);
             local[n->output] = block_local(f, n, deps, local, level, &walk);
-            d = combine(f, n, deps, local[n->output]);
+            d = combine(f, n, deps, demand, local[n->output]);
             if (d.level > level) local[n->output] = true; /* past a boundary: from memory */
         }
         deps[n->output] = d;
@@ -213,6 +239,7 @@ int fu_kernels_lower_bound(const fu_fusion *f)
     fu_free(deps);
     fu_free(kinds);
     fu_free(local);
+    fu_free(demand);
     fu_free(walk.seen);
     fu_free(walk.stack);
     return kernels;
