@@ -437,6 +437,29 @@ static void check_outer_params(const char *data)
     }
 }
 
+/* The one-kernel plan of data/rel with fu_plan_options.outer_norm, checked to be of scheduler
+ * want; NULL (checks failed) otherwise. */
+static fu_plan *plan_outer_norm(const char *data, const char *rel, const char *const *sets, int nsets, fu_dtype dt,
+                                fu_sched want)
+{
+    tc_list l = {0};
+    tc_case *c = tc_add_suite(&l, data, rel, "norm", sets, nsets, dt, NULL);
+    fu_plan_options o;
+    fu_plan_options_default(&o);
+    o.outer_norm = true;
+    fu_plan *p = NULL;
+    fu_error err = {0};
+    bool ok = c && fu_plan_build(c->f, &o, &p, &err) == FU_OK && p->nkernels == 1 && p->kernels[0].sched == want;
+    CHECK(ok);
+    if (!ok) {
+        fprintf(stderr, "%s: not one kernel of the %s scheduler\n", rel, fu_sched_name(want));
+        fu_plan_free(p);
+        p = NULL;
+    }
+    tc_list_free(&l);
+    return p;
+}
+
 /* Normalizations over a non-innermost axis (outer_norm.fusion): with fu_plan_options.outer_norm
  * one kernel of the outer scheduler, whose tile, block and cache are as its rules say and whose
  * text NVRTC compiles; without it, the plan is the row scheduler's, as before the option. */
@@ -514,41 +537,22 @@ static void check_outer_norm(fu_runtime *rt, const char *data)
         tc_list_free(&l);
     }
     /* an i64, an i32 and an f32 reduction in one level: each partial in a region of its own */
-    {
-        tc_list ml = {0};
-        tc_case *mc = tc_add_suite(&ml, data, "outer_norm_mixed.fusion", "norm", NULL, 0, FU_F32, NULL);
-        fu_plan_options mo;
-        fu_plan_options_default(&mo);
-        mo.outer_norm = true;
-        fu_plan *mp = NULL;
-        fu_error merr = {0};
-        CHECK(mc && fu_plan_build(mc->f, &mo, &mp, &merr) == FU_OK && mp->nkernels == 1 &&
-              mp->kernels[0].sched == FU_SCHED_OUTER);
-        if (mp && mp->nkernels == 1) {
-            const char *body = body_of(mp->kernels[0].source);
-            CHECK_CONTAINS(body, "((long long *)(fu_part + 0))[");
-            CHECK_CONTAINS(body, "((long long *)(fu_part + 128))[");
-            CHECK_CONTAINS(body, "((float *)(fu_part + 256))[");
-            fu_executable *x = NULL;
-            CHECK(fu_exec_prepare(rt, mp, &x, &merr) == FU_OK);
-            fu_exec_free(x);
-        }
-        fu_plan_free(mp);
-        tc_list_free(&ml);
+    fu_plan *mixed = plan_outer_norm(data, "outer_norm_mixed.fusion", NULL, 0, FU_F32, FU_SCHED_OUTER);
+    if (mixed) {
+        const char *body = body_of(mixed->kernels[0].source);
+        CHECK_CONTAINS(body, "((long long *)(fu_part + 0))[");
+        CHECK_CONTAINS(body, "((long long *)(fu_part + 128))[");
+        CHECK_CONTAINS(body, "((float *)(fu_part + 256))[");
+        fu_executable *x = NULL;
+        fu_error err = {0};
+        CHECK(fu_exec_prepare(rt, mixed, &x, &err) == FU_OK);
+        fu_exec_free(x);
     }
+    fu_plan_free(mixed);
     /* too few columns for a block on half the SMs even at 32 bytes a row (33 blocks of 16
      * bf16 columns): the row scheduler's */
     const char *few[] = {"B=1", "R=301", "C=520"};
-    tc_list l = {0};
-    tc_case *c = tc_add_suite(&l, data, "outer_norm.fusion", "norm", few, 3, FU_BF16, NULL);
-    fu_plan_options o;
-    fu_plan_options_default(&o);
-    o.outer_norm = true;
-    fu_plan *p = NULL;
-    fu_error err = {0};
-    CHECK(c && fu_plan_build(c->f, &o, &p, &err) == FU_OK && p->nkernels == 1 && p->kernels[0].sched == FU_SCHED_REDUCTION);
-    fu_plan_free(p);
-    tc_list_free(&l);
+    fu_plan_free(plan_outer_norm(data, "outer_norm.fusion", few, 3, FU_BF16, FU_SCHED_REDUCTION));
 }
 
 /* The row scheduler's parameters: the decisions named, and the launch's numbers the struct's. */
