@@ -10,7 +10,9 @@
 #                                       backward; ~560 s
 #   scripts/h200_checks.sh short        the two most needed of `targets` in ~370 s: the soft-capped
 #                                       cross entropy against torch.compile, then the gate's fuser rows
-#   scripts/h200_checks.sh tests        every `gpu` test (~80 s on an H100, four at a time)
+#   scripts/h200_checks.sh tests        every `gpu` test (~80 s on an H100, four at a time), then
+#                                       the transpose scheduler's A/B beside torch.compile
+#                                       (scripts/gpu/transpose.sh)
 #   scripts/h200_checks.sh cluster-ab   the default (a cluster block's next row part in flight
 #                                       during this row's pass 2 where the card's balance asks it,
 #                                       docs/perf.md v47, v50) against ROW_PREFETCH_CLUSTER_BYTES=0:
@@ -104,7 +106,7 @@ case "$what" in
       GPU_SESSION_SECOND="all --filter /fuser/ --repetitions 3 --time-limit 0.1" \
       scripts/gpu_session.sh $softcap --with-torch --repetitions 3 --time-limit 0.2 ;;
   tests)
-    env "${common[@]}" GPU_SESSION_DEADLINE_S=400 GPU_SESSION_LABELS=gpu scripts/gpu_session.sh ;;
+    env "${common[@]}" GPU_SESSION_DEADLINE_S=450 GPU_SESSION_LABELS=gpu GPU_SESSION_PARTS=transpose scripts/gpu_session.sh ;;
   cluster-ab)
     parts=
     [ "${AB_ALL:-0}" = 1 ] && parts=";part64=-DCLUSTER_PART_BYTES=65536"

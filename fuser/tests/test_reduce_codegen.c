@@ -555,6 +555,81 @@ static void check_outer_norm(fu_runtime *rt, const char *data)
     fu_plan_free(plan_outer_norm(data, "outer_norm.fusion", few, 3, FU_BF16, FU_SCHED_REDUCTION));
 }
 
+/* The one-kernel plan of data/rel, checked to be of scheduler want, with or without
+ * fu_plan_options.transpose; NULL (checks failed) otherwise. */
+static fu_plan *plan_transpose(const char *data, const char *rel, const char *const *sets, int nsets, fu_dtype dt,
+                               bool on, fu_sched want)
+{
+    tc_list l = {0};
+    tc_case *c = tc_add_suite(&l, data, rel, "transpose", sets, nsets, dt, NULL);
+    fu_plan_options o;
+    fu_plan_options_default(&o);
+    o.transpose = on;
+    fu_plan *p = NULL;
+    fu_error err = {0};
+    bool ok = c && fu_plan_build(c->f, &o, &p, &err) == FU_OK && p->nkernels == 1 && p->kernels[0].sched == want;
+    CHECK(ok);
+    if (!ok) {
+        fprintf(stderr, "%s (%s): not one kernel of the %s scheduler: %s\n", rel, fu_dtype_name(dt), fu_sched_name(want),
+                p ? (p->nkernels ? fu_sched_name(p->kernels[0].sched) : "no kernel") : err.message);
+        fu_plan_free(p);
+        p = NULL;
+    }
+    tc_list_free(&l);
+    return p;
+}
+
+/* Pointwise groups that read an input across the output's innermost axis (k_transpose.c, with
+ * fu_plan_options.transpose): the tile's axes, what is staged, the padded rows, the partial
+ * tiles' guards, and NVRTC compiles each; short tile axes and the option off leave the group to
+ * the pointwise scheduler. */
+static void check_transpose(fu_runtime *rt, const char *data)
+{
+    static const struct {
+        const char *rel;
+        const char *sets[3];
+        fu_dtype dt;
+        const char *fields[6];
+    } want[] = {
+        /* [4, 1024, 2048] = [4, 2048, 1024] permuted and added: x staged along axis 1 */
+        {"transpose.fusion", {"B=4", "M=1024", "N=2048"}, FU_F32,
+         {"\"axes\": [1, 2]", "\"staged\": [\"x\"]", "\"shared_bytes\": 4224", "\"blocks\": [4, 32, 64]",
+          "fu_tile0[fu_ty + fu_r][fu_tx] = in0[2097152 * (d0) + (fu_j0 + fu_tx) + 1024 * (fu_l0 + fu_ty + fu_r)];", NULL}},
+        /* partial tiles on both axes (77 = 2 x 32 + 13, 1000 = 31 x 32 + 8), bf16 rows of 34 */
+        {"transpose.fusion", {"B=1", "M=77", "N=1000"}, FU_BF16,
+         {"\"blocks\": [1, 3, 32]", "__shared__ fu_bf16 fu_tile0[32][34];",
+          "if (fu_j0 + fu_tx < 77 && fu_l0 + fu_ty + fu_r < 1000) {", "if (d1 < 77 && d2 < 1000) {", NULL}},
+        /* a read both ways (a), a bool (rows of 36 bytes) and an f32 input beside bf16 */
+        {"transpose_both.fusion", {"N=1000"}, FU_BF16,
+         {"\"staged\": [\"m\", \"a\", \"b\"]", "__shared__ unsigned char fu_tile0[32][36];",
+          "__shared__ float fu_tile2[32][33];", "fu_load(in0[(1000 * d0 + d1)])", "fu_load(fu_tile1[fu_tx][fu_ty + fu_r])",
+          NULL}},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        int nsets = 0;
+        while (nsets < 3 && want[i].sets[nsets]) nsets++;
+        fu_plan *p = plan_transpose(data, want[i].rel, want[i].sets, nsets, want[i].dt, true, FU_SCHED_TRANSPOSE);
+        if (!p) continue;
+        const fu_kernel_plan *kp = &p->kernels[0];
+        CHECK(kp->params_json != NULL && kp->block == 256);
+        for (int k = 0; want[i].fields[k]; k++)
+            CHECK_CONTAINS(strncmp(want[i].fields[k], "\"", 1) ? kp->source : kp->params_json, want[i].fields[k]);
+        CHECK_CONTAINS(kp->source, "__syncthreads();");
+        fu_executable *x = NULL;
+        fu_error err = {0};
+        fu_status st = fu_exec_prepare(rt, p, &x, &err);
+        CHECK(st == FU_OK);
+        if (st != FU_OK) fprintf(stderr, "transpose %s: %s\n", want[i].rel, err.message);
+        fu_exec_free(x);
+        printf("transpose %-5s %s: %s\n", fu_dtype_name(want[i].dt), want[i].rel, kp->config);
+        fu_plan_free(p);
+    }
+    /* the option off, and a tile axis of 8 elements: the pointwise scheduler's */
+    const char *short_axis[] = {"B=4", "M=8", "N=2048"};
+    fu_plan_free(plan_transpose(data, "transpose.fusion", NULL, 0, FU_F32, false, FU_SCHED_POINTWISE));
+    fu_plan_free(plan_transpose(data, "transpose.fusion", short_axis, 3, FU_F32, true, FU_SCHED_POINTWISE));
+}
+
 /* The row scheduler's parameters: the decisions named, and the launch's numbers the struct's. */
 static void check_row_params(const char *data, const char *suites)
 {
@@ -795,6 +870,7 @@ int main(void)
     char *f32 = one_kernel(rt, data, "softcap_cross_entropy.fusion", sets, 2, FU_F32);
     if (suites) check_vector_miss(rt, data, suites);
     check_outer_norm(rt, data);
+    check_transpose(rt, data);
     CHECK_CONTAINS(body_of(bf), "fu_tanh_approx(");
     CHECK(!strstr(body_of(bf), "fu_tanh(") && !strstr(body_of(bf), "/ 30.0f"));
     CHECK_CONTAINS(body_of(f32), "fu_tanh(");

@@ -25,6 +25,10 @@
  *     shared memory, scalar lanes at an odd C, and read again where it does not fit;
  *     once as the row scheduler plans it by default; outer_norm_mixed (an i32, an i64
  *     and a float reduction in one level); max-relative as above;
+ *   - transpose and transpose_both (pointwise reads across the output's innermost axis)
+ *     planned with fu_plan_options.transpose (the plan must hold a transpose kernel):
+ *     whole and partial tiles, a read both ways, a bool; element by element as
+ *     pointwise_math;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
  *     column gradients combined by the last blocks) at four sizes;
  *   - bounded_lse (log-sum-exps of tanh and sigmoid values: the constant shift and
@@ -90,9 +94,14 @@ static double error_of(const fu_host_tensor *a, const fu_host_tensor *b, bool el
     return maxref > 0 ? maxdiff / maxref : maxdiff;
 }
 
-/* outer_norm: planned with fu_plan_options.outer_norm, whose kernel the plan must hold. */
+/* The plan options a case turns on; the plan must then hold such a kernel. */
+enum {
+    RC_OUTER_NORM = 1, /* fu_plan_options.outer_norm: an outer normalization */
+    RC_TRANSPOSE = 2,  /* fu_plan_options.transpose: a transpose kernel */
+};
+
 static void run_case_with(fu_runtime *rt, const char *data, const char *rel, const char *const *sets, int nsets,
-                          fu_dtype dt, bool elementwise, bool outer_norm)
+                          fu_dtype dt, bool elementwise, unsigned options)
 {
     tc_list l = {0};
     tc_case *c = tc_add_suite(&l, data, rel, "gpu", sets, nsets, dt, NULL);
@@ -104,14 +113,17 @@ static void run_case_with(fu_runtime *rt, const char *data, const char *rel, con
     fu_error err = {0};
     fu_plan_options po;
     fu_plan_options_for_device(rt, &po);
-    if (outer_norm) {
-        po.outer_norm = true;
+    if (options) {
+        po.outer_norm = options & RC_OUTER_NORM;
+        po.transpose = options & RC_TRANSPOSE;
         fu_plan *plan = NULL;
-        bool planned = fu_plan_build(f, &po, &plan, &err) == FU_OK, norm = false;
+        bool planned = fu_plan_build(f, &po, &plan, &err) == FU_OK, held = false;
         for (int k = 0; planned && k < plan->nkernels; k++)
-            norm |= strstr(plan->kernels[k].config, " normalization:") != NULL;
-        CHECK(planned && norm);
-        if (!(planned && norm)) fprintf(stderr, "%s: no outer normalization kernel in the plan\n", c->name);
+            held |= options & RC_OUTER_NORM ? strstr(plan->kernels[k].config, " normalization:") != NULL
+                                            : plan->kernels[k].sched == FU_SCHED_TRANSPOSE;
+        CHECK(planned && held);
+        if (!(planned && held))
+            fprintf(stderr, "%s: no %s kernel in the plan\n", c->name, options & RC_OUTER_NORM ? "outer normalization" : "transpose");
         fu_plan_free(plan);
     }
     double worst = 0;
@@ -146,7 +158,8 @@ static void run_case_with(fu_runtime *rt, const char *data, const char *rel, con
     if (s == FU_OK) free_tensors(gpu, nout);
     if (r == FU_OK) free_tensors(cpu, nout);
     free_tensors(in, nin);
-    printf("%-44s %s%s error=%-9.3g (tolerance %.3g)  %s\n", c->name, outer_norm ? "outer_norm " : "",
+    printf("%-44s %s%s%s error=%-9.3g (tolerance %.3g)  %s\n", c->name, options & RC_OUTER_NORM ? "outer_norm " : "",
+           options & RC_TRANSPOSE ? "transpose " : "",
            elementwise ? "elementwise" : "max-relative", worst, tol, check_failures == before ? "PASS" : "FAIL");
     fflush(stdout);
     tc_list_free(&l);
@@ -155,7 +168,7 @@ static void run_case_with(fu_runtime *rt, const char *data, const char *rel, con
 static void run_case(fu_runtime *rt, const char *data, const char *rel, const char *const *sets, int nsets, fu_dtype dt,
                      bool elementwise)
 {
-    run_case_with(rt, data, rel, sets, nsets, dt, elementwise, false);
+    run_case_with(rt, data, rel, sets, nsets, dt, elementwise, 0);
 }
 
 /* The bf16 rules of docs/format.md (Numerics) that bound the distance to the interpreter's bits: a
@@ -407,10 +420,20 @@ int main(int argc, char **argv)
                                 {"B=2", "R=8", "C=4096"}};
     for (int d = 0; d < 2; d++)
         for (size_t k = 0; k < sizeof on_sets / sizeof on_sets[0]; k++) {
-            run_case_with(rt, data, "outer_norm.fusion", on_sets[k], 3, dts[d], false, true);
+            run_case_with(rt, data, "outer_norm.fusion", on_sets[k], 3, dts[d], false, RC_OUTER_NORM);
             if (k == 0) run_case(rt, data, "outer_norm.fusion", on_sets[k], 3, dts[d], false);
         }
-    for (int d = 0; d < 2; d++) run_case_with(rt, data, "outer_norm_mixed.fusion", NULL, 0, dts[d], false, true);
+    for (int d = 0; d < 2; d++) run_case_with(rt, data, "outer_norm_mixed.fusion", NULL, 0, dts[d], false, RC_OUTER_NORM);
+    /* pointwise reads across the output's innermost axis (fu_plan_options.transpose): whole and
+     * partial tiles, a batch of 1, a read both ways, a bool and an f32 input beside DT; the
+     * same values as the pointwise kernel's, element by element (no op rounds differently) */
+    const char *tr_sets[][3] = {{"B=4", "M=1024", "N=2048"}, {"B=1", "M=77", "N=1000"}, {"B=3", "M=33", "N=16"}};
+    const char *tb_sets[][1] = {{"N=1536"}, {"N=1000"}, {"N=17"}};
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < 3; k++) {
+            run_case_with(rt, data, "transpose.fusion", tr_sets[k], 3, dts[d], true, RC_TRANSPOSE);
+            run_case_with(rt, data, "transpose_both.fusion", tb_sets[k], 1, dts[d], true, RC_TRANSPOSE);
+        }
     /* bf16 sums read by f32 ops, held to the f32 tolerance: each sum rounded to bf16 first */
     run_case(rt, data, "bf16_sums.fusion", NULL, 0, FU_F32, false);
     run_case(rt, data, "bf16_column_sum.fusion", NULL, 0, FU_F32, false);

@@ -21,13 +21,4 @@ for sms in 1 4; do
     grep -E '^fusions:|^kernels by scheduler|differs|does not|failed' "$out/fuzz_${ops}_$sms.txt" | head -n 8
   done
 done
-torch=--with-torch
-for on in 0 1; do
-  t0=$SECONDS
-  # shellcheck disable=SC2086 # $torch is one word or none
-  FUSER_OUTER_NORM=$on timeout 200 "$build/suites/run_suite" "$here/fuser/tests/data/outer_norm.fusion" --sizes "$sizes" \
-    --dtype f32,bf16 $torch --repetitions 3 --time-limit 0.1 >"$out/run_$on.txt" 2>"$out/run_$on.err"
-  echo "== FUSER_OUTER_NORM=$on: exit $? in $((SECONDS - t0)) s"
-  grep -hE ' (ok|FAIL|WRONG)|copy bandwidth| kernels? \(' "$out/run_$on.txt" "$out/run_$on.err" || tail -n 5 "$out/run_$on.err"
-  torch=
-done
+option_ab FUSER_OUTER_NORM "$here/fuser/tests/data/outer_norm.fusion" "$sizes"

@@ -17,6 +17,7 @@ typedef enum fu_sched {
     FU_SCHED_REDUCTION, /* row reductions, online softmax, passes over a row, grid reduction */
     FU_SCHED_SCATTER,   /* index_add / scatter_add */
     FU_SCHED_BLOCK,     /* a small group in one block: reductions over any axes, staged in shared memory */
+    FU_SCHED_TRANSPOSE, /* pointwise reading an input across the output's innermost axis: tiles staged in shared memory */
     FU_SCHED_COUNT
 } fu_sched;
 const char *fu_sched_name(fu_sched s);
@@ -38,6 +39,10 @@ typedef struct fu_plan_options {
                                     * axes (reductions read back at full size, reductions of
                                     * reductions): coalesced passes over a column tile. Off until
                                     * measured on a GPU (FUSER_OUTER_NORM=1 turns it on; k_outer.c) */
+    bool transpose;                /* pointwise groups that read an input across the output's innermost
+                                    * axis get tiles staged in shared memory (k_transpose.c); without
+                                    * it, the pointwise scheduler's strided reads. FUSER_TRANSPOSE=1
+                                    * turns it on */
 } fu_plan_options;
 
 void fu_plan_options_default(fu_plan_options *o);
@@ -127,6 +132,9 @@ bool fu_schedule_group(const fu_group *g, fu_kernel_plan *kp, char *why, size_t 
 bool fu_pw_can_schedule(const fu_group *g, char *why, size_t nwhy);
 bool fu_pw_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_pw_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
+bool fu_tr_can_schedule(const fu_group *g, char *why, size_t nwhy);
+bool fu_tr_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
+bool fu_tr_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_outer_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_outer_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_reduction_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);

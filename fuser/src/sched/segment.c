@@ -49,6 +49,7 @@ void fu_plan_options_default(fu_plan_options *o)
     o->dram_bytes_per_sm_clock = fu_dram_bytes_per_sm_clock(3201000, 6144, 132, 1980000);
     o->scatter = FU_SCATTER_DETERMINISTIC;
     o->outer_norm = false;
+    o->transpose = false;
 }
 
 /* ------------------------------------------------------------ simplify */
