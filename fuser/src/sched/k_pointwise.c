@@ -281,7 +281,7 @@ static void emit_domain(fu_kernel_writer *w, const pw_domain *d, int di, bool fi
 bool fu_pw_can_schedule(const fu_group *g, char *why, size_t nwhy)
 {
     if (!fu_group_has_op_kind(g, FU_KIND_REDUCE) && !fu_group_has_op_kind(g, FU_KIND_SCATTER)) return true;
-    snprintf(why, nwhy, "pointwise: the group has reductions or scatters");
+    snprintf(why, nwhy, "pointwise (and transpose): the group has reductions or scatters");
     return false;
 }
 

@@ -62,13 +62,6 @@ typedef struct tr_params {
     size_t shared_bytes;
 } tr_params;
 
-bool fu_tr_can_schedule(const fu_group *g, char *why, size_t nwhy)
-{
-    if (!fu_group_has_op_kind(g, FU_KIND_REDUCE) && !fu_group_has_op_kind(g, FU_KIND_SCATTER)) return true;
-    snprintf(why, nwhy, "transpose: the group has reductions or scatters");
-    return false;
-}
-
 /* ---- the probe */
 
 typedef struct tr_probe {

@@ -132,7 +132,6 @@ bool fu_schedule_group(const fu_group *g, fu_kernel_plan *kp, char *why, size_t 
 bool fu_pw_can_schedule(const fu_group *g, char *why, size_t nwhy);
 bool fu_pw_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_pw_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
-bool fu_tr_can_schedule(const fu_group *g, char *why, size_t nwhy);
 bool fu_tr_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_tr_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char *why, size_t nwhy);
 bool fu_outer_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy);

@@ -50,7 +50,7 @@ static const fu_scheduler registry[] = {
     {FU_SCHED_SCATTER, "scatter", can_scatter, fu_scatter_heuristics, fu_scatter_emit, fu_free},
     {FU_SCHED_OUTER, "outer_reduction", can_reduction, fu_outer_heuristics, fu_outer_emit, fu_free},
     {FU_SCHED_REDUCTION, "reduction", can_reduction, fu_reduction_heuristics, fu_reduction_emit, fu_reduction_free},
-    {FU_SCHED_TRANSPOSE, "transpose", fu_tr_can_schedule, fu_tr_heuristics, fu_tr_emit, fu_free},
+    {FU_SCHED_TRANSPOSE, "transpose", fu_pw_can_schedule, fu_tr_heuristics, fu_tr_emit, fu_free},
     {FU_SCHED_POINTWISE, "pointwise", fu_pw_can_schedule, fu_pw_heuristics, fu_pw_emit, fu_free},
     {FU_SCHED_BLOCK, "one_block", fu_block_can_schedule, fu_block_heuristics, fu_block_emit, fu_free},
 };
