@@ -169,38 +169,70 @@ static bool is_domain(const outer_params *p, const fu_value *v)
     return v->rank == p->rank && !memcmp(v->shape, p->D, (size_t)p->rank * sizeof *v->shape);
 }
 
+/* The keepdim form of a per-column value (the domain's rank, the reduced axes as 1), or one
+ * broadcast over some kept axes; with c, its index at the current column in idx. */
+static bool keepdim_index(const outer_params *p, const cg_ctx *c, const fu_value *v, cg_index *idx)
+{
+    for (int a = 0; a < v->rank; a++) {
+        if (v->shape[a] == 1) {
+            if (c) cg_index_const(&idx[a], 0);
+        } else if (p->reduced[a] || v->shape[a] != p->D[a]) {
+            return false;
+        } else if (c) {
+            cg_index_var(&idx[a], a, c->var_names[a]);
+        }
+    }
+    return true;
+}
+
+/* The squeezed form: the kept axes in order, or a suffix of them (NumPy broadcasting). */
+static bool squeezed_index(const outer_params *p, const cg_ctx *c, const fu_value *v, cg_index *idx)
+{
+    int ka[FU_MAX_RANK], nk = 0;
+    for (int a = 0; a < p->rank; a++)
+        if (!p->reduced[a]) ka[nk++] = a;
+    if (v->rank > nk) return false;
+    for (int i = 0; i < v->rank; i++) {
+        int a = ka[nk - v->rank + i];
+        if (v->shape[i] == 1) {
+            if (c) cg_index_const(&idx[i], 0);
+        } else if (v->shape[i] != p->D[a]) {
+            return false;
+        } else if (c) {
+            cg_index_var(&idx[i], a, c->var_names[a]);
+        }
+    }
+    return true;
+}
+
+/* A reshape of the squeezed form: v's axes of extent > 1 are the kept axes of extent > 1, all
+ * of them and in order, its axes of extent 1 anywhere (a reduction of a permuted view in the
+ * view's keepdim shape, [C, 1, 1] for a domain [A, B, C] reduced over A and B: segment.c). */
+static bool reshaped_index(const outer_params *p, const cg_ctx *c, const fu_value *v, cg_index *idx)
+{
+    int a = 0;
+    for (int i = 0; i < v->rank; i++) {
+        if (v->shape[i] == 1) {
+            if (c) cg_index_const(&idx[i], 0);
+            continue;
+        }
+        while (a < p->rank && (p->reduced[a] || p->D[a] == 1)) a++;
+        if (a == p->rank || v->shape[i] != p->D[a]) return false;
+        if (c) cg_index_var(&idx[i], a, c->var_names[a]);
+        a++;
+    }
+    while (a < p->rank && (p->reduced[a] || p->D[a] == 1)) a++;
+    return a == p->rank;
+}
+
 /* Whether v is per-column (the kept axes' extents, with or without the
- * reduced axes as 1, or broadcast from fewer axes); with c, also its index at
- * the current column and lane in idx. */
+ * reduced axes as 1, broadcast from fewer axes, or reshaped); with c, also its
+ * index at the current column and lane in idx. */
 static bool column_index(const outer_params *p, const cg_ctx *c, const fu_value *v, cg_index *idx)
 {
     int last = p->rank - 1;
-    if (v->rank == p->rank) { /* keepdim form, or broadcast over some kept axes */
-        for (int a = 0; a < v->rank; a++) {
-            if (v->shape[a] == 1) {
-                if (c) cg_index_const(&idx[a], 0);
-            } else if (p->reduced[a] || v->shape[a] != p->D[a]) {
-                return false;
-            } else if (c) {
-                cg_index_var(&idx[a], a, c->var_names[a]);
-            }
-        }
-    } else { /* squeezed: the kept axes in order, or a suffix of them (NumPy broadcasting) */
-        int ka[FU_MAX_RANK], nk = 0;
-        for (int a = 0; a < p->rank; a++)
-            if (!p->reduced[a]) ka[nk++] = a;
-        if (v->rank > nk) return false;
-        for (int i = 0; i < v->rank; i++) {
-            int a = ka[nk - v->rank + i];
-            if (v->shape[i] == 1) {
-                if (c) cg_index_const(&idx[i], 0);
-            } else if (v->shape[i] != p->D[a]) {
-                return false;
-            } else if (c) {
-                cg_index_var(&idx[i], a, c->var_names[a]);
-            }
-        }
-    }
+    bool ok = v->rank == p->rank ? keepdim_index(p, c, v, idx) : squeezed_index(p, c, v, idx);
+    if (!ok && !reshaped_index(p, c, v, idx)) return false;
     for (int i = 0; c && i < v->rank; i++)
         if (idx[i].affine && idx[i].coef[last] == 1 && p->vec > 1) {
             idx[i].lane_coef = 1;

@@ -49,7 +49,7 @@ void fu_plan_options_default(fu_plan_options *o)
     o->dram_bytes_per_sm_clock = fu_dram_bytes_per_sm_clock(3201000, 6144, 132, 1980000);
     o->scatter = FU_SCATTER_DETERMINISTIC;
     o->outer_norm = false;
-    o->transpose = false;
+    o->transpose = true;
 }
 
 /* ------------------------------------------------------------ simplify */
@@ -276,6 +276,51 @@ static fu_tensor plain_view(fu_fusion *d, const fu_fusion *f, const fu_node *n, 
     return fu_reshape(d, x, ov->rank, ov->shape, ov->name);
 }
 
+/* Whether t is read by reductions alone (and is no output). */
+static bool only_reductions_read(const fu_fusion *f, fu_tensor t)
+{
+    if (is_output(f, t)) return false;
+    for (int i = 0; i < f->nnodes; i++)
+        for (int k = 0; k < f->nodes[i].ninputs; k++)
+            if (f->nodes[i].inputs[k] == t && fu_op_kind_of(f->nodes[i].op) != FU_KIND_REDUCE) return false;
+    return true;
+}
+
+/* A reduction of a permuted view that moves the innermost axis, where only reductions read the
+ * view and the kept axes are in the same order in the view as in y
+ * (`sum(permute(y, dims=[1, 0]), axes=[1])`): the same reduction of y over the axes the view's
+ * reduced axes are in y, reshaped to the result's shape (the same values in the same order).
+ * The reduction then reads y as it is laid out, a column sum coalesced (the outer scheduler),
+ * where the view's rows were strided columns of y, a sector a 4-byte element. Where the kept
+ * axes change order, the result would need a permute of its own, which no reduction scheduler
+ * writes with it: left as it is. -1 where n is no such reduction (in: n's input in d). */
+static fu_tensor reduce_of_permute(fu_fusion *d, const fu_fusion *f, const fu_node *n, fu_tensor in)
+{
+    const fu_node *pn = fu_producer(d, in);
+    if (!pn || pn->op != FU_OP_PERMUTE || !only_reductions_read(f, n->inputs[0])) return -1;
+    const fu_value *view = fu_val(d, in), *ov = fu_val(f, n->output);
+    const int rank = view->rank;
+    if (rank < 2 || pn->attrs.perm[rank - 1] == rank - 1) return -1;
+    bool reduced[FU_MAX_RANK], y_reduced[FU_MAX_RANK] = {false};
+    fu_reduced_axes(&n->attrs, rank, reduced);
+    int last_kept = -1;
+    for (int a = 0; a < rank; a++) {
+        if (reduced[a]) {
+            y_reduced[pn->attrs.perm[a]] = true;
+        } else {
+            if (pn->attrs.perm[a] < last_kept) return -1; /* the kept axes change order */
+            last_kept = pn->attrs.perm[a];
+        }
+    }
+    int axes[FU_MAX_RANK], naxes = 0;
+    for (int b = 0; b < rank; b++)
+        if (y_reduced[b]) axes[naxes++] = b;
+    char part[FU_MAX_NAME + 8];
+    snprintf(part, sizeof part, "%.*s.r", FU_MAX_NAME - 3, ov->name);
+    fu_tensor r = fu_reduce(d, n->op, pn->inputs[0], naxes, axes, false, part);
+    return fu_reshape(d, r, ov->rank, ov->shape, ov->name);
+}
+
 /* Degenerate shapes, rewritten so that every scheduler sees only reductions
  * over axes of extent > 1 and non-empty tensors (issue 19 item 1):
  *   - an op whose output has no elements: full(shape, 0) (nothing to compute;
@@ -306,6 +351,8 @@ static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n
     fu_tensor view = plain_view(d, f, n, in[0]);
     if (view >= 0) return view;
     if (fu_op_kind_of(n->op) != FU_KIND_REDUCE) return -1;
+    fu_tensor unpermuted = reduce_of_permute(d, f, n, in[0]);
+    if (unpermuted >= 0) return unpermuted;
     const fu_value *xv = fu_val(d, in[0]);
     bool reduced[FU_MAX_RANK];
     fu_reduced_axes(&n->attrs, xv->rank, reduced);
