@@ -2,9 +2,9 @@
  * fuzz_plan.c -- fu_plan_build on every fusion that builds: segmenter,
  * schedulers and code generation (the CUDA C text), then both plan printers.
  * No NVRTC and no device: a plan with the default (H200) device numbers, in
- * both scatter modes, then with the options that are off by default on (the
- * outer scheduler's normalizations, fu_plan_options.outer_norm, and the
- * transpose scheduler, .transpose) for 2 SMs, where small fusions take the
+ * both scatter modes, then with the outer scheduler's normalizations on
+ * (fu_plan_options.outer_norm, off by default) and the transpose scheduler
+ * off (.transpose, on by default) for 2 SMs, where small fusions take the
  * normalizations' tiles. Every fusion that builds (the verifier accepts it) plans, zero-size tensors and empty axes included; only memory may run out
  * (regressions/plan/ has the ones that crashed k_pointwise.c before the
  * segmenter's fix). A refusal was allowed until session 46, when a softmax
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             po.scatter = mode == 1 ? FU_SCATTER_ATOMIC : FU_SCATTER_DETERMINISTIC;
             if (mode == 2) {
                 po.outer_norm = true;
-                po.transpose = true;
+                po.transpose = false;
                 fu_plan_options_set_sm_count(&po, 2);
             }
             fu_plan *plan = NULL;

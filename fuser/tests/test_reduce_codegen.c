@@ -589,21 +589,27 @@ static void check_transpose(fu_runtime *rt, const char *data)
         const char *rel;
         const char *sets[3];
         fu_dtype dt;
-        const char *fields[6];
+        const char *fields[8]; /* NULL-terminated */
     } want[] = {
-        /* [4, 1024, 2048] = [4, 2048, 1024] permuted and added: x staged along axis 1 */
+        /* [4, 1024, 2048] = [4, 2048, 1024] permuted and added: x staged along axis 1, 32 x 32 */
         {"transpose.fusion", {"B=4", "M=1024", "N=2048"}, FU_F32,
-         {"\"axes\": [1, 2]", "\"staged\": [\"x\"]", "\"shared_bytes\": 4224", "\"blocks\": [4, 32, 64]",
-          "fu_tile0[fu_ty + fu_r][fu_tx] = in0[2097152 * (d0) + (fu_j0 + fu_tx) + 1024 * (fu_l0 + fu_ty + fu_r)];", NULL}},
-        /* partial tiles on both axes (77 = 2 x 32 + 13, 1000 = 31 x 32 + 8), bf16 rows of 34 */
+         {"\"axes\": [1, 2]", "\"lanes\": 1", "\"staged\": [\"x\"]", "\"shared_bytes\": 4224", "\"blocks\": [4, 32, 64]",
+          "fu_tile0[fu_ty + fu_r][1 * fu_tx + 0] = in0[2097152 * (d0) + (fu_j) + 1024 * (fu_l0 + fu_ty + fu_r)];"}},
+        /* bf16: 64 x 64, a 4-byte load of 2 lanes a thread, 2 outputs 32 apart */
+        {"transpose.fusion", {"B=4", "M=1024", "N=2048"}, FU_BF16,
+         {"\"tile\": [64, 64], \"lanes\": 2", "\"vector_loads\": [true]", "__shared__ fu_bf16 fu_tile0[64][66];",
+          "*(unsigned int *)fu_v = __ldg((const unsigned int *)(in0 + 2097152 * (d0) + (fu_j) + 1024 * (fu_l0 + fu_ty + fu_r)));",
+          "fu_load(fu_tile0[fu_tx + 32 * fu_k][fu_ty + fu_r])"}},
+        /* partial tiles on both axes (77 = 64 + 13, 1000 = 15 x 64 + 40); an odd row: lanes
+         * loaded one by one, the second guarded */
         {"transpose.fusion", {"B=1", "M=77", "N=1000"}, FU_BF16,
-         {"\"blocks\": [1, 3, 32]", "__shared__ fu_bf16 fu_tile0[32][34];",
-          "if (fu_j0 + fu_tx < 77 && fu_l0 + fu_ty + fu_r < 1000) {", "if (d1 < 77 && d2 < 1000) {", NULL}},
-        /* a read both ways (a), a bool (rows of 36 bytes) and an f32 input beside bf16 */
+         {"\"blocks\": [1, 2, 16]", "\"vector_loads\": [false]", "if (fu_j < 77 && fu_l0 + fu_ty + fu_r < 1000) {",
+          "if (fu_j + 1 < 77)", "if (d1 < 77 && d2 < 1000) {"}},
+        /* a read both ways (a), a bool (rows of 68 bytes) and an f32 input beside bf16 */
         {"transpose_both.fusion", {"N=1000"}, FU_BF16,
-         {"\"staged\": [\"m\", \"a\", \"b\"]", "__shared__ unsigned char fu_tile0[32][36];",
-          "__shared__ float fu_tile2[32][33];", "fu_load(in0[(1000 * d0 + d1)])", "fu_load(fu_tile1[fu_tx][fu_ty + fu_r])",
-          NULL}},
+         {"\"staged\": [\"m\", \"a\", \"b\"]", "__shared__ unsigned char fu_tile0[64][68];",
+          "__shared__ float fu_tile2[64][65];", "fu_load(in0[(1000 * d0 + d1)])",
+          "*(uint2 *)fu_v = __ldg((const uint2 *)(in2 + (fu_j) + 1000 * (fu_l0 + fu_ty + fu_r)));"}},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int nsets = 0;

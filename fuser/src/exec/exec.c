@@ -234,7 +234,7 @@ void fu_plan_options_for_device(const fu_runtime *rt, fu_plan_options *o)
     const char *outer_norm = getenv("FUSER_OUTER_NORM");
     o->outer_norm = outer_norm && !strcmp(outer_norm, "1");
     const char *transpose = getenv("FUSER_TRANSPOSE");
-    o->transpose = transpose && !strcmp(transpose, "1");
+    if (transpose && !strcmp(transpose, "0")) o->transpose = false; /* the pointwise scheduler's strided reads, for an A/B */
     /* thread-block clusters from sm_90 on (also when compiling without a GPU for an older arch) */
     if (rt && fu_runtime_arch_number(rt) > 0 && fu_runtime_arch_number(rt) < 90) o->max_cluster = 1;
     if (!rt || !fu_runtime_has_device(rt)) return;

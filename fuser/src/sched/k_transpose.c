@@ -26,9 +26,16 @@
 
 #include "plan.h"
 
-#define TR_TILE 32          /* elements along each of the tile's two axes */
-#define TR_ROWS 8           /* rows of threads: a block is TR_TILE x TR_ROWS threads */
-#define TR_THREADS (TR_TILE * TR_ROWS)
+#define TR_WARP 32          /* threads along a tile's row */
+#define TR_ROWS 8           /* rows of threads: a block is TR_WARP x TR_ROWS threads */
+#define TR_THREADS (TR_WARP * TR_ROWS)
+/* Elements a thread moves at a time where a staged input's elements are 2 bytes or fewer: the
+ * tile is then 64 x 64, each staged load 2 elements (a warp's load 128 bytes of a bf16 input,
+ * not 64) and each thread computes 2 outputs 32 apart (measured on an H100, docs/perf.md v52:
+ * bf16 [1, 8192, 8192] at 32 x 32 ran at 74% of copy, f32 at 98%). */
+#ifndef TR_NARROW_LANES
+#define TR_NARROW_LANES 2
+#endif
 #define TR_MAX_STAGED 8     /* staged reads (input, offset form) a kernel */
 #define TR_MAX_FORMS 32     /* distinct reads the probe keeps */
 /* Both tile axes at least this long: shorter, a warp of the pointwise kernel reads few
@@ -36,10 +43,10 @@
 #ifndef TR_MIN_EXTENT
 #define TR_MIN_EXTENT 16
 #endif
-/* A staged tile's row: TR_TILE elements and a pad that makes it an odd number of 4-byte
- * words, so that the 32 lanes reading down a column fall in 32 banks (8-byte elements: an
- * even count, but such a warp's access is served by half-warps, which it keeps apart). */
-static int tile_row(size_t esize) { return esize == 1 ? TR_TILE + 4 : esize == 2 ? TR_TILE + 2 : TR_TILE + 1; }
+/* A staged tile's row: `tile` elements and a pad that makes it an odd number of 4-byte words,
+ * so that the 32 lanes reading down a column fall in 32 banks (8-byte elements: an even
+ * count, but such a warp's access is served by half-warps, which it keeps apart). */
+static int tile_row(int tile, size_t esize) { return esize == 1 ? tile + 4 : esize == 2 ? tile + 2 : tile + 1; }
 
 /* Static shared memory a block may declare (NVRTC refuses more than 48 KB). */
 #define TR_MAX_SHARED (40 * 1024)
@@ -56,8 +63,11 @@ typedef struct tr_params {
     int rank;
     int64_t shape[FU_MAX_RANK];
     int axis_j;                       /* the tile's axis along which the staged inputs are contiguous */
+    int lanes;                        /* elements a thread moves at a time: the tile is 32 x lanes square */
+    int tile;
     int nstaged;
     tr_form staged[TR_MAX_STAGED];
+    bool vector_load[TR_MAX_STAGED];  /* the lanes of a staged load are one aligned vector */
     int64_t tiles_j, tiles_l, outer;  /* tiles along j and along the last axis; positions of the other axes */
     size_t shared_bytes;
 } tr_params;
@@ -165,7 +175,7 @@ bool fu_tr_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char
     const fu_fusion *f = g->f;
     *params = NULL;
     if (!g->opts->transpose) {
-        snprintf(why, nwhy, "transpose: off (fu_plan_options.transpose, FUSER_TRANSPOSE=1)");
+        snprintf(why, nwhy, "transpose: off (fu_plan_options.transpose, FUSER_TRANSPOSE=0)");
         return false;
     }
     const fu_value *v0 = fu_val(f, g->outputs[0]);
@@ -216,16 +226,28 @@ bool fu_tr_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char
     tp->rank = rank;
     memcpy(tp->shape, v0->shape, sizeof tp->shape);
     tp->axis_j = axis_j;
+    size_t narrowest = 16;
+    for (int i = 0; i < pr->nforms; i++)
+        if (transposed_axis(&pr->forms[i], rank) == axis_j && fu_dtype_size(fu_val(f, pr->forms[i].t)->dtype) < narrowest)
+            narrowest = fu_dtype_size(fu_val(f, pr->forms[i].t)->dtype);
+    tp->lanes = narrowest <= 2 ? TR_NARROW_LANES : 1;
+    tp->tile = TR_WARP * tp->lanes;
     for (int i = 0; i < pr->nforms && tp->nstaged < TR_MAX_STAGED; i++) {
-        if (transposed_axis(&pr->forms[i], rank) != axis_j) continue;
-        size_t esize = fu_dtype_size(fu_val(f, pr->forms[i].t)->dtype), tile = (size_t)TR_TILE * (size_t)tile_row(esize) * esize;
-        if (tp->shared_bytes + tile > TR_MAX_SHARED) break; /* the rest read from memory */
-        tp->shared_bytes += tile;
-        tp->staged[tp->nstaged++] = pr->forms[i];
+        const tr_form *fm = &pr->forms[i];
+        if (transposed_axis(fm, rank) != axis_j) continue;
+        size_t esize = fu_dtype_size(fu_val(f, fm->t)->dtype), bytes = (size_t)tp->tile * (size_t)tile_row(tp->tile, esize) * esize;
+        if (tp->shared_bytes + bytes > TR_MAX_SHARED) break; /* the rest read from memory */
+        tp->shared_bytes += bytes;
+        /* one vector a thread where its lanes start at a multiple of lanes and end within the row:
+         * every other coefficient and the constant multiples of lanes, j's extent too */
+        bool aligned = ext_j % tp->lanes == 0 && fm->c % tp->lanes == 0 && esize * (size_t)tp->lanes <= 16;
+        for (int a = 0; a < rank; a++) aligned &= a == axis_j || fm->coef[a] % tp->lanes == 0;
+        tp->vector_load[tp->nstaged] = tp->lanes > 1 && aligned;
+        tp->staged[tp->nstaged++] = *fm;
     }
     fu_free(pr);
-    tp->tiles_j = (ext_j + TR_TILE - 1) / TR_TILE;
-    tp->tiles_l = (ext_l + TR_TILE - 1) / TR_TILE;
+    tp->tiles_j = (ext_j + tp->tile - 1) / tp->tile;
+    tp->tiles_l = (ext_l + tp->tile - 1) / tp->tile;
     tp->outer = 1;
     for (int a = 0; a < rank - 1; a++)
         if (a != axis_j) tp->outer *= v0->shape[a];
@@ -238,8 +260,8 @@ bool fu_tr_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char
     kp->sched = FU_SCHED_TRANSPOSE;
     kp->grid = (unsigned)blocks;
     kp->block = TR_THREADS;
-    size_t k = (size_t)snprintf(kp->config, sizeof kp->config, "tile %dx%d of axes %d and %d, %d staged read%s:", TR_TILE,
-                                TR_TILE, axis_j, rank - 1, tp->nstaged, tp->nstaged == 1 ? "" : "s");
+    size_t k = (size_t)snprintf(kp->config, sizeof kp->config, "tile %dx%d of axes %d and %d, lanes=%d, %d staged read%s:",
+                                tp->tile, tp->tile, axis_j, rank - 1, tp->lanes, tp->nstaged, tp->nstaged == 1 ? "" : "s");
     for (int i = 0; i < tp->nstaged && k < sizeof kp->config; i++)
         k += (size_t)snprintf(kp->config + k, sizeof kp->config - k, " %s", fu_val(f, tp->staged[i].t)->name);
     if (k < sizeof kp->config)
@@ -247,9 +269,11 @@ bool fu_tr_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char
                  (long long)tp->outer, (long long)tp->tiles_j, (long long)tp->tiles_l);
     fu_strbuf js;
     fu_sb_init(&js);
-    fu_sb_printf(&js, "{\"threads\": %d, \"tile\": [%d, %d], \"axes\": [%d, %d], \"staged\": [", TR_THREADS, TR_TILE, TR_TILE,
-                 axis_j, rank - 1);
+    fu_sb_printf(&js, "{\"threads\": %d, \"tile\": [%d, %d], \"lanes\": %d, \"axes\": [%d, %d], \"staged\": [", TR_THREADS,
+                 tp->tile, tp->tile, tp->lanes, axis_j, rank - 1);
     for (int i = 0; i < tp->nstaged; i++) fu_sb_printf(&js, "%s\"%s\"", i ? ", " : "", fu_val(f, tp->staged[i].t)->name);
+    fu_sb_puts(&js, "], \"vector_loads\": [");
+    for (int i = 0; i < tp->nstaged; i++) fu_sb_printf(&js, "%s%s", i ? ", " : "", tp->vector_load[i] ? "true" : "false");
     fu_sb_printf(&js, "], \"shared_bytes\": %zu, \"blocks\": [%lld, %lld, %lld]}", tp->shared_bytes, (long long)tp->outer,
                  (long long)tp->tiles_j, (long long)tp->tiles_l);
     kp->params_json = fu_sb_take(&js);
@@ -289,8 +313,8 @@ static const char *staged_read(cg_ctx *c, fu_tensor t, const cg_index *off, void
     for (int i = 0; i < e->p->nstaged; i++)
         if (same_form(&e->p->staged[i], &f, rank)) {
             snprintf(e->var, sizeof e->var, "v%d", c->tmp++);
-            cg_line(c, "const %s %s = fu_load(fu_tile%d[fu_tx][fu_ty + fu_r]);", cg_compute_type(fu_val(c->f, t)->dtype),
-                    e->var, i);
+            cg_line(c, "const %s %s = fu_load(fu_tile%d[fu_tx + %d * fu_k][fu_ty + fu_r]);",
+                    cg_compute_type(fu_val(c->f, t)->dtype), e->var, i, TR_WARP);
             return e->var;
         }
     return NULL;
@@ -312,13 +336,13 @@ bool fu_tr_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char 
     for (int i = 0; i < p->nstaged; i++) {
         const fu_value *v = fu_val(f, p->staged[i].t);
         cg_line(c, "__shared__ %s fu_tile%d[%d][%d]; // '%s' at [d%d, d%d] of the tile, read along d%d", cg_storage_type(v->dtype),
-                i, TR_TILE, tile_row(fu_dtype_size(v->dtype)), v->name, l, j, j);
+                i, p->tile, tile_row(p->tile, fu_dtype_size(v->dtype)), v->name, l, j, j);
     }
-    cg_line(c, "const int fu_tx = threadIdx.x %% %d, fu_ty = threadIdx.x / %d;", TR_TILE, TR_TILE);
+    cg_line(c, "const int fu_tx = threadIdx.x %% %d, fu_ty = threadIdx.x / %d;", TR_WARP, TR_WARP);
     cg_line(c, "%s fu_b = blockIdx.x;", it);
-    cg_line(c, "const %s fu_l0 = fu_b %% %lld * %d; // the tile's first position along d%d", it, (long long)p->tiles_l, TR_TILE, l);
+    cg_line(c, "const %s fu_l0 = fu_b %% %lld * %d; // the tile's first position along d%d", it, (long long)p->tiles_l, p->tile, l);
     cg_line(c, "fu_b /= %lld;", (long long)p->tiles_l);
-    cg_line(c, "const %s fu_j0 = fu_b %% %lld * %d; // ... and along d%d", it, (long long)p->tiles_j, TR_TILE, j);
+    cg_line(c, "const %s fu_j0 = fu_b %% %lld * %d; // ... and along d%d", it, (long long)p->tiles_j, p->tile, j);
     cg_line(c, "fu_b /= %lld;", (long long)p->tiles_j);
     /* the other axes: digits of what is left, the last the fastest */
     char vals[FU_MAX_RANK][48];
@@ -332,24 +356,44 @@ bool fu_tr_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char 
         }
         snprintf(vals[a], sizeof vals[a], "d%d", a);
     }
-    /* stage: each input's tile read along j (threads along fu_tx), kept as [d_l][d_j] */
+    /* stage: each input's tile read along j (threads along fu_tx, lanes consecutive elements
+     * each), kept as [d_l][d_j] */
     if (p->nstaged) {
-        snprintf(vals[j], sizeof vals[j], "fu_j0 + fu_tx");
+        const int lanes = p->lanes;
         snprintf(vals[l], sizeof vals[l], "fu_l0 + fu_ty + fu_r");
         cg_line(c, "#pragma unroll");
-        cg_line(c, "for (int fu_r = 0; fu_r < %d; fu_r += %d) {", TR_TILE, TR_ROWS);
+        cg_line(c, "for (int fu_r = 0; fu_r < %d; fu_r += %d) {", p->tile, TR_ROWS);
         c->indent++;
-        cg_line(c, "if (fu_j0 + fu_tx < %lld && fu_l0 + fu_ty + fu_r < %lld) {", (long long)p->shape[j], (long long)p->shape[l]);
+        cg_line(c, "const %s fu_j = fu_j0 + %d * fu_tx; // this thread's first of %d", it, lanes, lanes);
+        cg_line(c, "if (fu_j < %lld && fu_l0 + fu_ty + fu_r < %lld) {", (long long)p->shape[j], (long long)p->shape[l]);
         c->indent++;
-        for (int i = 0; i < p->nstaged; i++) {
-            char off[600];
-            render_offset(&p->staged[i], rank, (const char (*)[48])vals, c->index64, off, sizeof off);
+        for (int i = 0; i < p->nstaged && !c->failed; i++) {
+            const fu_value *v = fu_val(f, p->staged[i].t);
             const cg_param *in = cg_find_param(c, p->staged[i].t);
             if (!in) {
-                cg_fail(c, "transpose: '%s' is no parameter of the kernel", fu_val(f, p->staged[i].t)->name);
+                cg_fail(c, "transpose: '%s' is no parameter of the kernel", v->name);
                 break;
             }
-            cg_line(c, "fu_tile%d[fu_ty + fu_r][fu_tx] = %s[%s];", i, in->name, off);
+            char off[600];
+            if (p->vector_load[i]) { /* the lanes as one aligned vector, then element by element into the row */
+                snprintf(vals[j], sizeof vals[j], "fu_j");
+                render_offset(&p->staged[i], rank, (const char (*)[48])vals, c->index64, off, sizeof off);
+                const char *wide = cg_vector_type((int)fu_dtype_size(v->dtype) * lanes);
+                cg_line(c, "{");
+                c->indent++;
+                cg_line(c, "alignas(16) %s fu_v[%d];", cg_storage_type(v->dtype), lanes);
+                cg_line(c, "*(%s *)fu_v = __ldg((const %s *)(%s + %s));", wide, wide, in->name, off);
+                for (int k = 0; k < lanes; k++) cg_line(c, "fu_tile%d[fu_ty + fu_r][%d * fu_tx + %d] = fu_v[%d];", i, lanes, k, k);
+                c->indent--;
+                cg_line(c, "}");
+                continue;
+            }
+            for (int k = 0; k < lanes; k++) { /* element by element, each within the row */
+                snprintf(vals[j], sizeof vals[j], k ? "fu_j + %d" : "fu_j", k);
+                render_offset(&p->staged[i], rank, (const char (*)[48])vals, c->index64, off, sizeof off);
+                if (k) cg_line(c, "if (fu_j + %d < %lld)", k, (long long)p->shape[j]);
+                cg_line(c, "%sfu_tile%d[fu_ty + fu_r][%d * fu_tx + %d] = %s[%s];", k ? "  " : "", i, lanes, k, in->name, off);
+            }
         }
         c->indent--;
         cg_line(c, "}");
@@ -362,10 +406,13 @@ bool fu_tr_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char 
     c->lookup_cache = staged_read;
     c->user = &e;
     cg_line(c, "#pragma unroll");
-    cg_line(c, "for (int fu_r = 0; fu_r < %d; fu_r += %d) {", TR_TILE, TR_ROWS);
+    cg_line(c, "for (int fu_r = 0; fu_r < %d; fu_r += %d) {", p->tile, TR_ROWS);
+    c->indent++;
+    cg_line(c, "#pragma unroll");
+    cg_line(c, "for (int fu_k = 0; fu_k < %d; fu_k++) { // outputs %d apart along d%d", p->lanes, TR_WARP, l);
     c->indent++;
     c->scope++;
-    cg_line(c, "const %s d%d = fu_j0 + fu_ty + fu_r, d%d = fu_l0 + fu_tx;", it, j, l);
+    cg_line(c, "const %s d%d = fu_j0 + fu_ty + fu_r, d%d = fu_l0 + fu_tx + %d * fu_k;", it, j, l, TR_WARP);
     cg_line(c, "if (d%d < %lld && d%d < %lld) {", j, (long long)p->shape[j], l, (long long)p->shape[l]);
     c->indent++;
     c->scope++;
@@ -394,6 +441,8 @@ bool fu_tr_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char 
     c->scope--;
     c->indent--;
     cg_drop_scope(c);
+    cg_line(c, "}");
+    c->indent--;
     cg_line(c, "}");
     cg_close(c);
     return fu_kw_finish(&w, kp, why, nwhy);

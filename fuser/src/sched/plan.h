@@ -41,8 +41,8 @@ typedef struct fu_plan_options {
                                     * measured on a GPU (FUSER_OUTER_NORM=1 turns it on; k_outer.c) */
     bool transpose;                /* pointwise groups that read an input across the output's innermost
                                     * axis get tiles staged in shared memory (k_transpose.c); without
-                                    * it, the pointwise scheduler's strided reads. FUSER_TRANSPOSE=1
-                                    * turns it on */
+                                    * it, the pointwise scheduler's strided reads. On by default;
+                                    * FUSER_TRANSPOSE=0 turns it off (an A/B) */
 } fu_plan_options;
 
 void fu_plan_options_default(fu_plan_options *o);
