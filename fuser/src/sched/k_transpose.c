@@ -434,16 +434,10 @@ bool fu_tr_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, char 
         if (out) fu_kw_store(&w, out, flat, val);
         else cg_fail(c, "transpose: output '%s' is no parameter of the kernel", fu_val(f, g->outputs[o])->name);
     }
-    c->scope--;
-    c->indent--;
-    cg_drop_scope(c);
+    cg_close(c); /* the bounds check */
+    cg_close(c); /* the outputs' loop */
+    c->indent--; /* the rows' loop (opened without a scope of its own) */
     cg_line(c, "}");
-    c->scope--;
-    c->indent--;
-    cg_drop_scope(c);
-    cg_line(c, "}");
-    c->indent--;
-    cg_line(c, "}");
-    cg_close(c);
+    cg_close(c); /* the kernel */
     return fu_kw_finish(&w, kp, why, nwhy);
 }
