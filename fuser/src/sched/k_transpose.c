@@ -6,7 +6,8 @@
  * The pointwise scheduler walks the output in order, so such an input is read
  * a column at a time: each warp's load touches 32 sectors and uses 4 bytes of
  * each (in0[(d0 + 4096 * d1)]). Here a block owns a 32 x 32 tile of two
- * output axes: j, along which the input is contiguous, and the innermost L.
+ * output axes (64 x 64 where a staged input's elements are 2 bytes or fewer,
+ * 2 lanes a thread): j, along which the input is contiguous, and the innermost L.
  * It first reads each such input's tile along j (coalesced) into shared
  * memory, then computes the outputs along L (coalesced), reading the staged
  * values back across the tile (nvFuser's transpose scheduler; the classic
