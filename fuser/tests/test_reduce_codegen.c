@@ -602,14 +602,18 @@ static void check_transpose(fu_runtime *rt, const char *data)
           "fu_load(fu_tile0[fu_tx + 32 * fu_k][fu_ty + fu_r])"}},
         /* partial tiles on both axes (77 = 64 + 13, 1000 = 15 x 64 + 40); an odd row: lanes
          * loaded one by one, the second guarded */
-        {"transpose.fusion", {"B=1", "M=77", "N=1000"}, FU_BF16,
-         {"\"blocks\": [1, 2, 16]", "\"vector_loads\": [false]", "if (fu_j < 77 && fu_l0 + fu_ty + fu_r < 1000) {",
+        {"transpose.fusion", {"B=64", "M=77", "N=1000"}, FU_BF16,
+         {"\"blocks\": [64, 2, 16]", "\"vector_loads\": [false]", "if (fu_j < 77 && fu_l0 + fu_ty + fu_r < 1000) {",
           "if (fu_j + 1 < 77)", "if (d1 < 77 && d2 < 1000) {"}},
-        /* a read both ways (a), a bool (rows of 68 bytes) and an f32 input beside bf16 */
-        {"transpose_both.fusion", {"N=1000"}, FU_BF16,
+        /* the same in a batch of 1: 64 x 64 tiles would be 32 blocks, under a wave: 32 x 32 */
+        {"transpose.fusion", {"B=1", "M=77", "N=1000"}, FU_BF16,
+         {"\"tile\": [32, 32], \"lanes\": 1", "\"blocks\": [1, 3, 32]", "__shared__ fu_bf16 fu_tile0[32][34];"}},
+        /* a read both ways (a), a bool (rows of 68 bytes) and an f32 input beside bf16; 33 x 33
+         * tiles of 64 x 64, a wave of blocks */
+        {"transpose_both.fusion", {"N=2080"}, FU_BF16,
          {"\"staged\": [\"m\", \"a\", \"b\"]", "__shared__ unsigned char fu_tile0[64][68];",
-          "__shared__ float fu_tile2[64][65];", "fu_load(in0[(1000 * d0 + d1)])",
-          "*(uint2 *)fu_v = __ldg((const uint2 *)(in2 + (fu_j) + 1000 * (fu_l0 + fu_ty + fu_r)));"}},
+          "__shared__ float fu_tile2[64][65];", "fu_load(in0[(2080 * d0 + d1)])",
+          "*(uint2 *)fu_v = __ldg((const uint2 *)(in2 + (fu_j) + 2080 * (fu_l0 + fu_ty + fu_r)));"}},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int nsets = 0;

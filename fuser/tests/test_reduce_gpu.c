@@ -427,13 +427,13 @@ int main(int argc, char **argv)
     /* pointwise reads across the output's innermost axis (fu_plan_options.transpose): whole and
      * partial tiles, a batch of 1, a read both ways, a bool and an f32 input beside DT; the
      * same values as the pointwise kernel's, element by element (no op rounds differently) */
-    const char *tr_sets[][3] = {{"B=4", "M=1024", "N=2048"}, {"B=1", "M=77", "N=1000"}, {"B=3", "M=33", "N=16"}};
-    const char *tb_sets[][1] = {{"N=1536"}, {"N=1000"}, {"N=17"}};
-    for (int d = 0; d < 2; d++)
-        for (int k = 0; k < 3; k++) {
-            run_case_with(rt, data, "transpose.fusion", tr_sets[k], 3, dts[d], true, RC_TRANSPOSE);
-            run_case_with(rt, data, "transpose_both.fusion", tb_sets[k], 1, dts[d], true, RC_TRANSPOSE);
-        }
+    const char *tr_sets[][3] = {{"B=4", "M=1024", "N=2048"}, {"B=1", "M=77", "N=1000"}, {"B=64", "M=77", "N=1000"},
+                                {"B=3", "M=33", "N=16"}};
+    const char *tb_sets[][1] = {{"N=2080"}, {"N=1000"}, {"N=17"}};
+    for (int d = 0; d < 2; d++) {
+        for (int k = 0; k < 4; k++) run_case_with(rt, data, "transpose.fusion", tr_sets[k], 3, dts[d], true, RC_TRANSPOSE);
+        for (int k = 0; k < 3; k++) run_case_with(rt, data, "transpose_both.fusion", tb_sets[k], 1, dts[d], true, RC_TRANSPOSE);
+    }
     /* bf16 sums read by f32 ops, held to the f32 tolerance: each sum rounded to bf16 first */
     run_case(rt, data, "bf16_sums.fusion", NULL, 0, FU_F32, false);
     run_case(rt, data, "bf16_column_sum.fusion", NULL, 0, FU_F32, false);

@@ -232,6 +232,12 @@ bool fu_tr_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char
         if (transposed_axis(&pr->forms[i], rank) == axis_j && fu_dtype_size(fu_val(f, pr->forms[i].t)->dtype) < narrowest)
             narrowest = fu_dtype_size(fu_val(f, pr->forms[i].t)->dtype);
     tp->lanes = narrowest <= 2 ? TR_NARROW_LANES : 1;
+    /* ... while the wider tiles still fill a wave of resident blocks: bf16 [256, 128, 64] made
+     * 512 blocks of 64 x 64 on 132 SMs, 11.39 us, against 10.50 at 32 x 32 (an H100, v52) */
+    int64_t outer_elems = fu_shape_numel(rank, v0->shape) / (ext_j * ext_l);
+    int64_t wave = (int64_t)g->opts->sm_count * (g->opts->max_threads_per_sm / TR_THREADS);
+    int64_t wide = (int64_t)TR_WARP * tp->lanes;
+    if (tp->lanes > 1 && outer_elems * ((ext_j + wide - 1) / wide) * ((ext_l + wide - 1) / wide) < wave) tp->lanes = 1;
     tp->tile = TR_WARP * tp->lanes;
     for (int i = 0; i < pr->nforms && tp->nstaged < TR_MAX_STAGED; i++) {
         const tr_form *fm = &pr->forms[i];
