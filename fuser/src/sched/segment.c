@@ -276,13 +276,17 @@ static fu_tensor plain_view(fu_fusion *d, const fu_fusion *f, const fu_node *n, 
     return fu_reshape(d, x, ov->rank, ov->shape, ov->name);
 }
 
-/* Whether t is read by reductions alone (and is no output). */
-static bool only_reductions_read(const fu_fusion *f, fu_tensor t)
+/* Whether t is read by reductions alone (and is no output), or also by casts that only
+ * reductions read where through_casts. */
+static bool only_reductions_read(const fu_fusion *f, fu_tensor t, bool through_casts)
 {
     if (is_output(f, t)) return false;
     for (int i = 0; i < f->nnodes; i++)
-        for (int k = 0; k < f->nodes[i].ninputs; k++)
-            if (f->nodes[i].inputs[k] == t && fu_op_kind_of(f->nodes[i].op) != FU_KIND_REDUCE) return false;
+        for (int k = 0; k < f->nodes[i].ninputs; k++) {
+            const fu_node *r = &f->nodes[i];
+            if (r->inputs[k] != t || fu_op_kind_of(r->op) == FU_KIND_REDUCE) continue;
+            if (!through_casts || r->op != FU_OP_CAST || !only_reductions_read(f, r->output, false)) return false;
+        }
     return true;
 }
 
@@ -291,13 +295,25 @@ static bool only_reductions_read(const fu_fusion *f, fu_tensor t)
  * (`sum(permute(y, dims=[1, 0]), axes=[1])`): the same reduction of y over the axes the view's
  * reduced axes are in y, reshaped to the result's shape (the same values in the same order).
  * The reduction then reads y as it is laid out, a column sum coalesced (the outer scheduler),
- * where the view's rows were strided columns of y, a sector a 4-byte element. Where the kept
- * axes change order, the result would need a permute of its own, which no reduction scheduler
+ * where the view's rows were strided columns of y, a sector a 4-byte element. A cast between
+ * the view and the reduction (a bf16 mean's decomposition casts to f32 first) is taken with
+ * it: the reduction of the cast of y (the view read only by reductions and by casts that only
+ * reductions read). Where the kept axes
+ * change order, the result would need a permute of its own, which no reduction scheduler
  * writes with it: left as it is. -1 where n is no such reduction (in: n's input in d). */
 static fu_tensor reduce_of_permute(fu_fusion *d, const fu_fusion *f, const fu_node *n, fu_tensor in)
 {
-    const fu_node *pn = fu_producer(d, in);
-    if (!pn || pn->op != FU_OP_PERMUTE || !only_reductions_read(f, n->inputs[0])) return -1;
+    const fu_node *pn = fu_producer(d, in), *cast = NULL;
+    fu_tensor view_f = n->inputs[0]; /* the view, in f */
+    if (pn && pn->op == FU_OP_CAST) { /* cast(permute(y)) */
+        const fu_node *fc = fu_producer(f, n->inputs[0]);
+        if (!fc || fc->op != FU_OP_CAST) return -1;
+        view_f = fc->inputs[0];
+        cast = pn;
+        pn = fu_producer(d, pn->inputs[0]);
+    }
+    if (!only_reductions_read(f, view_f, true)) return -1;
+    if (!pn || pn->op != FU_OP_PERMUTE) return -1;
     const fu_value *view = fu_val(d, in), *ov = fu_val(f, n->output);
     const int rank = view->rank;
     if (rank < 2 || pn->attrs.perm[rank - 1] == rank - 1) return -1;
@@ -317,7 +333,13 @@ static fu_tensor reduce_of_permute(fu_fusion *d, const fu_fusion *f, const fu_no
         if (y_reduced[b]) axes[naxes++] = b;
     char part[FU_MAX_NAME + 8];
     snprintf(part, sizeof part, "%.*s.r", FU_MAX_NAME - 3, ov->name);
-    fu_tensor r = fu_reduce(d, n->op, pn->inputs[0], naxes, axes, false, part);
+    fu_tensor y = pn->inputs[0];
+    if (cast) { /* (two reductions of one cast make two casts of y: the next pass merges them) */
+        char cname[FU_MAX_NAME + 8];
+        snprintf(cname, sizeof cname, "%.*s.c", FU_MAX_NAME - 3, fu_val(d, cast->output)->name);
+        y = fu_cast(d, y, cast->attrs.dtype, cname);
+    }
+    fu_tensor r = fu_reduce(d, n->op, y, naxes, axes, false, part);
     return fu_reshape(d, r, ov->rank, ov->shape, ov->name);
 }
 
