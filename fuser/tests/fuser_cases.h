@@ -103,6 +103,17 @@ static inline bool tc_program_has_param(const fu_program *p, const char *name)
     return false;
 }
 
+/* The fusion a text builds (its parameters at their defaults), or NULL with err set. The
+ * fusion owns all it holds: the program is freed here. */
+static inline fu_fusion *tc_fusion_from_text(const char *text, fu_error *err)
+{
+    fu_program *prog = NULL;
+    fu_fusion *f = NULL;
+    if (fu_program_parse(text, "text", &prog, err) == FU_OK) (void)fu_program_build(prog, NULL, 0, &f, err);
+    fu_program_free(prog);
+    return f;
+}
+
 /*
  * Builds suite file `rel` with "NAME=VALUE" overrides (those naming a
  * parameter the file lacks are dropped, so one list serves every file) and,

@@ -164,22 +164,19 @@ static void check_shared_memory_limits(const char *suites)
 /* The source of the one kernel of a fusion given as text (default options). */
 static char *text_kernel_source(const char *text)
 {
-    fu_program *prog = NULL;
-    fu_fusion *f = NULL;
     fu_plan *p = NULL;
     fu_error err = {0};
     fu_plan_options o;
     fu_plan_options_default(&o);
     char *src = NULL;
-    if (fu_program_parse(text, "text", &prog, &err) == FU_OK && fu_program_build(prog, NULL, 0, &f, &err) == FU_OK &&
-        fu_plan_build(f, &o, &p, &err) == FU_OK && p->nkernels == 1)
+    fu_fusion *f = tc_fusion_from_text(text, &err);
+    if (f && fu_plan_build(f, &o, &p, &err) == FU_OK && p->nkernels == 1)
         src = strdup(p->kernels[0].source);
     else
         fprintf(stderr, "text fusion: %s\n", err.message);
     CHECK(src != NULL);
     fu_plan_free(p);
     fu_fusion_free(f);
-    fu_program_free(prog);
     return src;
 }
 

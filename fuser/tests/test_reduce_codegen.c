@@ -437,22 +437,30 @@ static void check_outer_params(const char *data)
     }
 }
 
-/* The one-kernel plan of data/rel with fu_plan_options.outer_norm, checked to be of scheduler
- * want; NULL (checks failed) otherwise. */
-static fu_plan *plan_outer_norm(const char *data, const char *rel, const char *const *sets, int nsets, fu_dtype dt,
-                                fu_sched want)
+/* Default plan options with the two that are switched in these tests set. */
+static fu_plan_options plan_opts(bool outer_norm, bool transpose)
 {
-    tc_list l = {0};
-    tc_case *c = tc_add_suite(&l, data, rel, "norm", sets, nsets, dt, NULL);
     fu_plan_options o;
     fu_plan_options_default(&o);
-    o.outer_norm = true;
+    o.outer_norm = outer_norm;
+    o.transpose = transpose;
+    return o;
+}
+
+/* The one-kernel plan of data/rel with options o, checked to be of scheduler want; NULL
+ * (checks failed) otherwise. */
+static fu_plan *plan_file_as(const char *data, const char *rel, const char *const *sets, int nsets, fu_dtype dt,
+                             fu_plan_options o, fu_sched want)
+{
+    tc_list l = {0};
+    tc_case *c = tc_add_suite(&l, data, rel, "one", sets, nsets, dt, NULL);
     fu_plan *p = NULL;
     fu_error err = {0};
     bool ok = c && fu_plan_build(c->f, &o, &p, &err) == FU_OK && p->nkernels == 1 && p->kernels[0].sched == want;
     CHECK(ok);
     if (!ok) {
-        fprintf(stderr, "%s: not one kernel of the %s scheduler\n", rel, fu_sched_name(want));
+        fprintf(stderr, "%s (%s): not one kernel of the %s scheduler: %s\n", rel, fu_dtype_name(dt), fu_sched_name(want),
+                p ? (p->nkernels ? fu_sched_name(p->kernels[0].sched) : "no kernel") : err.message);
         fu_plan_free(p);
         p = NULL;
     }
@@ -537,7 +545,7 @@ static void check_outer_norm(fu_runtime *rt, const char *data)
         tc_list_free(&l);
     }
     /* an i64, an i32 and an f32 reduction in one level: each partial in a region of its own */
-    fu_plan *mixed = plan_outer_norm(data, "outer_norm_mixed.fusion", NULL, 0, FU_F32, FU_SCHED_OUTER);
+    fu_plan *mixed = plan_file_as(data, "outer_norm_mixed.fusion", NULL, 0, FU_F32, plan_opts(true, true), FU_SCHED_OUTER);
     if (mixed) {
         const char *body = body_of(mixed->kernels[0].source);
         CHECK_CONTAINS(body, "((long long *)(fu_part + 0))[");
@@ -552,31 +560,7 @@ static void check_outer_norm(fu_runtime *rt, const char *data)
     /* too few columns for a block on half the SMs even at 32 bytes a row (33 blocks of 16
      * bf16 columns): the row scheduler's */
     const char *few[] = {"B=1", "R=301", "C=520"};
-    fu_plan_free(plan_outer_norm(data, "outer_norm.fusion", few, 3, FU_BF16, FU_SCHED_REDUCTION));
-}
-
-/* The one-kernel plan of data/rel, checked to be of scheduler want, with or without
- * fu_plan_options.transpose; NULL (checks failed) otherwise. */
-static fu_plan *plan_transpose(const char *data, const char *rel, const char *const *sets, int nsets, fu_dtype dt,
-                               bool on, fu_sched want)
-{
-    tc_list l = {0};
-    tc_case *c = tc_add_suite(&l, data, rel, "transpose", sets, nsets, dt, NULL);
-    fu_plan_options o;
-    fu_plan_options_default(&o);
-    o.transpose = on;
-    fu_plan *p = NULL;
-    fu_error err = {0};
-    bool ok = c && fu_plan_build(c->f, &o, &p, &err) == FU_OK && p->nkernels == 1 && p->kernels[0].sched == want;
-    CHECK(ok);
-    if (!ok) {
-        fprintf(stderr, "%s (%s): not one kernel of the %s scheduler: %s\n", rel, fu_dtype_name(dt), fu_sched_name(want),
-                p ? (p->nkernels ? fu_sched_name(p->kernels[0].sched) : "no kernel") : err.message);
-        fu_plan_free(p);
-        p = NULL;
-    }
-    tc_list_free(&l);
-    return p;
+    fu_plan_free(plan_file_as(data, "outer_norm.fusion", few, 3, FU_BF16, plan_opts(true, true), FU_SCHED_REDUCTION));
 }
 
 /* Pointwise groups that read an input across the output's innermost axis (k_transpose.c, with
@@ -618,7 +602,8 @@ static void check_transpose(fu_runtime *rt, const char *data)
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int nsets = 0;
         while (nsets < 3 && want[i].sets[nsets]) nsets++;
-        fu_plan *p = plan_transpose(data, want[i].rel, want[i].sets, nsets, want[i].dt, true, FU_SCHED_TRANSPOSE);
+        fu_plan *p =
+            plan_file_as(data, want[i].rel, want[i].sets, nsets, want[i].dt, plan_opts(false, true), FU_SCHED_TRANSPOSE);
         if (!p) continue;
         const fu_kernel_plan *kp = &p->kernels[0];
         CHECK(kp->params_json != NULL && kp->block == 256);
@@ -636,8 +621,8 @@ static void check_transpose(fu_runtime *rt, const char *data)
     }
     /* the option off, and a tile axis of 8 elements: the pointwise scheduler's */
     const char *short_axis[] = {"B=4", "M=8", "N=2048"};
-    fu_plan_free(plan_transpose(data, "transpose.fusion", NULL, 0, FU_F32, false, FU_SCHED_POINTWISE));
-    fu_plan_free(plan_transpose(data, "transpose.fusion", short_axis, 3, FU_F32, true, FU_SCHED_POINTWISE));
+    fu_plan_free(plan_file_as(data, "transpose.fusion", NULL, 0, FU_F32, plan_opts(false, false), FU_SCHED_POINTWISE));
+    fu_plan_free(plan_file_as(data, "transpose.fusion", short_axis, 3, FU_F32, plan_opts(false, true), FU_SCHED_POINTWISE));
 }
 
 /* The row scheduler's parameters: the decisions named, and the launch's numbers the struct's. */

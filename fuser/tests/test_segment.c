@@ -352,14 +352,12 @@ static void check_grid_sum_of_broadcast(const char *dir)
  * fusion must be `permuted`, and the planned fusion must interpret to the fusion's values. */
 static void check_permuted_reductions(const char *text, fu_sched want, bool permuted)
 {
-    fu_program *prog = NULL;
-    fu_fusion *f = NULL;
     fu_plan *p = NULL;
     fu_error err = {0};
     fu_plan_options o;
     fu_plan_options_default(&o);
-    bool planned = fu_program_parse(text, "text", &prog, &err) == FU_OK && fu_program_build(prog, NULL, 0, &f, &err) == FU_OK &&
-                   fu_plan_build(f, &o, &p, &err) == FU_OK;
+    fu_fusion *f = tc_fusion_from_text(text, &err);
+    bool planned = f && fu_plan_build(f, &o, &p, &err) == FU_OK;
     CHECK(planned && p->nkernels == 1 && p->kernels[0].sched == want);
     if (!planned) fprintf(stderr, "permuted reductions: %s\n", err.message);
     bool any = false;
@@ -381,7 +379,6 @@ static void check_permuted_reductions(const char *text, fu_sched want, bool perm
            any ? " (the view kept)" : "");
     fu_plan_free(p);
     fu_fusion_free(f);
-    fu_program_free(prog);
 }
 
 /* Reductions of a permuted view (segment.c, reduce_of_permute): where the kept axes keep x's
