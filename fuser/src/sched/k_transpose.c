@@ -89,12 +89,15 @@ static bool same_form(const tr_form *a, const tr_form *b, int rank)
     return a->c == b->c && !memcmp(a->coef, b->coef, (size_t)rank * sizeof a->coef[0]);
 }
 
-static tr_form form_of(fu_tensor t, const cg_index *off, int rank)
+/* The read of t at offset off, as a form over the axes (variables 0 .. rank-1): not affine
+ * where off is not, or uses a variable past the axes (a gathered position). */
+static tr_form form_of(const cg_ctx *c, fu_tensor t, const cg_index *off, int rank)
 {
     tr_form f;
     memset(&f, 0, sizeof f);
     f.t = t;
     f.affine = off->affine && off->lane_coef == 0;
+    for (int v = rank; v < c->nvars && f.affine; v++) f.affine = off->coef[v] == 0;
     for (int a = 0; f.affine && a < rank; a++) f.coef[a] = off->coef[a];
     f.c = f.affine ? off->c : 0;
     return f;
@@ -103,10 +106,7 @@ static tr_form form_of(fu_tensor t, const cg_index *off, int rank)
 static const char *probe_read(cg_ctx *c, fu_tensor t, const cg_index *off, void *user)
 {
     tr_probe *pr = user;
-    /* a variable past the axes (a gathered position) makes the read no form of the axes */
-    cg_index o = *off;
-    for (int v = pr->rank; v < c->nvars && o.affine; v++) o.affine = o.coef[v] == 0;
-    tr_form f = form_of(t, &o, pr->rank);
+    tr_form f = form_of(c, t, off, pr->rank);
     for (int i = 0; i < pr->nforms; i++)
         if (same_form(&pr->forms[i], &f, pr->rank)) return NULL;
     if (pr->nforms == TR_MAX_FORMS) pr->overflow = true;
@@ -314,9 +314,7 @@ static const char *staged_read(cg_ctx *c, fu_tensor t, const cg_index *off, void
 {
     tr_emit *e = user;
     const int rank = e->p->rank;
-    cg_index o = *off;
-    for (int v = rank; v < c->nvars && o.affine; v++) o.affine = o.coef[v] == 0;
-    tr_form f = form_of(t, &o, rank);
+    tr_form f = form_of(c, t, off, rank);
     for (int i = 0; i < e->p->nstaged; i++)
         if (same_form(&e->p->staged[i], &f, rank)) {
             snprintf(e->var, sizeof e->var, "v%d", c->tmp++);
