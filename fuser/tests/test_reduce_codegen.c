@@ -599,11 +599,12 @@ static void check_transpose(fu_runtime *rt, const char *data)
           "__shared__ float fu_tile2[64][65];", "fu_load(in0[(2080 * d0 + d1)])",
           "*(uint2 *)fu_v = __ldg((const uint2 *)(in2 + (fu_j) + 2080 * (fu_l0 + fu_ty + fu_r)));"}},
     };
+    fu_plan_options every_size = plan_opts(false, true); /* (the small cases' tiles too) */
+    every_size.transpose_min_bytes = 0;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int nsets = 0;
         while (nsets < 3 && want[i].sets[nsets]) nsets++;
-        fu_plan *p =
-            plan_file_as(data, want[i].rel, want[i].sets, nsets, want[i].dt, plan_opts(false, true), FU_SCHED_TRANSPOSE);
+        fu_plan *p = plan_file_as(data, want[i].rel, want[i].sets, nsets, want[i].dt, every_size, FU_SCHED_TRANSPOSE);
         if (!p) continue;
         const fu_kernel_plan *kp = &p->kernels[0];
         CHECK(kp->params_json != NULL && kp->block == 256);
@@ -622,7 +623,15 @@ static void check_transpose(fu_runtime *rt, const char *data)
     /* the option off, and a tile axis of 8 elements: the pointwise scheduler's */
     const char *short_axis[] = {"B=4", "M=8", "N=2048"};
     fu_plan_free(plan_file_as(data, "transpose.fusion", NULL, 0, FU_F32, plan_opts(false, false), FU_SCHED_POINTWISE));
-    fu_plan_free(plan_file_as(data, "transpose.fusion", short_axis, 3, FU_F32, plan_opts(false, true), FU_SCHED_POINTWISE));
+    fu_plan_free(plan_file_as(data, "transpose.fusion", short_axis, 3, FU_F32, every_size, FU_SCHED_POINTWISE));
+    /* by default only transposed reads of more than an eighth of the L2 are staged (7.5 MiB of an
+     * H200's 60): x of bf16 [256, 64, 128] (4 MiB) is read strided, of f32 (8 MiB) staged */
+    CHECK(plan_opts(false, true).transpose_min_bytes == fu_transpose_min_bytes(60 << 20) &&
+          fu_transpose_min_bytes(60 << 20) == 7864320 && fu_transpose_min_bytes(0) == 0);
+    const char *small[] = {"B=256", "M=128", "N=64"};
+    fu_plan_free(plan_file_as(data, "transpose.fusion", small, 3, FU_BF16, plan_opts(false, true), FU_SCHED_POINTWISE));
+    fu_plan_free(plan_file_as(data, "transpose.fusion", small, 3, FU_F32, plan_opts(false, true), FU_SCHED_TRANSPOSE));
+    fu_plan_free(plan_file_as(data, "transpose.fusion", NULL, 0, FU_BF16, plan_opts(false, true), FU_SCHED_TRANSPOSE));
 }
 
 /* The row scheduler's parameters: the decisions named, and the launch's numbers the struct's. */

@@ -116,6 +116,7 @@ static void run_case_with(fu_runtime *rt, const char *data, const char *rel, con
     if (options) {
         po.outer_norm = options & RC_OUTER_NORM;
         po.transpose = options & RC_TRANSPOSE;
+        if (po.transpose) po.transpose_min_bytes = 0; /* the tiles at the small sizes too */
         fu_plan *plan = NULL;
         bool planned = fu_plan_build(f, &po, &plan, &err) == FU_OK, held = false;
         for (int k = 0; planned && k < plan->nkernels; k++)

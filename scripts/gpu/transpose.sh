@@ -4,7 +4,8 @@
 # test_reduce_gpu's (transpose.fusion and transpose_both.fusion with the option, among the `gpu`
 # tests); here the A/B: fuser/tests/data/transpose.fusion (x: [B, N, M] permuted to [B, M, N],
 # plus y, times s) as the pointwise scheduler plans it (x read a column at a time) and with
-# FUSER_TRANSPOSE=1 (tiles staged in shared memory, the default), at TRANSPOSE_SIZES, f32 and bf16, the first
+# FUSER_TRANSPOSE=1 (tiles staged in shared memory at every size; by default only where the
+# transposed reads exceed an eighth of the L2), at TRANSPOSE_SIZES, f32 and bf16, the first
 # run with torch.compile beside it. Logs under ${OUT:-/tmp/out}/transpose/.
 # shellcheck source=part.sh
 . "$(dirname "$0")/part.sh" transpose

@@ -235,6 +235,8 @@ void fu_plan_options_for_device(const fu_runtime *rt, fu_plan_options *o)
     o->outer_norm = outer_norm && !strcmp(outer_norm, "1");
     const char *transpose = getenv("FUSER_TRANSPOSE");
     if (transpose && !strcmp(transpose, "0")) o->transpose = false; /* the pointwise scheduler's strided reads, for an A/B */
+    bool transpose_every_size = transpose && !strcmp(transpose, "1"); /* ... and the tiles at every size */
+    if (transpose_every_size) o->transpose_min_bytes = 0;
     /* thread-block clusters from sm_90 on (also when compiling without a GPU for an older arch) */
     if (rt && fu_runtime_arch_number(rt) > 0 && fu_runtime_arch_number(rt) < 90) o->max_cluster = 1;
     if (!rt || !fu_runtime_has_device(rt)) return;
@@ -244,6 +246,7 @@ void fu_plan_options_for_device(const fu_runtime *rt, fu_plan_options *o)
     if (d->max_shared_per_block_optin > 0) o->max_shared_per_block = d->max_shared_per_block_optin;
     if (d->max_shared_per_sm > 0) o->max_shared_per_sm = d->max_shared_per_sm;
     if (d->reserved_shared_per_block >= 0) o->reserved_shared_per_block = d->reserved_shared_per_block;
+    if (d->l2_bytes > 0 && !transpose_every_size) o->transpose_min_bytes = fu_transpose_min_bytes(d->l2_bytes);
     /* per SM that kernels run on: an SM limit raises each SM's share */
     o->dram_bytes_per_sm_clock = fu_dram_bytes_per_sm_clock(d->memory_clock_khz, d->memory_bus_width_bits, o->sm_count, d->clock_khz);
 }

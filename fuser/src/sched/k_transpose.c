@@ -171,6 +171,24 @@ static int transposed_axis(const tr_form *f, int rank)
 
 /* ---- heuristics */
 
+/* The bytes the reads across axis j take from memory: each input read so once, at most one element
+ * an output position (a broadcast input, fewer). */
+static int64_t transposed_bytes(const fu_group *g, const tr_probe *pr, int axis_j, int64_t positions)
+{
+    int64_t bytes = 0;
+    for (int i = 0; i < pr->nforms; i++) {
+        if (transposed_axis(&pr->forms[i], pr->rank) != axis_j) continue;
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++)
+            seen = pr->forms[k].t == pr->forms[i].t && transposed_axis(&pr->forms[k], pr->rank) == axis_j;
+        if (seen) continue;
+        const fu_value *v = fu_val(g->f, pr->forms[i].t);
+        int64_t n = fu_shape_numel(v->rank, v->shape);
+        bytes += (n < positions ? n : positions) * (int64_t)fu_dtype_size(v->dtype);
+    }
+    return bytes;
+}
+
 bool fu_tr_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char *why, size_t nwhy)
 {
     const fu_fusion *f = g->f;
@@ -215,6 +233,17 @@ bool fu_tr_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char
         if (axis_j < 0) snprintf(why, nwhy, "transpose: no input is read across the output's innermost axis");
         else snprintf(why, nwhy, "transpose: the tile's axes are short (%lld and %lld elements; %d at least)",
                       (long long)ext_j, (long long)ext_l, TR_MIN_EXTENT);
+        fu_free(pr);
+        return false;
+    }
+    /* Small transposed reads stay with the pointwise kernel: the L2 holds the sectors its strided
+     * reads share, and a tile's barrier costs more than they do (an H100, v52-v53: bf16
+     * [256, 128, 64], 4 MB, 9.07 us pointwise against 10.50 tiled; f32, 8 MB, 14.21 against 14.11;
+     * bf16 [4, 1024, 2048], 16 MB, 69.02 against 25.73). */
+    const int64_t staged_bytes = transposed_bytes(g, pr, axis_j, fu_shape_numel(rank, v0->shape));
+    if (staged_bytes <= g->opts->transpose_min_bytes) {
+        snprintf(why, nwhy, "transpose: its transposed reads are %lld bytes, which the L2 serves (%lld at most: "
+                 "fu_plan_options.transpose_min_bytes)", (long long)staged_bytes, (long long)g->opts->transpose_min_bytes);
         fu_free(pr);
         return false;
     }

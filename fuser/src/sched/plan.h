@@ -43,12 +43,17 @@ typedef struct fu_plan_options {
                                     * axis get tiles staged in shared memory (k_transpose.c); without
                                     * it, the pointwise scheduler's strided reads. On by default;
                                     * FUSER_TRANSPOSE=0 turns it off (an A/B) */
+    int64_t transpose_min_bytes;   /* ... where the reads it would stage are more bytes than this: fewer,
+                                    * and the pointwise kernel's strided reads are served by the L2
+                                    * (an eighth of it; 0: every size, as FUSER_TRANSPOSE=1 asks) */
 } fu_plan_options;
 
 void fu_plan_options_default(fu_plan_options *o);
 /* fu_plan_options.dram_bytes_per_sm_clock from a device's numbers (the driver's
  * attributes: a DDR memory clock, so two transfers a clock); 0 if any is 0. */
 double fu_dram_bytes_per_sm_clock(int memory_clock_khz, int memory_bus_width_bits, int sm_count, int clock_khz);
+/* fu_plan_options.transpose_min_bytes for a card with l2_bytes of L2 (an eighth of it; 0 if unknown). */
+int64_t fu_transpose_min_bytes(int64_t l2_bytes);
 /* Plans for sm_count of the card's SMs (a test's or `fuser-fuzz --sms`'s choice, as
  * FUSER_SM_LIMIT is the runtime's): the memory stays the card's, so each SM's share of
  * it (dram_bytes_per_sm_clock) grows as the SMs are fewer. */

@@ -50,7 +50,10 @@ void fu_plan_options_default(fu_plan_options *o)
     o->scatter = FU_SCATTER_DETERMINISTIC;
     o->outer_norm = false;
     o->transpose = true;
+    o->transpose_min_bytes = fu_transpose_min_bytes(60 * 1024 * 1024); /* an H200's L2 */
 }
+
+int64_t fu_transpose_min_bytes(int64_t l2_bytes) { return l2_bytes > 0 ? l2_bytes / 8 : 0; }
 
 /* ------------------------------------------------------------ simplify */
 
