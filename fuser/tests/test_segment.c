@@ -53,6 +53,7 @@ static const expect cases[] = {
     {"segment/one_block_grid_step.fusion", {NULL}, 1},
     {"segment/grid_value_gathered.fusion", {NULL}, 1},
     {"segment/column_sums_permuted.fusion", {NULL}, 1},
+    {"segment/grid_tail_output.fusion", {NULL}, 1},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */

@@ -11,10 +11,11 @@
  * rows of per-row values: over all axes, or over other axes, as a row
  * kernel's column sums; unless there is only one row) or a scatter's result.
  * A boundary is forced where
- *   - an op reads a grid-wide value at more elements than it has (a full-size
- *     value needs the whole grid's reduction first; counted at the elements the
- *     outputs can read of the op, `demands`: a value only gathered at one
- *     position the last block computes), or a scatter's result;
+ *   - an op reads a grid-wide value at more elements than it has and than
+ *     FU_TAIL_OUT_MAX_ELEMS (a full-size value needs the whole grid's reduction
+ *     first; counted at the elements the outputs can read of the op, `demands`:
+ *     a value only gathered at a few positions the last block computes), or a
+ *     scatter's result;
  *   - an op combines per-row values of two row kinds;
  *   - the op is a segment_set (the user asked for one).
  * Grid-wide values combine with each other and reduce further without one
@@ -103,7 +104,8 @@ static dep combine(const fu_fusion *f, const fu_node *n, const dep *deps, const 
         const dep *in = &deps[n->inputs[k]];
         if (in->level < d.level || in->kind == DEP_FREE) continue;
         if (in->kind == DEP_SCATTER) after_scatter = true;
-        else if (in->kind == DEP_GRID && numel > fu_tensor_numel(f, n->inputs[k])) forced = true;
+        else if (in->kind == DEP_GRID && numel > fu_tensor_numel(f, n->inputs[k]) && numel > FU_TAIL_OUT_MAX_ELEMS)
+            forced = true;
         else if (in->kind == DEP_GRID) d.kind = DEP_GRID;
         else if (d.kind == DEP_ROWS && d.row_kind != in->row_kind) forced = true;
         else if (d.kind != DEP_GRID) {

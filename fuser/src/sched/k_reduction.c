@@ -665,8 +665,8 @@ typedef struct red_params {
     red_pass pass[MAX_PASSES];
     /* the outputs */
     bool full_out; /* a full-size output */
-    int nrow_out, nscalar_out, ncol_out;
-    fu_tensor row_out[MAX_OUTS], scalar_out[MAX_OUTS], col_out[MAX_OUTS];
+    int nrow_out, nscalar_out, ncol_out; /* scalar_out: no row value read; one element, or a few */
+    fu_tensor row_out[MAX_OUTS], scalar_out[MAX_OUTS], col_out[MAX_OUTS]; /* (FU_TAIL_OUT_MAX_ELEMS) */
     int nsingle_out;             /* rows == 1: outputs of any other shape, element by element */
     fu_tensor single_out[MAX_OUTS]; /* by the row's block after its passes */
     int nfree_out;               /* outputs of another shape that read no row or grid-wide value: */
@@ -1863,6 +1863,9 @@ static bool classify_outputs(red_params *p, const fu_group *g, char *why, size_t
             /* one row: its values are the same at every index, so any output reading them can
              * be written after the passes by the row's block */
             p->single_out[p->nsingle_out++] = t;
+        } else if (!(d & row_bits) && fu_shape_numel(v->rank, v->shape) <= FU_TAIL_OUT_MAX_ELEMS &&
+                   p->nscalar_out < MAX_OUTS) {
+            p->scalar_out[p->nscalar_out++] = t; /* a few elements of the grid's values, with the scalars */
         } else {
             snprintf(why, nwhy, "reduction: output '%s' fits neither the rows nor a scalar", v->name);
             return false;
@@ -3739,6 +3742,12 @@ static void emit_kernel(red_emit *r, const fu_kernel_plan *kp)
     if (p->scalars_block0) cg_line(c, "if (blockIdx.x != 0) return;");
     for (int o = 0; o < p->nscalar_out; o++) {
         const fu_value *v = fu_val(f, p->scalar_out[o]);
+        if (fu_shape_numel(v->rank, v->shape) > 1) {
+            char step[16];
+            snprintf(step, sizeof step, "%d", p->block_threads);
+            emit_output_elements(r, p->scalar_out[o], "threadIdx.x", step, "of the grid's values, with the scalars");
+            continue;
+        }
         cg_index idx[FU_MAX_RANK];
         for (int a = 0; a < v->rank; a++) cg_index_const(&idx[a], 0);
         const char *val = cg_value(c, p->scalar_out[o], idx);

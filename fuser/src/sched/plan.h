@@ -159,6 +159,11 @@ bool fu_block_emit(const fu_group *g, const void *params, fu_kernel_plan *kp, ch
 #ifndef FU_BLOCK_MAX_WORK
 #define FU_BLOCK_MAX_WORK 8192
 #endif
+/* The reduction scheduler's outputs of more than one element that read the grid's values but
+ * no row value (a broadcast of a mean): written by the block that writes the scalars, after the
+ * grid combine, up to this many elements (4 a thread of the smallest block); larger ones get a
+ * kernel of their own. bound.c forces no boundary before them. */
+#define FU_TAIL_OUT_MAX_ELEMS 128
 /* ... and where the reduction scheduler's plan of the group needs a grid-wide step (its
  * partials to the workspace, a fence, a counter, the last block's reads): one block for up to
  * this much work (H100, docs/perf.md v33: fz_7_157, a grid reduction over 4 blocks, 8.22 ->
