@@ -158,6 +158,56 @@ static void check_atomic_bf16_form(const char *suites)
     tc_list_free(&l);
 }
 
+/* An atomic scatter onto a constant other than zero: the constant in memory first (a kernel of
+ * its own), then the scatter copies it into its output and adds; in both scatter modes (a
+ * scatter_add is atomic in either), compiled, and the planned fusion interprets to the same
+ * values. A base of zeros stays in the scatter's kernel. */
+static void check_scatter_onto_constant(fu_runtime *rt, const char *dir)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        tc_list l = {0};
+        tc_case *c = tc_add_suite(&l, dir, "segment/scatter_onto_constant.fusion", "scatter", NULL, 0, FU_F32, NULL);
+        CHECK(c != NULL);
+        if (!c) continue;
+        c->scatter = mode ? FU_SCATTER_ATOMIC : FU_SCATTER_DETERMINISTIC;
+        fu_error err = {0};
+        fu_plan *p = tc_plan(c, 132, &err);
+        CHECK(p && p->nkernels == 2);
+        if (!p) fprintf(stderr, "scatter_onto_constant: %s\n", err.message);
+        if (p && p->nkernels == 2) {
+            const fu_kernel_plan *base = &p->kernels[0], *s = &p->kernels[1];
+            CHECK(base->sched == FU_SCHED_POINTWISE && s->sched == FU_SCHED_SCATTER);
+            CHECK(s->copy_before >= 0 && s->zero_before < 0 && !strcmp(fu_tensor_name(p->fusion, s->copy_before), "z"));
+            fu_executable *x = NULL;
+            CHECK(fu_exec_prepare(rt, p, &x, &err) == FU_OK);
+            fu_exec_free(x);
+            fu_host_tensor in[2], want[1], got[1];
+            bool ok = fu_random_inputs(c->f, 3, in, &err) == FU_OK;
+            CHECK(ok && fu_interp_run(c->f, in, want, &err) == FU_OK && fu_interp_run(p->fusion, in, got, &err) == FU_OK);
+            if (ok) {
+                size_t n = fu_host_tensor_bytes(&want[0]);
+                CHECK(n == fu_host_tensor_bytes(&got[0]) && !memcmp(want[0].data, got[0].data, n));
+                fu_host_tensor_free(&want[0]);
+                fu_host_tensor_free(&got[0]);
+                for (int k = 0; k < 2; k++) fu_host_tensor_free(&in[k]);
+            }
+        }
+        fu_plan_free(p);
+        tc_list_free(&l);
+    }
+    const char *zero = "fusion zero_base\ninput x: f32[94, 6]\ninput i: i64[94, 2]\n"
+                       "z = full(shape=[94, 6], value=0.0, dtype=f32)\ng = take_along_axis(x, i, axis=1)\n"
+                       "q = scatter_add(z, i, g, axis=0)\noutput q\n";
+    fu_error err = {0};
+    fu_fusion *f = tc_fusion_from_text(zero, &err);
+    fu_plan_options o;
+    fu_plan_options_default(&o);
+    fu_plan *p = NULL;
+    CHECK(f && fu_plan_build(f, &o, &p, &err) == FU_OK && p->nkernels == 1 && p->kernels[0].zero_before >= 0);
+    fu_plan_free(p);
+    fu_fusion_free(f);
+}
+
 /* FUSER_DEBUG=1 names the boundary of a split fusion and why it is there. */
 static void check_debug_boundary(const char *dir)
 {
@@ -432,6 +482,7 @@ int main(int argc, char **argv)
     check_block_grid_step(argv[1]);
     check_reduce_of_permute();
     check_atomic_bf16_form(suites);
+    check_scatter_onto_constant(rt, argv[1]);
     fu_runtime_close(rt);
     tu_remove_tree(cache);
     return check_finish("test_segment");

@@ -855,10 +855,13 @@ static bool atomic_heuristics(const fu_group *g, const fu_node *s, atomic_params
 {
     const fu_fusion *f = g->f;
     const fu_value *out = fu_val(f, s->output);
+    const fu_node *base = fu_producer(f, s->inputs[0]);
+    bool base_here = base && g->in_group[base - f->nodes]; /* (a probe counts it as materialized) */
     if (base_is_zero(g, s->inputs[0])) kp->zero_before = s->output;
-    else if (g->materialized[s->inputs[0]]) kp->copy_before = s->inputs[0];
+    else if (g->materialized[s->inputs[0]] && !base_here) kp->copy_before = s->inputs[0];
     else {
-        snprintf(why, nwhy, "scatter: atomic mode needs a zero or stored base for '%s'", out->name);
+        snprintf(why, nwhy, "scatter: atomic mode needs a zero or stored base for '%s'%s", out->name,
+                 base_here ? ": the group computes it, the copy before the launch cannot" : "");
         return false;
     }
     if (out->dtype == FU_BOOL) {

@@ -529,14 +529,31 @@ static int group_outputs(const fu_fusion *f, const bool *in_group, const bool *r
     return n;
 }
 
+/* Whether node i is the base of an atomic scatter that must be in memory: the scatter kernel
+ * adds onto a copy of it made before the launch, or onto zeros (a full of 0, which it needs not
+ * read), and cannot compute it itself. */
+static bool atomic_base_in_memory(const fu_fusion *f, const fu_plan_options *o, int i)
+{
+    const fu_node *n = &f->nodes[i];
+    if (n->op == FU_OP_FULL && n->attrs.value == 0.0) return false;
+    for (int j = 0; j < f->nnodes; j++) {
+        const fu_node *s = &f->nodes[j];
+        if (fu_op_kind_of(s->op) == FU_KIND_SCATTER && s->inputs[0] == n->output && fu_scatter_is_atomic(f, s, o))
+            return true;
+    }
+    return false;
+}
+
 /* Ops without operands (full, iota) that no output names: once a fusion is
  * split, each group computes its own copy of those it reads instead of
  * reading them from another kernel (a shared constant would otherwise be a
- * kernel of its own, or tie two groups together). */
-static void mark_replicated(const fu_fusion *f, const bool *members, bool *replicated)
+ * kernel of its own, or tie two groups together); not an atomic scatter's base
+ * of other values than 0, which that scatter reads from memory. */
+static void mark_replicated(const fu_fusion *f, const fu_plan_options *o, const bool *members, bool *replicated)
 {
     for (int i = 0; i < f->nnodes; i++)
-        replicated[i] = members[i] && f->nodes[i].ninputs == 0 && !is_output(f, f->nodes[i].output);
+        replicated[i] = members[i] && f->nodes[i].ninputs == 0 && !is_output(f, f->nodes[i].output) &&
+                        !atomic_base_in_memory(f, o, i);
 }
 
 /* Offers a group to the schedulers. Returns 1 when taken, 0 when not (with
@@ -697,7 +714,7 @@ static fu_status schedule_members(seg_ctx *s, const bool *members)
         fu_free(rest);
         return fu_error_set(s->err, FU_ERR_NOMEM, "out of memory");
     }
-    mark_replicated(f, members, replicated);
+    mark_replicated(f, s->opts, members, replicated);
     for (int i = 0; i < f->nnodes; i++) rest[i] = members[i] && !replicated[i];
     alias_output_reshapes(s->plan, rest);
     s->replicated = replicated;
