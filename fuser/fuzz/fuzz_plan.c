@@ -2,10 +2,11 @@
  * fuzz_plan.c -- fu_plan_build on every fusion that builds: segmenter,
  * schedulers and code generation (the CUDA C text), then both plan printers.
  * No NVRTC and no device: a plan with the default (H200) device numbers, in
- * both scatter modes, then with the outer scheduler's normalizations on
- * (fu_plan_options.outer_norm, off by default) and the transpose scheduler
- * off (.transpose, on by default) for 2 SMs, where small fusions take the
- * normalizations' tiles. Every fusion that builds (the verifier accepts it) plans, zero-size tensors and empty axes included; only memory may run out
+ * both scatter modes (the atomic one with the transpose scheduler's tiles at
+ * every size, .transpose_min_bytes = 0), then with the outer scheduler's
+ * normalizations on (fu_plan_options.outer_norm, off by default) and the
+ * transpose scheduler off (.transpose, on by default) for 2 SMs, where small
+ * fusions take the normalizations' tiles. Every fusion that builds (the verifier accepts it) plans, zero-size tensors and empty axes included; only memory may run out
  * (regressions/plan/ has the ones that crashed k_pointwise.c before the
  * segmenter's fix). A refusal was allowed until session 46, when a softmax
  * over an empty axis and a cross entropy over no classes were refused. Seeds:
@@ -27,6 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fu_plan_options po;
             fu_plan_options_default(&po);
             po.scatter = mode == 1 ? FU_SCATTER_ATOMIC : FU_SCATTER_DETERMINISTIC;
+            if (mode == 1) po.transpose_min_bytes = 0; /* the transpose scheduler's tiles at every size */
             if (mode == 2) {
                 po.outer_norm = true;
                 po.transpose = false;
