@@ -634,6 +634,45 @@ static void check_transpose(fu_runtime *rt, const char *data)
     fu_plan_free(plan_file_as(data, "transpose.fusion", NULL, 0, FU_BF16, plan_opts(false, true), FU_SCHED_TRANSPOSE));
 }
 
+/* An output that permutes the row kernel's full-size values with the innermost axis in place (a
+ * QK norm's heads moved before the tokens): one reduction kernel that stores each row's vectors
+ * at the permuted offset, compiled; a permute that moves the innermost axis stays a kernel of
+ * its own. */
+static void check_permuted_outputs(fu_runtime *rt, const char *data)
+{
+    static const struct {
+        const char *sets[4];
+        fu_dtype dt;
+        const char *store;
+    } want[] = {
+        /* [8, 2048, 32, 128] -> [8, 32, 2048, 128]: o1 (the token) strides 128, o2 (the head) 262144 */
+        {{"B=8", "T=2048", "H=32", "D=128"}, FU_BF16, "*(uint4 *)(out0 + (8388608 * o0 + 128 * o1 + 262144 * o2 + k3))"},
+        {{"B=8", "T=2048", "H=32", "D=128"}, FU_F32, "*(uint4 *)(out0 + (8388608 * o0 + 128 * o1 + 262144 * o2 + k3))"},
+        /* rows of 100: 4-lane vectors; a batch of 1 */
+        {{"B=1", "T=77", "H=5", "D=100"}, FU_BF16, "*(uint2 *)(out0 + (100 * o1 + 7700 * o2 + k3))"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        fu_plan *p = plan_file_as(data, "qk_norm.fusion", want[i].sets, 4, want[i].dt, plan_opts(false, true),
+                                  FU_SCHED_REDUCTION);
+        if (!p) continue;
+        CHECK_CONTAINS(p->kernels[0].source, want[i].store);
+        fu_executable *x = NULL;
+        fu_error err = {0};
+        CHECK(fu_exec_prepare(rt, p, &x, &err) == FU_OK);
+        fu_exec_free(x);
+        fu_plan_free(p);
+    }
+    const char *moved = "fusion moved\ninput x: f32[256, 64, 128]\nm = max(x, axes=[2], keepdim=true)\n"
+                        "d = sub(x, m)\ny = permute(d, dims=[0, 2, 1])\noutput y\n";
+    fu_error err = {0};
+    fu_fusion *f = tc_fusion_from_text(moved, &err);
+    fu_plan_options o = plan_opts(false, true);
+    fu_plan *p = NULL;
+    CHECK(f && fu_plan_build(f, &o, &p, &err) == FU_OK && p->nkernels == 2);
+    fu_plan_free(p);
+    fu_fusion_free(f);
+}
+
 /* The row scheduler's parameters: the decisions named, and the launch's numbers the struct's. */
 static void check_row_params(const char *data, const char *suites)
 {
@@ -875,6 +914,7 @@ int main(void)
     if (suites) check_vector_miss(rt, data, suites);
     check_outer_norm(rt, data);
     check_transpose(rt, data);
+    check_permuted_outputs(rt, data);
     CHECK_CONTAINS(body_of(bf), "fu_tanh_approx(");
     CHECK(!strstr(body_of(bf), "fu_tanh(") && !strstr(body_of(bf), "/ 30.0f"));
     CHECK_CONTAINS(body_of(f32), "fu_tanh(");

@@ -29,6 +29,9 @@
  *     planned with fu_plan_options.transpose (the plan must hold a transpose kernel):
  *     whole and partial tiles, a read both ways, a bool; element by element as
  *     pointwise_math;
+ *   - qk_norm (an RMS norm whose output permutes the rows, the innermost axis in
+ *     place: the row kernel stores at the permuted offsets) at three sizes, rows
+ *     of 128, 100 and 64; element by element as pointwise_math;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
  *     column gradients combined by the last blocks) at four sizes;
  *   - bounded_lse (log-sum-exps of tanh and sigmoid values: the constant shift and
@@ -435,6 +438,13 @@ int main(int argc, char **argv)
         for (int k = 0; k < 4; k++) run_case_with(rt, data, "transpose.fusion", tr_sets[k], 3, dts[d], true, RC_TRANSPOSE);
         for (int k = 0; k < 3; k++) run_case_with(rt, data, "transpose_both.fusion", tb_sets[k], 1, dts[d], true, RC_TRANSPOSE);
     }
+    /* a QK norm whose output permutes the rows' full-size values (the heads before the tokens):
+     * stored by the row kernel at the permuted offsets, in vectors of 8, 4 and (rows of 100) 4
+     * lanes; a batch of 1 */
+    const char *qk_sets[][4] = {{"B=2", "T=64", "H=4", "D=128"}, {"B=1", "T=77", "H=5", "D=100"},
+                                {"B=3", "T=9", "H=16", "D=64"}};
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < 3; k++) run_case(rt, data, "qk_norm.fusion", qk_sets[k], 4, dts[d], true);
     /* bf16 sums read by f32 ops, held to the f32 tolerance: each sum rounded to bf16 first */
     run_case(rt, data, "bf16_sums.fusion", NULL, 0, FU_F32, false);
     run_case(rt, data, "bf16_column_sum.fusion", NULL, 0, FU_F32, false);

@@ -8,7 +8,8 @@
  * queue where the kernel also writes whole rows) and sweeps the row in
  * passes:
  *   - each pass computes the row reductions whose inputs are ready and writes
- *     the full-size outputs that depend only on what is ready;
+ *     the full-size outputs that depend only on what is ready (an output that
+ *     permutes them with the innermost axis in place, at the permuted offsets);
  *   - sum(exp(E - max(E))) is recognized and computed in the same pass as
  *     max(E) with an online rescaling (one read for log-sum-exp), or, where
  *     E is bounded near zero (fu_value_range), with a constant shift;
@@ -455,6 +456,12 @@
 #ifndef SINGLE_ROW_AHEAD
 #define SINGLE_ROW_AHEAD 1
 #endif
+/* 1: an output that permutes a full-size value, keeping the innermost axis in place, is
+ * stored by the passes where the permute puts each element (permuted_source); 0: such an
+ * output is a kernel of its own (before session 51). */
+#ifndef PERMUTED_OUTPUTS
+#define PERMUTED_OUTPUTS 1
+#endif
 /* Outputs that read no row value are written over the grid before the rows,
  * at most this many elements a thread (more threads a block where needed, up
  * to 1024); larger ones go to a kernel of their own. */
@@ -704,6 +711,36 @@ static int smem_index(const red_params *p, fu_tensor t)
 static bool is_full_shape(const red_params *p, const fu_value *v)
 {
     return v->rank == p->rank && !memcmp(v->shape, p->D, (size_t)p->rank * sizeof *v->shape);
+}
+
+/* A full-size value stored permuted: output t is permute(u, dims) of a tensor u of the domain's
+ * shape, with the innermost axis left in place (a QK norm's [B, T, H, D] -> [B, H, T, D]), so
+ * that each element is stored where the permute puts it and a row's vectors stay contiguous;
+ * a permute that moves the innermost axis would store a lane a row (its own kernel, the
+ * transpose scheduler's, stages such stores). Returns u, and in dims the axis of u that each
+ * axis of t is, or -1. */
+static fu_tensor permuted_source(const red_params *p, const fu_group *g, fu_tensor t, int *dims)
+{
+    const fu_fusion *f = g->f;
+    const fu_node *n = fu_producer(f, t);
+    if (!PERMUTED_OUTPUTS || !n || n->op != FU_OP_PERMUTE || !g->in_group[n - f->nodes] || is_full_shape(p, fu_val(f, t)) ||
+        !is_full_shape(p, fu_val(f, n->inputs[0])) || n->attrs.perm[p->rank - 1] != p->rank - 1)
+        return -1;
+    for (int a = 0; dims && a < p->rank; a++) dims[a] = n->attrs.perm[a];
+    return n->inputs[0];
+}
+
+/* Whether output t is written in the passes: of the domain's shape, or permuted from it. */
+static bool is_full_output(const red_params *p, const fu_group *g, fu_tensor t)
+{
+    return is_full_shape(p, fu_val(g->f, t)) || permuted_source(p, g, t, NULL) >= 0;
+}
+
+/* The tensor whose value at the row position output t stores: t, or what it permutes. */
+static fu_tensor output_source(const red_params *p, const fu_group *g, fu_tensor t)
+{
+    fu_tensor u = permuted_source(p, g, t, NULL);
+    return u >= 0 ? u : t;
 }
 
 /* Whether a tensor t is per-row (constant along the inner axes); with c, also
@@ -1091,7 +1128,7 @@ static bool analyse(red_params *p, const fu_group *g, char *why, size_t nwhy)
     for (int o = 0; o < g->noutputs; o++) {
         const fu_value *v = fu_val(f, g->outputs[o]);
         bool per_row = row_out_index(p, NULL, v, NULL) && (fu_shape_numel(v->rank, v->shape) > 1 || p->rows == 1);
-        if (is_full_shape(p, v) || per_row || p->rows == 1) needed_in_rows |= deps_of(p, g->outputs[o]);
+        if (is_full_output(p, g, g->outputs[o]) || per_row || p->rows == 1) needed_in_rows |= deps_of(p, g->outputs[o]);
     }
     for (int i = 0; i < p->nred; i++) {
         red_info *ri = &p->reds[i];
@@ -1154,7 +1191,7 @@ static bool analyse(red_params *p, const fu_group *g, char *why, size_t nwhy)
         }
     /* full-size outputs are written in the pass after the row values they read */
     for (int o = 0; o < g->noutputs; o++)
-        if (is_full_shape(p, fu_val(f, g->outputs[o]))) {
+        if (is_full_output(p, g, g->outputs[o])) {
             int np = output_pass(p, g->outputs[o]);
             if (np > p->passes) p->passes = np;
         }
@@ -1215,7 +1252,7 @@ static int pass_outputs(const red_params *p, const fu_group *g, int pass, fu_ten
 {
     int n = 0;
     for (int o = 0; o < g->noutputs && n < cap; o++)
-        if (is_full_shape(p, fu_val(g->f, g->outputs[o])) && output_pass(p, g->outputs[o]) == pass)
+        if (is_full_output(p, g, g->outputs[o]) && output_pass(p, g->outputs[o]) == pass)
             out[n++] = g->outputs[o];
     return n;
 }
@@ -1232,7 +1269,7 @@ static bool pass_reads(const red_params *p, const fu_group *g, int pass, fu_tens
     fu_tensor outs[MAX_OUTS];
     int nout = pass_outputs(p, g, pass, outs, MAX_OUTS);
     for (int o = 0; o < nout; o++)
-        if (reads_at_row(p, g, outs[o], t)) return true;
+        if (reads_at_row(p, g, output_source(p, g, outs[o]), t)) return true;
     return false;
 }
 
@@ -1468,8 +1505,8 @@ static bool plan_hoists(red_params *p, const fu_group *g)
         tensor_list *l = &p->pass[pass].hoist;
         for (int o = 0; o < g->noutputs && ok; o++) {
             fu_tensor t = g->outputs[o];
-            int first = first_hoist(p, is_full_shape(p, fu_val(g->f, t)) ? output_pass(p, t) : p->passes + 1);
-            if (pass >= first) ok = hoist_from(p, g, l, t, root_ready(p, pass, first));
+            int first = first_hoist(p, is_full_output(p, g, t) ? output_pass(p, t) : p->passes + 1);
+            if (pass >= first) ok = hoist_from(p, g, l, output_source(p, g, t), root_ready(p, pass, first));
         }
         for (int i = 0; i < p->nred && ok; i++) {
             const red_info *ri = &p->reds[i];
@@ -1722,7 +1759,9 @@ static void choose_config(red_params *p, const fu_group *g)
     size_t widest = 0;
     for (int i = 0; i < p->nparams; i++) {
         const fu_value *v = fu_val(f, p->param_t[i]);
-        if (is_full_shape(p, v) && fu_dtype_size(v->dtype) > widest) widest = fu_dtype_size(v->dtype);
+        if ((is_full_shape(p, v) || (p->param_out[i] && permuted_source(p, g, p->param_t[i], NULL) >= 0)) &&
+            fu_dtype_size(v->dtype) > widest)
+            widest = fu_dtype_size(v->dtype);
     }
     p->vec = widest ? (int)(16 / widest) : 4;
     p->elem_bytes = widest ? (int)widest : 4;
@@ -1836,7 +1875,7 @@ static bool classify_outputs(red_params *p, const fu_group *g, char *why, size_t
                 return false;
             }
             p->col_out[p->ncol_out++] = t;
-        } else if (is_full_shape(p, v)) {
+        } else if (is_full_output(p, g, t)) { /* (permuted: stored where the permute puts each element) */
             p->full_out = true;
             if (d & epi_bits) {
                 snprintf(why, nwhy, "reduction: full-size output '%s' needs a grid-wide value", v->name);
@@ -2054,6 +2093,7 @@ static const char *smem_of(const char *ct)
  * the registers' names, and the canonical offsets lookup_cache matches. */
 typedef struct red_emit {
     const red_params *p;
+    const fu_group *g;
     const fu_fusion *f;
     fu_kernel_writer *w;
     bool avail[MAX_REDS];   /* the reduction's value is final in its register */
@@ -2724,7 +2764,8 @@ static void emit_elements(red_emit *r, int pass, const cg_index *idx, int vec, b
             }
             fu_red_combine(c, ri->op, r->var[i], cg_value(c, ri->in, li));
         }
-        for (int o = 0; o < ps->nout; o++) snprintf(outs[o][lane], sizeof outs[o][lane], "%s", cg_value(c, ps->out_t[o], li));
+        for (int o = 0; o < ps->nout; o++)
+            snprintf(outs[o][lane], sizeof outs[o][lane], "%s", cg_value(c, output_source(p, r->g, ps->out_t[o]), li));
         store_kept_values(r, pass, li);
     }
     c->lane = 0;
@@ -2757,7 +2798,11 @@ static void emit_elements(red_emit *r, int pass, const cg_index *idx, int vec, b
         const cg_param *par = fu_kw_output(r->w, ps->out_t[o]);
         const fu_value *v = fu_val(f, ps->out_t[o]);
         cg_index li[FU_MAX_RANK], off;
-        memcpy(li, idx, sizeof li);
+        int dims[FU_MAX_RANK];
+        if (permuted_source(p, r->g, ps->out_t[o], dims) >= 0)
+            for (int a = 0; a < v->rank; a++) li[a] = idx[dims[a]]; /* the element's index in the output */
+        else
+            memcpy(li, idx, sizeof li);
         cg_offset(c, v->rank, v->shape, v->strides, li, &off);
         if (vec > 1 && cg_offset_vectorizable(c, &off, vec)) { /* (the offset's text decides, as in emit_row_load) */
             char base[CG_EXPR], tmp[16];
@@ -3771,6 +3816,7 @@ bool fu_reduction_emit(const fu_group *g, const void *params, fu_kernel_plan *kp
         return false;
     }
     r->p = p;
+    r->g = g;
     r->f = g->f;
     r->w = w;
     for (int i = 0; i < p->nred; i++)
