@@ -634,6 +634,34 @@ static void check_transpose(fu_runtime *rt, const char *data)
     fu_plan_free(plan_file_as(data, "transpose.fusion", NULL, 0, FU_BF16, plan_opts(false, true), FU_SCHED_TRANSPOSE));
 }
 
+/* A masked mean over T: the mask [B, T, 1] is reduced over T beside the states [B, T, D], a
+ * reduction broadcast along D in the same outer kernel, read once a row (at the column's batch,
+ * not a lane each); with and without row splits; compiled. */
+static void check_broadcast_outer(fu_runtime *rt, const char *data)
+{
+    static const struct {
+        const char *sets[3];
+        fu_dtype dt;
+        const char *fields[3];
+    } want[] = {
+        {{"B=32", "T=2048", "D=1024"}, FU_BF16, {"fu_load(in1[(2048 * o0 + k1)])", "row_splits=4", NULL}},
+        {{"B=3", "T=13", "D=100"}, FU_F32, {"fu_load(in1[(13 * o0 + k1)])", "row_splits=1", NULL}},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        fu_plan *p = plan_file_as(data, "masked_mean_pool.fusion", want[i].sets, 3, want[i].dt, plan_opts(false, true),
+                                  FU_SCHED_OUTER);
+        if (!p) continue;
+        for (int k = 0; want[i].fields[k]; k++)
+            CHECK_CONTAINS(strncmp(want[i].fields[k], "row_", 4) ? p->kernels[0].source : p->kernels[0].config,
+                           want[i].fields[k]);
+        fu_executable *x = NULL;
+        fu_error err = {0};
+        CHECK(fu_exec_prepare(rt, p, &x, &err) == FU_OK);
+        fu_exec_free(x);
+        fu_plan_free(p);
+    }
+}
+
 /* An output that permutes the row kernel's full-size values with the innermost axis in place (a
  * QK norm's heads moved before the tokens): one reduction kernel that stores each row's vectors
  * at the permuted offset, compiled; a permute that moves the innermost axis stays a kernel of
@@ -915,6 +943,7 @@ int main(void)
     check_outer_norm(rt, data);
     check_transpose(rt, data);
     check_permuted_outputs(rt, data);
+    check_broadcast_outer(rt, data);
     CHECK_CONTAINS(body_of(bf), "fu_tanh_approx(");
     CHECK(!strstr(body_of(bf), "fu_tanh(") && !strstr(body_of(bf), "/ 30.0f"));
     CHECK_CONTAINS(body_of(f32), "fu_tanh(");

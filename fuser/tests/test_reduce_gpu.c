@@ -19,7 +19,8 @@
  *     and 768 bf16 columns, the latter with the next row ahead; registers at
  *     256), max-relative as below;
  *   - column_reductions and bias_grad (outer reductions; f32, bf16; with and
- *     without row splits, odd sizes): max-relative as above;
+ *     without row splits, odd sizes), masked_mean_pool (beside them a reduction of
+ *     a mask broadcast along the columns): max-relative as above;
  *   - outer_norm (a softmax and a layer norm over a non-innermost axis) planned with
  *     fu_plan_options.outer_norm (the plan must hold such a kernel): the tile in
  *     shared memory, scalar lanes at an odd C, and read again where it does not fit;
@@ -409,12 +410,16 @@ int main(int argc, char **argv)
     }
     const char *few[] = {"N=8192", "C=1024"}, *many[] = {"N=64", "C=65536"}, *odd[] = {"N=1000", "C=24"};
     const char *bg[] = {"B=4", "T=512", "C=1024"}, *bg_odd[] = {"B=3", "T=5", "C=100"};
+    const char *mm_sets[][3] = {{"B=4", "T=2048", "D=256"}, {"B=3", "T=13", "D=100"}, {"B=64", "T=40", "D=64"}};
     for (int d = 0; d < 2; d++) {
         run_case(rt, data, "column_reductions.fusion", few, 2, dts[d], false);
         run_case(rt, data, "column_reductions.fusion", many, 2, dts[d], false);
         run_case(rt, data, "column_reductions.fusion", odd, 2, dts[d], false);
         run_case(rt, data, "bias_grad.fusion", bg, 3, dts[d], false);
         run_case(rt, data, "bias_grad.fusion", bg_odd, 3, dts[d], false);
+        /* an outer reduction of a mask broadcast along the columns beside the states' sum: with
+         * row splits, without, and odd sizes (rows of 13, 100 columns a batch) */
+        for (int k = 0; k < 3; k++) run_case(rt, data, "masked_mean_pool.fusion", mm_sets[k], 3, dts[d], false);
     }
     /* normalizations over a non-innermost axis (outer_norm): the tile in shared memory (64-byte
      * rows of 4 f32 or bf16 lanes; rows of scalar lanes at an odd C), and read again (8200 rows:

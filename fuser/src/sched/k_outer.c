@@ -104,6 +104,8 @@ typedef struct outer_red {
     fu_op op;
     fu_dtype acc_dt; /* the output dtype; accumulated in its compute type */
     int level;       /* 0, or one past the highest level of the reductions it reads */
+    bool broadcast;  /* its input is the domain with some kept axes of extent 1 (a mask [B, T, 1]
+                      * beside [B, T, D]): each column's thread reduces it at its own column */
 } outer_red;
 
 /* The outer scheduler's decisions: what fu_outer_emit writes the kernel from. */
@@ -295,10 +297,41 @@ static bool assign_levels(const fu_group *g, outer_params *p, char *why, size_t 
     return true;
 }
 
-/* The group's structure: one domain, one set of reduced axes, the innermost kept. */
+/* Whether reduction input x is the domain, or the domain with some kept axes of extent 1. */
+static bool fits_domain(const outer_params *p, const fu_value *x)
+{
+    if (x->rank != p->rank) return false;
+    for (int a = 0; a < p->rank; a++)
+        if (x->shape[a] != p->D[a] && (x->shape[a] != 1 || p->reduced[a])) return false;
+    return true;
+}
+
+/* The index of a reduction's input at the element idx of the domain: 0 along its axes of
+ * extent 1 (a broadcast input). */
+static void input_index(const outer_params *p, const fu_value *x, const cg_index *idx, cg_index *out)
+{
+    for (int a = 0; a < p->rank; a++) {
+        out[a] = idx[a];
+        if (x->shape[a] == 1 && p->D[a] != 1) cg_index_const(&out[a], 0);
+    }
+}
+
+/* The group's structure: one domain (the largest reduction input; the others are of its shape
+ * or broadcast along kept axes), one set of reduced axes, the innermost kept. */
 static bool analyse(const fu_group *g, outer_params *p, char *why, size_t nwhy)
 {
     const fu_fusion *f = g->f;
+    int64_t largest = -1;
+    for (int i = 0; i < f->nnodes; i++) { /* the domain: the first largest input */
+        const fu_node *n = &f->nodes[i];
+        if (!g->in_group[i] || fu_op_kind_of(n->op) != FU_KIND_REDUCE) continue;
+        const fu_value *x = fu_val(f, n->inputs[0]);
+        if (fu_shape_numel(x->rank, x->shape) <= largest) continue;
+        largest = fu_shape_numel(x->rank, x->shape);
+        p->rank = x->rank;
+        memcpy(p->D, x->shape, sizeof p->D);
+        fu_reduced_axes(&n->attrs, x->rank, p->reduced);
+    }
     for (int i = 0; i < f->nnodes; i++) {
         const fu_node *n = &f->nodes[i];
         if (!g->in_group[i]) continue;
@@ -315,15 +348,12 @@ static bool analyse(const fu_group *g, outer_params *p, char *why, size_t nwhy)
         const fu_value *x = fu_val(f, n->inputs[0]);
         bool red[FU_MAX_RANK];
         fu_reduced_axes(&n->attrs, x->rank, red);
-        if (p->nred == 0) {
-            p->rank = x->rank;
-            memcpy(p->D, x->shape, sizeof p->D);
-            memcpy(p->reduced, red, sizeof red);
-        } else if (!is_domain(p, x) || memcmp(red, p->reduced, sizeof red)) {
+        if (!fits_domain(p, x) || memcmp(red, p->reduced, sizeof red)) {
             snprintf(why, nwhy, "outer reduction: '%s' reduces another domain or other axes", fu_val(f, n->output)->name);
             return false;
         }
         outer_red *r = &p->reds[p->nred++];
+        r->broadcast = !is_domain(p, x);
         r->node = i;
         r->out = n->output;
         r->in = n->inputs[0];
@@ -344,6 +374,13 @@ static bool analyse(const fu_group *g, outer_params *p, char *why, size_t nwhy)
         snprintf(why, nwhy, "outer reduction: the innermost axis is reduced (a row reduction)");
         return false;
     }
+    for (int i = 0; i < p->nred; i++)
+        if (p->reds[i].broadcast && g->opts->outer_norm) {
+            /* (a normalization's passes and tile are planned for inputs of the domain's shape) */
+            snprintf(why, nwhy, "outer reduction: '%s' reduces a broadcast input beside a normalization",
+                     fu_val(f, p->reds[i].out)->name);
+            return false;
+        }
     p->C = p->Rn = 1;
     for (int a = 0; a < p->rank; a++) {
         if (p->reduced[a]) p->Rn *= p->D[a];
@@ -753,9 +790,11 @@ static void emit_row_loop(outer_emit *e, int level)
         for (int i = 0; i < p->nred; i++) {
             if (p->reds[i].level != level) continue;
             char guarded[CG_EXPR + 96];
+            cg_index xi[FU_MAX_RANK];
+            input_index(p, fu_val(e->f, p->reds[i].in), li, xi);
             fu_red_combine(c, p->reds[i].op, e->var[i][lane],
                            fu_red_guard(p->reds[i].op, p->reds[i].acc_dt, ragged ? "row_ok" : "",
-                                        cg_value(c, p->reds[i].in, li), guarded, sizeof guarded));
+                                        cg_value(c, p->reds[i].in, xi), guarded, sizeof guarded));
         }
     }
     emit_rows_end(e);
