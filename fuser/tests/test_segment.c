@@ -22,7 +22,7 @@
 
 typedef struct expect {
     const char *rel;          /* under the folder given */
-    const char *sets[4];      /* --set overrides */
+    const char *sets[6];      /* --set overrides */
     int kernels;              /* exact, and the lower bound (0 where every output has no elements) */
 } expect;
 
@@ -54,6 +54,11 @@ static const expect cases[] = {
     {"segment/grid_value_gathered.fusion", {NULL}, 1},
     {"segment/column_sums_permuted.fusion", {NULL}, 1},
     {"segment/grid_tail_output.fusion", {NULL}, 1},
+    /* realistic workloads that were two kernels (session 51): a group norm's affine after the
+     * view back, a QK norm's permuted output, a masked mean's broadcast count */
+    {"data/group_norm.fusion", {"N=3", "C=12", "G=4", "H=40", "W=30"}, 1},
+    {"data/qk_norm.fusion", {"B=2", "T=33", "H=4", "D=128"}, 1},
+    {"data/masked_mean_pool.fusion", {"B=3", "T=130", "D=256"}, 1},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */
@@ -82,7 +87,7 @@ static const expect suite_cases[] = {
 static int nsets(const expect *e)
 {
     int n = 0;
-    while (n < 4 && e->sets[n]) n++;
+    while (n < 6 && e->sets[n]) n++;
     return n;
 }
 
@@ -117,6 +122,16 @@ static void check_case(fu_runtime *rt, const char *dir, const expect *e, bool in
             bool ran = fu_interp_run(c->f, in, out, &err) == FU_OK;
             CHECK(ran);
             if (!ran) fprintf(stderr, "%s: interpreter: %s\n", c->name, err.message);
+            /* the planned fusion (decomposed, rewritten) has the fusion's values */
+            fu_host_tensor planned[16];
+            bool same = ran && p && fu_interp_run(p->fusion, in, planned, &err) == FU_OK;
+            CHECK(!ran || !p || same);
+            for (int i = 0; same && i < nout; i++) {
+                double e = fu_host_max_rel_error(&planned[i], &out[i]);
+                CHECK(e <= 1e-6);
+                if (e > 1e-6) fprintf(stderr, "%s: planned fusion's output %d differs: %.3g\n", c->name, i, e);
+                fu_host_tensor_free(&planned[i]);
+            }
             for (int i = 0; ran && i < nout; i++) fu_host_tensor_free(&out[i]);
             for (int i = 0; i < nin; i++) fu_host_tensor_free(&in[i]);
         }

@@ -47,6 +47,20 @@ typedef struct row_kind {
     bool reduced[FU_MAX_RANK]; /* and the axes it reduces */
 } row_kind;
 
+/* Whether reductions of x over `reduced` are of kind k broadcast: the same axes reduced over the
+ * same extents, each kept axis of the same extent or of extent 1 on one side (a mask [B, T, 1]
+ * counted over T beside states [B, T, D] summed over T: the outer scheduler reduces both in one
+ * kernel, k_outer.c). */
+static bool broadcast_kind(const row_kind *k, const fu_value *x, const bool *reduced)
+{
+    if (k->rank != x->rank) return false;
+    for (int a = 0; a < x->rank; a++) {
+        if (k->reduced[a] != reduced[a]) return false;
+        if (k->shape[a] != x->shape[a] && (reduced[a] || (k->shape[a] != 1 && x->shape[a] != 1))) return false;
+    }
+    return true;
+}
+
 static int find_row_kind(row_kind *kinds, int *nkinds, const fu_value *x, const bool *reduced)
 {
     row_kind k = {0};
@@ -58,6 +72,14 @@ static int find_row_kind(row_kind *kinds, int *nkinds, const fu_value *x, const 
     }
     for (int i = 0; i < *nkinds; i++)
         if (kinds[i].nkept == k.nkept && !memcmp(kinds[i].kept, k.kept, (size_t)k.nkept * sizeof k.kept[0])) return i;
+    for (int i = 0; i < *nkinds && fu_shape_numel(k.nkept, k.kept) > 1; i++) { /* (a single row stays its own) */
+        if (fu_shape_numel(kinds[i].nkept, kinds[i].kept) == 1 || !broadcast_kind(&kinds[i], x, reduced)) continue;
+        for (int a = 0, j = 0; a < x->rank; a++) { /* the kind widened to both */
+            if (x->shape[a] > kinds[i].shape[a]) kinds[i].shape[a] = x->shape[a];
+            if (!reduced[a]) kinds[i].kept[j++] = kinds[i].shape[a];
+        }
+        return i;
+    }
     kinds[*nkinds] = k;
     return (*nkinds)++;
 }

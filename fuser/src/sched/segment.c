@@ -79,6 +79,12 @@ static bool same_attrs(fu_op op, const fu_attrs *a, const fu_attrs *b)
 #ifndef PLAIN_VIEWS_AS_RESHAPES
 #define PLAIN_VIEWS_AS_RESHAPES 1
 #endif
+/* 1: elementwise ops between a reshape and the outputs are computed in the reshaped tensor's
+ * shape, the reshape moved to the outputs (elementwise_of_reshape); 0: as written (a group
+ * norm's affine in [N, C, H, W] was a second kernel). */
+#ifndef REGROUP_ELEMENTWISE
+#define REGROUP_ELEMENTWISE 1
+#endif
 
 static bool is_output(const fu_fusion *f, fu_tensor t)
 {
@@ -346,6 +352,121 @@ static fu_tensor reduce_of_permute(fu_fusion *d, const fu_fusion *f, const fu_no
     return fu_reshape(d, r, ov->rank, ov->shape, ov->name);
 }
 
+/* Whether t reaches only outputs through elementwise ops: it is an output or read only by
+ * unary, binary, where and cast ops whose results do the same. */
+static bool feeds_only_outputs(const fu_fusion *f, fu_tensor t, int depth)
+{
+    if (depth > 64) return false;
+    bool read = false;
+    for (int i = 0; i < f->nnodes; i++)
+        for (int k = 0; k < f->nodes[i].ninputs; k++) {
+            const fu_node *r = &f->nodes[i];
+            if (r->inputs[k] != t) continue;
+            fu_op_kind kind = fu_op_kind_of(r->op);
+            if (kind != FU_KIND_UNARY && kind != FU_KIND_BINARY && kind != FU_KIND_WHERE && kind != FU_KIND_CAST)
+                return false;
+            if (!feeds_only_outputs(f, r->output, depth + 1)) return false;
+            read = true;
+        }
+    return read || is_output(f, t);
+}
+
+/* The shape, in the axes of `from` (rank fr), that a tensor of shape b (rank rb, broadcast to
+ * `to`, rank tr) has once `to` is reshaped back to `from`: the two shapes are split into groups
+ * of axes of equal products (32 x 8 = 256); over each group b has extent 1 everywhere (1 on
+ * every axis of `from`'s side) or the full extents (those of `from`). False where b is partly
+ * broadcast over a group, or the shapes have no such groups. */
+static bool regroup_shape(const int64_t *from, int fr, const int64_t *to, int tr, const int64_t *b, int rb, int64_t *out)
+{
+    int i = 0, j = 0; /* axes of `to`, of `from` */
+    while (i < tr || j < fr) {
+        int i0 = i, j0 = j;
+        int64_t pt = 1, pf = 1;
+        if (i < tr) pt *= to[i++];
+        if (j < fr) pf *= from[j++];
+        while (pt != pf) {
+            if (pt < pf && i < tr) pt *= to[i++];
+            else if (pf < pt && j < fr) pf *= from[j++];
+            else return false;
+        }
+        bool ones = true, full = true;
+        for (int a = i0; a < i; a++) {
+            int ba = a - (tr - rb); /* b's axis, right-aligned */
+            int64_t e = ba >= 0 ? b[ba] : 1;
+            ones &= e == 1;
+            full &= e == to[a];
+        }
+        if (!ones && !full) return false;
+        for (int a = j0; a < j; a++) out[a] = ones ? 1 : from[a];
+    }
+    return true;
+}
+
+/* An elementwise op reading a reshape of a tensor y computed in another shape from a reduction,
+ * where the op's result reaches only outputs through elementwise ops (a group norm's affine on [N, C, H, W]
+ * after the normalization over [N, G, C / G, H, W]): the op in y's shape, its other operands
+ * reshaped to it (a per-channel weight [C, 1, 1] as [G, C / G, 1, 1]), then reshaped back to
+ * its own shape. The reshape moves to the outputs, which take it as their bytes
+ * (alias_output_reshapes): the kernel that computes y writes the outputs in its own shape,
+ * where an output of another shape than the rows' was a second kernel reading y back. -1 where
+ * n is no such op. */
+static fu_tensor elementwise_of_reshape(fu_fusion *d, const fu_fusion *f, const fu_node *n, const fu_tensor *in)
+{
+    fu_op_kind kind = fu_op_kind_of(n->op);
+    if (kind != FU_KIND_UNARY && kind != FU_KIND_BINARY && kind != FU_KIND_WHERE && kind != FU_KIND_CAST) return -1;
+    const fu_value *ov = fu_val(f, n->output);
+    int yrank = -1; /* y's shape (d's values move as the rewrite adds to d) */
+    int64_t yshape[FU_MAX_RANK];
+    fu_tensor y = -1;
+    for (int k = 0; k < n->ninputs && yrank < 0; k++) {
+        if (!fu_tensor_valid(d, in[k])) return -1;
+        const fu_node *r = fu_producer(d, in[k]);
+        const fu_value *iv = fu_val(d, in[k]);
+        /* (a reshape that a reduction also reads is that reduction's domain: the op stays in it) */
+        if (r && r->op == FU_OP_RESHAPE && iv->rank == ov->rank &&
+            !memcmp(iv->shape, ov->shape, (size_t)ov->rank * sizeof *ov->shape) && feeds_only_outputs(f, n->inputs[k], 0)) {
+            y = r->inputs[0];
+            yrank = fu_val(d, y)->rank;
+            memcpy(yshape, fu_val(d, y)->shape, sizeof yshape);
+        }
+    }
+    /* only after a reduction's kernel: a pointwise chain keeps its own (vectorized) shape */
+    if (yrank < 0 || fu_shape_numel(ov->rank, ov->shape) == 0 || !feeds_only_outputs(f, n->output, 0) ||
+        !reads_a_reduction(d, y))
+        return -1;
+    /* each operand in y's shape, checked before anything is added to d */
+    int64_t shapes[FU_MAX_OP_INPUTS][FU_MAX_RANK];
+    fu_tensor yin[FU_MAX_OP_INPUTS];
+    bool reshape[FU_MAX_OP_INPUTS];
+    for (int k = 0; k < n->ninputs; k++) {
+        if (!fu_tensor_valid(d, in[k])) return -1;
+        const fu_node *r = fu_producer(d, in[k]);
+        const fu_value *iv = fu_val(d, in[k]);
+        reshape[k] = false;
+        yin[k] = in[k];
+        if (r && r->op == FU_OP_RESHAPE && fu_val(d, r->inputs[0])->rank == yrank &&
+            !memcmp(fu_val(d, r->inputs[0])->shape, yshape, (size_t)yrank * sizeof *yshape) && iv->rank == ov->rank &&
+            !memcmp(iv->shape, ov->shape, (size_t)ov->rank * sizeof *ov->shape)) {
+            yin[k] = r->inputs[0]; /* (a reshape of a tensor of y's shape: that tensor) */
+            continue;
+        }
+        if (iv->rank == 0) continue;
+        if (iv->rank > ov->rank || !regroup_shape(yshape, yrank, ov->shape, ov->rank, iv->shape, iv->rank, shapes[k]))
+            return -1;
+        reshape[k] = true;
+    }
+    for (int k = 0; k < n->ninputs; k++) /* (named after the op: each name is new) */
+        if (reshape[k]) {
+            char name[FU_MAX_NAME + 16];
+            snprintf(name, sizeof name, "%.*s.s%d", FU_MAX_NAME - 6, ov->name, k);
+            yin[k] = fu_reshape(d, in[k], yrank, shapes[k], name);
+        }
+    char name[FU_MAX_NAME + 8];
+    snprintf(name, sizeof name, "%.*s.s", FU_MAX_NAME - 3, ov->name);
+    fu_tensor t = fu_add_op(d, n->op, n->ninputs, yin, &n->attrs, name);
+    return fu_reshape(d, t, ov->rank, ov->shape, ov->name);
+}
+
 /* Degenerate shapes, rewritten so that every scheduler sees only reductions
  * over axes of extent > 1 and non-empty tensors (issue 19 item 1):
  *   - an op whose output has no elements: full(shape, 0) (nothing to compute;
@@ -375,7 +496,7 @@ static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n
         return is_output(f, n->output) ? fu_reshape(d, in[0], ov->rank, ov->shape, name) : in[0];
     fu_tensor view = plain_view(d, f, n, in[0]);
     if (view >= 0) return view;
-    if (fu_op_kind_of(n->op) != FU_KIND_REDUCE) return -1;
+    if (fu_op_kind_of(n->op) != FU_KIND_REDUCE) return REGROUP_ELEMENTWISE ? elementwise_of_reshape(d, f, n, in) : -1;
     fu_tensor unpermuted = reduce_of_permute(d, f, n, in[0]);
     if (unpermuted >= 0) return unpermuted;
     const fu_value *xv = fu_val(d, in[0]);
