@@ -32,7 +32,9 @@
  *     pointwise_math;
  *   - qk_norm (an RMS norm whose output permutes the rows, the innermost axis in
  *     place: the row kernel stores at the permuted offsets) at three sizes, rows
- *     of 128, 100 and 64; element by element as pointwise_math;
+ *     of 128, 100 and 64; element by element as pointwise_math; group_norm (the
+ *     affine after the view back, computed in the grouped shape) at two sizes,
+ *     max-relative as above;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
  *     column gradients combined by the last blocks) at four sizes;
  *   - bounded_lse (log-sum-exps of tanh and sigmoid values: the constant shift and
@@ -450,6 +452,11 @@ int main(int argc, char **argv)
                                 {"B=3", "T=9", "H=16", "D=64"}};
     for (int d = 0; d < 2; d++)
         for (int k = 0; k < 3; k++) run_case(rt, data, "qk_norm.fusion", qk_sets[k], 4, dts[d], true);
+    /* a group norm whose affine, after the view back to [N, C, H, W], is computed in the grouped
+     * shape (its weight read per group and channel): rows of 4 x 40 x 30 and of 8 x 7 x 5 */
+    const char *gn_sets[][5] = {{"N=3", "C=12", "G=3", "H=40", "W=30"}, {"N=2", "C=64", "G=8", "H=7", "W=5"}};
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < 2; k++) run_case(rt, data, "group_norm.fusion", gn_sets[k], 5, dts[d], false);
     /* bf16 sums read by f32 ops, held to the f32 tolerance: each sum rounded to bf16 first */
     run_case(rt, data, "bf16_sums.fusion", NULL, 0, FU_F32, false);
     run_case(rt, data, "bf16_column_sum.fusion", NULL, 0, FU_F32, false);
