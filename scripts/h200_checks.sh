@@ -32,6 +32,11 @@
 #                                       fusions with them on the GPU, and outer_norm.fusion timed with
 #                                       and without them beside torch.compile (scripts/gpu/outer_norm.sh,
 #                                       docs/perf.md v51); ~300 s
+#   scripts/h200_checks.sh workloads    on any card: the QK norm, masked mean pool and group norm
+#                                       that session 51 made one kernel each, f32 and bf16, beside
+#                                       torch.compile (scripts/gpu/workloads.sh; their correctness
+#                                       is test_reduce_gpu's, run first); WORKLOAD_VARIANTS=1 adds
+#                                       the plans before (variants.sh); ~250 s
 #   scripts/h200_checks.sh torch-sweep  on any card: test_torch_ops.py with the sweep (every op over
 #                                       every dtype, `fuser-fuzz sweep`) through the PyTorch
 #                                       translation on the GPU, then on the CPU, failures grouped by
@@ -46,7 +51,7 @@
 #                                       A/B under the limit: FUSER_SM_LIMIT=96 before a VARIANTS
 #                                       call of gpu_session.sh
 #
-# Each but `emulate`, `outer-norm` and `torch-sweep` runs only on an H200 (the targets are the
+# Each but `emulate`, `outer-norm`, `workloads` and `torch-sweep` runs only on an H200 (the targets are the
 # H200's: its compute to bandwidth balance is not the H100's) and otherwise says so and exits 0
 # at once, so that a start that brings an H100 costs seconds; --any-card runs it anyway. Then,
 # here: `scripts/compare results/baselines/nvidia_h200.json run.json` on the gate's run file in
@@ -62,13 +67,13 @@ cd "$here" || exit 2
 what=$1
 any=0
 [ "${2:-}" = --any-card ] && any=1
-case "$what" in targets|short|tests|cluster-ab|softcap-ab|queue-ab|emulate|torch-sweep|outer-norm) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
+case "$what" in targets|short|tests|cluster-ab|softcap-ab|queue-ab|emulate|torch-sweep|outer-norm|workloads) ;; *) echo "h200_checks.sh: unknown check '$what' (see --help)" >&2; exit 2 ;; esac
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 echo "card: ${card:-none}"
 if [ -z "$card" ] && [ "$what" != torch-sweep ]; then echo "h200_checks.sh: no GPU here"; exit 0; fi
 if [ "$what" = emulate ]; then
   if echo "$card" | grep -q H200; then echo "h200_checks.sh: an H200: nothing to emulate (run targets)"; exit 0; fi
-elif [ "$what" != torch-sweep ] && [ "$what" != outer-norm ] && [ "$any" = 0 ] && ! echo "$card" | grep -q H200; then
+elif [ "$what" != torch-sweep ] && [ "$what" != outer-norm ] && [ "$what" != workloads ] && [ "$any" = 0 ] && ! echo "$card" | grep -q H200; then
   echo "h200_checks.sh: not an H200, nothing run (--any-card runs it anyway)"; exit 0
 fi
 if [ -z "${FUSEBENCH_GIT_COMMIT:-}" ] && git rev-parse --short HEAD >/dev/null 2>&1; then
@@ -121,6 +126,9 @@ case "$what" in
   outer-norm)
     env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_LABELS=gpu GPU_SESSION_TEST_NAMES='^test_reduce_gpu$' \
       GPU_SESSION_PARTS=outer_norm scripts/gpu_session.sh ;;
+  workloads)
+    env "${common[@]}" GPU_SESSION_DEADLINE_S=560 GPU_SESSION_LABELS=gpu GPU_SESSION_TEST_NAMES='^test_reduce_gpu$' \
+      GPU_SESSION_PARTS=workloads scripts/gpu_session.sh ;;
   torch-sweep)
     out=${OUT:-/tmp/session}
     mkdir -p "$out"
