@@ -634,6 +634,24 @@ static void check_transpose(fu_runtime *rt, const char *data)
     fu_plan_free(plan_file_as(data, "transpose.fusion", NULL, 0, FU_BF16, plan_opts(false, true), FU_SCHED_TRANSPOSE));
 }
 
+/* A layer norm over a view of its input (x [B, T, D] as [B * T, D]): the input is staged and
+ * kept between the passes as the suite's layer norm keeps its [N, D] input, so the kernel below
+ * its signature is the suite's, character for character, in both dtypes. */
+static void check_row_view_input(fu_runtime *rt, const char *data, const char *suites)
+{
+    const char *view[] = {"B=4", "T=4096", "D=4096"}, *direct[] = {"N=16384", "D=4096"};
+    const fu_dtype dts[] = {FU_F32, FU_BF16};
+    for (int d = 0; d < 2; d++) {
+        char *a = one_kernel(rt, data, "layer_norm_view.fusion", view, 3, dts[d]);
+        char *b = one_kernel(rt, suites, "layer_norm/layer_norm_fwd.fusion", direct, 2, dts[d]);
+        const char *ab = a ? strstr(a, "\n{\n") : NULL, *bb = b ? strstr(b, "\n{\n") : NULL;
+        CHECK(ab && bb && !strcmp(ab, bb));
+        if (ab) CHECK_CONTAINS(ab, "kept in registers between passes");
+        free(a);
+        free(b);
+    }
+}
+
 /* A masked mean over T: the mask [B, T, 1] is reduced over T beside the states [B, T, D], a
  * reduction broadcast along D in the same outer kernel, read once a row (at the column's batch,
  * not a lane each); with and without row splits; compiled. */
@@ -944,6 +962,7 @@ int main(void)
     check_transpose(rt, data);
     check_permuted_outputs(rt, data);
     check_broadcast_outer(rt, data);
+    if (suites) check_row_view_input(rt, data, suites);
     CHECK_CONTAINS(body_of(bf), "fu_tanh_approx(");
     CHECK(!strstr(body_of(bf), "fu_tanh(") && !strstr(body_of(bf), "/ 30.0f"));
     CHECK_CONTAINS(body_of(f32), "fu_tanh(");

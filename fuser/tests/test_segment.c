@@ -59,6 +59,7 @@ static const expect cases[] = {
     {"data/group_norm.fusion", {"N=3", "C=12", "G=4", "H=40", "W=30"}, 1},
     {"data/qk_norm.fusion", {"B=2", "T=33", "H=4", "D=128"}, 1},
     {"data/masked_mean_pool.fusion", {"B=3", "T=130", "D=256"}, 1},
+    {"data/layer_norm_view.fusion", {"B=3", "T=5", "D=300"}, 1},
 };
 
 /* Suite files at degenerate sizes (issue 19 item 1, issue 21 items 4 and 9). */

@@ -462,6 +462,11 @@
 #ifndef PERMUTED_OUTPUTS
 #define PERMUTED_OUTPUTS 1
 #endif
+/* 1: an input read only through reshapes to the rows' shape is staged and cached as an input of
+ * that shape (is_row_view_input); 0: read from memory in each pass (before session 51). */
+#ifndef ROW_VIEW_INPUTS
+#define ROW_VIEW_INPUTS 1
+#endif
 /* Outputs that read no row value are written over the grid before the rows,
  * at most this many elements a thread (more threads a block where needed, up
  * to 1024); larger ones go to a kernel of their own. */
@@ -728,6 +733,37 @@ static fu_tensor permuted_source(const red_params *p, const fu_group *g, fu_tens
         return -1;
     for (int a = 0; dims && a < p->rank; a++) dims[a] = n->attrs.perm[a];
     return n->inputs[0];
+}
+
+/* An input the group reads only through reshapes to the domain's shape (`x.view(-1, D)` of a
+ * contiguous [B, T, D] input): the same elements in the same order as an input of the domain's
+ * shape, so it is loaded, staged and kept between passes as one (at the domain's offsets), where
+ * the row cache, keyed on inputs of that shape, read it again in each pass. */
+static bool is_row_view_input(const red_params *p, const fu_group *g, fu_tensor t)
+{
+    const fu_fusion *f = g->f;
+    const fu_value *v = fu_val(f, t);
+    if (!ROW_VIEW_INPUTS || is_full_shape(p, v) || (v->producer >= 0 && g->in_group[v->producer])) return false;
+    int64_t dense[FU_MAX_RANK];
+    fu_shape_contiguous_strides(v->rank, v->shape, dense);
+    for (int a = 0; a < v->rank; a++)
+        if (v->shape[a] != 1 && v->strides[a] != dense[a]) return false;
+    bool read = false;
+    for (int i = 0; i < f->nnodes; i++) {
+        const fu_node *n = &f->nodes[i];
+        for (int k = 0; g->in_group[i] && k < n->ninputs; k++) {
+            if (n->inputs[k] != t) continue;
+            if (n->op != FU_OP_RESHAPE || !is_full_shape(p, fu_val(f, n->output))) return false;
+            read = true;
+        }
+    }
+    return read;
+}
+
+/* An input read at the row position: of the domain's shape, or a view of it (is_row_view_input). */
+static bool is_row_input(const red_params *p, const fu_group *g, fu_tensor t)
+{
+    return is_full_shape(p, fu_val(g->f, t)) || is_row_view_input(p, g, t);
 }
 
 /* Whether output t is written in the passes: of the domain's shape, or permuted from it. */
@@ -1232,7 +1268,8 @@ static bool reads_at_row_walk(const red_params *p, const fu_group *g, fu_tensor 
                        k == FU_KIND_HINT || k == FU_KIND_BROADCAST ||
                        (k == FU_KIND_RESHAPE && fu_val(f, n->inputs[0])->rank == fu_val(f, from)->rank &&
                         !memcmp(fu_val(f, n->inputs[0])->shape, fu_val(f, from)->shape,
-                                sizeof(int64_t) * (size_t)fu_val(f, from)->rank));
+                                sizeof(int64_t) * (size_t)fu_val(f, from)->rank)) ||
+                       (k == FU_KIND_RESHAPE && is_full_shape(p, fu_val(f, from)) && is_row_view_input(p, g, n->inputs[0]));
     if (!keeps_index) return false;
     for (int i = 0; i < n->ninputs; i++)
         if (reads_at_row_walk(p, g, n->inputs[i], t, depth + 1)) return true;
@@ -1338,7 +1375,7 @@ static void choose_staged(const red_params *p, const fu_group *g, int pass, red_
         for (int k = 0; k < p->nsmem; k++) ps->stage_t[ps->nstage++] = p->smem_t[k];
     for (int i = 0; i < p->nparams && ps->nstage < MAX_CACHE; i++) {
         fu_tensor t = p->param_t[i];
-        if (p->param_out[i] || !is_full_shape(p, fu_val(g->f, t))) continue;
+        if (p->param_out[i] || !is_row_input(p, g, t)) continue;
         bool cached = false;
         for (int k = 0; k < p->ncache; k++) cached |= p->cache_t[k] == t;
         if (cached || (pass == 1 && smem_index(p, t) >= 0)) continue;
@@ -1650,7 +1687,7 @@ static int64_t later_elem_bytes(const red_params *p, const fu_group *g)
     int64_t elem_bytes = 0;
     for (int i = 0; i < p->nparams; i++) {
         const fu_value *v = fu_val(g->f, p->param_t[i]);
-        if (p->param_out[i] || !is_full_shape(p, v)) continue;
+        if (p->param_out[i] || !is_row_input(p, g, p->param_t[i])) continue;
         if (read_later(p, g, p->param_t[i])) elem_bytes += (int64_t)fu_dtype_size(v->dtype);
     }
     return elem_bytes;
@@ -1725,7 +1762,7 @@ static void choose_cached_inputs(red_params *p, const fu_group *g, int64_t budge
     for (int i = 0; i < p->nparams && p->ncache < MAX_CACHE; i++) {
         const fu_value *v = fu_val(g->f, p->param_t[i]);
         int64_t bytes = (int64_t)p->iters * p->vec * (int64_t)fu_dtype_size(v->dtype);
-        if (p->param_out[i] || !is_full_shape(p, v) || (bytes > budget && p->cluster == 1)) continue;
+        if (p->param_out[i] || !is_row_input(p, g, p->param_t[i]) || (bytes > budget && p->cluster == 1)) continue;
         if (!read_later(p, g, p->param_t[i])) continue;
         budget -= bytes;
         p->cache_t[p->ncache++] = p->param_t[i];
@@ -1759,7 +1796,8 @@ static void choose_config(red_params *p, const fu_group *g)
     size_t widest = 0;
     for (int i = 0; i < p->nparams; i++) {
         const fu_value *v = fu_val(f, p->param_t[i]);
-        if ((is_full_shape(p, v) || (p->param_out[i] && permuted_source(p, g, p->param_t[i], NULL) >= 0)) &&
+        if ((is_full_shape(p, v) || (p->param_out[i] && permuted_source(p, g, p->param_t[i], NULL) >= 0) ||
+             (!p->param_out[i] && is_row_view_input(p, g, p->param_t[i]))) &&
             fu_dtype_size(v->dtype) > widest)
             widest = fu_dtype_size(v->dtype);
     }
@@ -2168,12 +2206,39 @@ static void store_kept_values(red_emit *r, int pass, const cg_index *li)
     }
 }
 
+/* Input t's offset at index idx of position_index: in the domain's (contiguous) layout for a
+ * view of it (is_row_view_input: the same elements at the same offsets), else its own. */
+static void row_input_offset(red_emit *r, fu_tensor t, const cg_index *idx, cg_index *off)
+{
+    cg_ctx *c = &r->w->cg;
+    const fu_value *v = fu_val(r->f, t);
+    if (is_row_view_input(r->p, r->g, t)) {
+        int64_t strides[FU_MAX_RANK];
+        fu_shape_contiguous_strides(r->p->rank, r->p->D, strides);
+        cg_offset(c, r->p->rank, r->p->D, strides, idx, off);
+        return;
+    }
+    cg_offset(c, v->rank, v->shape, v->strides, idx, off);
+}
+
+static const char *lookup_cache(cg_ctx *c, fu_tensor t, const cg_index *off, void *user);
+
 static const char *lookup_register(cg_ctx *c, fu_tensor t, const cg_index *idx, void *user)
 {
     red_emit *r = user;
     const red_params *p = r->p;
     const char *kept = kept_value(r, c, t, idx);
     if (kept) return kept;
+    /* the view of a row-view input at the row position: its staged or cached element (the
+     * input's own offset through the view is another expression of the same number) */
+    const fu_node *view = fu_producer(r->f, t);
+    if (view && view->op == FU_OP_RESHAPE && is_full_shape(p, fu_val(r->f, t)) &&
+        is_row_view_input(p, r->g, view->inputs[0])) {
+        cg_index off;
+        row_input_offset(r, view->inputs[0], idx, &off);
+        const char *held = lookup_cache(c, view->inputs[0], &off, user);
+        if (held) return held;
+    }
     int i = red_of(p, t);
     if (i < 0) return NULL;
     const red_info *ri = &p->reds[i];
@@ -2311,7 +2376,7 @@ static void position_index(red_emit *r, fu_tensor t, cg_index *idx)
 {
     cg_ctx *c = &r->w->cg;
     const fu_value *v = fu_val(r->f, t);
-    if (is_full_shape(r->p, v)) {
+    if (is_full_shape(r->p, v) || is_row_view_input(r->p, r->g, t)) { /* (a view: at the domain's offsets) */
         full_index(r, idx);
         return;
     }
@@ -2327,14 +2392,13 @@ static void position_index(red_emit *r, fu_tensor t, cg_index *idx)
 static void canonical_base(red_emit *r, fu_tensor t, cg_index *base)
 {
     cg_ctx *c = &r->w->cg;
-    const fu_value *v = fu_val(r->f, t);
     cg_index idx[FU_MAX_RANK];
     int saved_vec = c->vec, saved_lane_var = c->lane_var;
     c->vec = r->p->vec;
     c->lane_var = r->p->vec > 1 ? r->p->rank - 1 : -1;
     c->lane = 0;
     position_index(r, t, idx);
-    cg_offset(c, v->rank, v->shape, v->strides, idx, base);
+    row_input_offset(r, t, idx, base);
     base->lane_coef = 0;
     c->vec = saved_vec;
     c->lane_var = saved_lane_var;
@@ -2391,7 +2455,7 @@ static void emit_row_load(red_emit *r, fu_tensor t, const cg_index *idx, const c
     const cg_param *par = cg_find_param(c, t);
     cg_index off;
     c->lane = 0;
-    cg_offset(c, v->rank, v->shape, v->strides, idx, &off);
+    row_input_offset(r, t, idx, &off);
     char base[CG_EXPR];
     cg_offset_base_expr(c, &off, base, sizeof base);
     int bytes = (int)fu_dtype_size(v->dtype) * p->vec;
