@@ -80,8 +80,9 @@ static bool same_attrs(fu_op op, const fu_attrs *a, const fu_attrs *b)
 #define PLAIN_VIEWS_AS_RESHAPES 1
 #endif
 /* 1: elementwise ops between a reshape and the outputs are computed in the reshaped tensor's
- * shape, the reshape moved to the outputs (elementwise_of_reshape); 0: as written (a group
- * norm's affine in [N, C, H, W] was a second kernel). */
+ * shape, the reshape moved to the outputs (elementwise_of_reshape), and a reshape of a cast of
+ * an input is the cast of the input's reshape (reshape_of_elementwise_input); 0: as written (a
+ * group norm's affine in [N, C, H, W] was a second kernel). */
 #ifndef REGROUP_ELEMENTWISE
 #define REGROUP_ELEMENTWISE 1
 #endif
@@ -467,6 +468,27 @@ static fu_tensor elementwise_of_reshape(fu_fusion *d, const fu_fusion *f, const 
     return fu_reshape(d, t, ov->rank, ov->shape, ov->name);
 }
 
+/* A reshape of a cast or unary op of a fusion input (`reshape(cast(x))`, a group norm's f32 view
+ * of a bf16 input): the op of the input's reshape, which is the same elements. The row scheduler
+ * then sees an input read only through a view of its rows' shape (k_reduction.c,
+ * is_row_view_input) and keeps it between passes. -1 where n is no such reshape. */
+static fu_tensor reshape_of_elementwise_input(fu_fusion *d, const fu_fusion *f, const fu_node *n, const fu_tensor *in)
+{
+    if (n->op != FU_OP_RESHAPE) return -1;
+    const fu_node *u = fu_producer(d, in[0]);
+    if (!u || u->ninputs != 1 || (fu_op_kind_of(u->op) != FU_KIND_UNARY && fu_op_kind_of(u->op) != FU_KIND_CAST) ||
+        fu_producer(d, u->inputs[0]) != NULL)
+        return -1;
+    const fu_value *ov = fu_val(f, n->output);
+    const fu_op op = u->op;
+    const fu_attrs attrs = u->attrs;
+    const fu_tensor x = u->inputs[0]; /* (d's nodes move as the rewrite adds to d) */
+    char name[FU_MAX_NAME + 8];
+    snprintf(name, sizeof name, "%.*s.v", FU_MAX_NAME - 3, ov->name);
+    fu_tensor view = fu_reshape(d, x, ov->rank, ov->shape, name);
+    return fu_add_op(d, op, 1, &view, &attrs, ov->name);
+}
+
 /* Degenerate shapes, rewritten so that every scheduler sees only reductions
  * over axes of extent > 1 and non-empty tensors (issue 19 item 1):
  *   - an op whose output has no elements: full(shape, 0) (nothing to compute;
@@ -496,6 +518,10 @@ static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n
         return is_output(f, n->output) ? fu_reshape(d, in[0], ov->rank, ov->shape, name) : in[0];
     fu_tensor view = plain_view(d, f, n, in[0]);
     if (view >= 0) return view;
+    if (REGROUP_ELEMENTWISE) {
+        fu_tensor pulled = reshape_of_elementwise_input(d, f, n, in);
+        if (pulled >= 0) return pulled;
+    }
     if (fu_op_kind_of(n->op) != FU_KIND_REDUCE) return REGROUP_ELEMENTWISE ? elementwise_of_reshape(d, f, n, in) : -1;
     fu_tensor unpermuted = reduce_of_permute(d, f, n, in[0]);
     if (unpermuted >= 0) return unpermuted;
