@@ -33,10 +33,11 @@
 #                                       and without them beside torch.compile (scripts/gpu/outer_norm.sh,
 #                                       docs/perf.md v51); ~300 s
 #   scripts/h200_checks.sh workloads    on any card: the QK norm, masked mean pool and group norm
-#                                       that session 51 made one kernel each, f32 and bf16, beside
-#                                       torch.compile (scripts/gpu/workloads.sh; their correctness
-#                                       is test_reduce_gpu's, run first); WORKLOAD_VARIANTS=1 adds
-#                                       the plans before (variants.sh); ~250 s
+#                                       that session 51 made one kernel each, and a layer norm over
+#                                       x.view(-1, D) whose input it keeps between passes; f32 and
+#                                       bf16, beside torch.compile (scripts/gpu/workloads.sh; their
+#                                       correctness is test_reduce_gpu's, run first);
+#                                       WORKLOAD_VARIANTS=1 adds the plans before (variants.sh); ~300 s
 #   scripts/h200_checks.sh torch-sweep  on any card: test_torch_ops.py with the sweep (every op over
 #                                       every dtype, `fuser-fuzz sweep`) through the PyTorch
 #                                       translation on the GPU, then on the CPU, failures grouped by
