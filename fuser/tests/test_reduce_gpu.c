@@ -33,8 +33,9 @@
  *   - qk_norm (an RMS norm whose output permutes the rows, the innermost axis in
  *     place: the row kernel stores at the permuted offsets) at three sizes, rows
  *     of 128, 100 and 64; element by element as pointwise_math; group_norm (the
- *     affine after the view back, computed in the grouped shape) at two sizes,
- *     max-relative as above;
+ *     affine after the view back, computed in the grouped shape) and
+ *     layer_norm_view (a norm over x.view(-1, D), x kept between passes) at two
+ *     sizes each, max-relative as above;
  *   - layer_norm_backward and rms_norm_backward (one kernel: dx per row, the
  *     column gradients combined by the last blocks) at four sizes;
  *   - bounded_lse (log-sum-exps of tanh and sigmoid values: the constant shift and
@@ -457,6 +458,10 @@ int main(int argc, char **argv)
     const char *gn_sets[][5] = {{"N=3", "C=12", "G=3", "H=40", "W=30"}, {"N=2", "C=64", "G=8", "H=7", "W=5"}};
     for (int d = 0; d < 2; d++)
         for (int k = 0; k < 2; k++) run_case(rt, data, "group_norm.fusion", gn_sets[k], 5, dts[d], false);
+    /* a layer norm over a view of its input, the input kept between passes as the suite's */
+    const char *lv_sets[][3] = {{"B=2", "T=300", "D=1024"}, {"B=3", "T=5", "D=300"}};
+    for (int d = 0; d < 2; d++)
+        for (int k = 0; k < 2; k++) run_case(rt, data, "layer_norm_view.fusion", lv_sets[k], 3, dts[d], false);
     /* bf16 sums read by f32 ops, held to the f32 tolerance: each sum rounded to bf16 first */
     run_case(rt, data, "bf16_sums.fusion", NULL, 0, FU_F32, false);
     run_case(rt, data, "bf16_column_sum.fusion", NULL, 0, FU_F32, false);
