@@ -563,6 +563,17 @@ static void check_outer_norm(fu_runtime *rt, const char *data)
     fu_plan_free(plan_file_as(data, "outer_norm.fusion", few, 3, FU_BF16, plan_opts(true, true), FU_SCHED_REDUCTION));
 }
 
+/* NVRTC compiles every kernel of plan p (the runtime's compile-only preparation). */
+static void check_compiles(fu_runtime *rt, const fu_plan *p, const char *what)
+{
+    fu_executable *x = NULL;
+    fu_error err = {0};
+    fu_status st = fu_exec_prepare(rt, p, &x, &err);
+    CHECK(st == FU_OK);
+    if (st != FU_OK) fprintf(stderr, "%s: %s\n", what, err.message);
+    fu_exec_free(x);
+}
+
 /* Pointwise groups that read an input across the output's innermost axis (k_transpose.c, with
  * fu_plan_options.transpose): the tile's axes, what is staged, the padded rows, the partial
  * tiles' guards, and NVRTC compiles each; short tile axes and the option off leave the group to
@@ -611,12 +622,7 @@ static void check_transpose(fu_runtime *rt, const char *data)
         for (int k = 0; want[i].fields[k]; k++)
             CHECK_CONTAINS(strncmp(want[i].fields[k], "\"", 1) ? kp->source : kp->params_json, want[i].fields[k]);
         CHECK_CONTAINS(kp->source, "__syncthreads();");
-        fu_executable *x = NULL;
-        fu_error err = {0};
-        fu_status st = fu_exec_prepare(rt, p, &x, &err);
-        CHECK(st == FU_OK);
-        if (st != FU_OK) fprintf(stderr, "transpose %s: %s\n", want[i].rel, err.message);
-        fu_exec_free(x);
+        check_compiles(rt, p, want[i].rel);
         printf("transpose %-5s %s: %s\n", fu_dtype_name(want[i].dt), want[i].rel, kp->config);
         fu_plan_free(p);
     }
@@ -672,10 +678,7 @@ static void check_broadcast_outer(fu_runtime *rt, const char *data)
         for (int k = 0; want[i].fields[k]; k++)
             CHECK_CONTAINS(strncmp(want[i].fields[k], "row_", 4) ? p->kernels[0].source : p->kernels[0].config,
                            want[i].fields[k]);
-        fu_executable *x = NULL;
-        fu_error err = {0};
-        CHECK(fu_exec_prepare(rt, p, &x, &err) == FU_OK);
-        fu_exec_free(x);
+        check_compiles(rt, p, "masked_mean_pool");
         fu_plan_free(p);
     }
 }
@@ -702,10 +705,7 @@ static void check_permuted_outputs(fu_runtime *rt, const char *data)
                                   FU_SCHED_REDUCTION);
         if (!p) continue;
         CHECK_CONTAINS(p->kernels[0].source, want[i].store);
-        fu_executable *x = NULL;
-        fu_error err = {0};
-        CHECK(fu_exec_prepare(rt, p, &x, &err) == FU_OK);
-        fu_exec_free(x);
+        check_compiles(rt, p, "qk_norm");
         fu_plan_free(p);
     }
     const char *moved = "fusion moved\ninput x: f32[256, 64, 128]\nm = max(x, axes=[2], keepdim=true)\n"
