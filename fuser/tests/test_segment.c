@@ -224,6 +224,28 @@ static void check_scatter_onto_constant(fu_runtime *rt, const char *dir)
     fu_fusion_free(f);
 }
 
+/* A view of a row value followed by 59 doublings (t = add(t, t)): 2^59 paths from the view to
+ * the output, each walked once by a recursive search; the planner's pass over the readers
+ * (segment.c, find_feeds_only_outputs) plans it at once, in one kernel. */
+static void check_many_paths(void)
+{
+    fu_strbuf sb;
+    fu_sb_init(&sb);
+    fu_sb_puts(&sb, "fusion doublings\ninput x: f32[64, 256]\nm = sum(x, axes=[1], keepdim=true)\nd = sub(x, m)\n"
+                    "r = reshape(d, shape=[64, 16, 16])\nt0 = exp(r)\n");
+    for (int i = 1; i < 60; i++) fu_sb_printf(&sb, "t%d = add(t%d, t%d)\n", i, i - 1, i - 1);
+    fu_sb_puts(&sb, "output t59\n");
+    fu_error err = {0};
+    fu_fusion *f = sb.data && !sb.failed ? tc_fusion_from_text(sb.data, &err) : NULL;
+    fu_plan_options o;
+    fu_plan_options_default(&o);
+    fu_plan *p = NULL;
+    CHECK(f && fu_plan_build(f, &o, &p, &err) == FU_OK && p->nkernels == 1);
+    fu_plan_free(p);
+    fu_fusion_free(f);
+    fu_sb_free(&sb);
+}
+
 /* FUSER_DEBUG=1 names the boundary of a split fusion and why it is there. */
 static void check_debug_boundary(const char *dir)
 {
@@ -499,6 +521,7 @@ int main(int argc, char **argv)
     check_reduce_of_permute();
     check_atomic_bf16_form(suites);
     check_scatter_onto_constant(rt, argv[1]);
+    check_many_paths();
     fu_runtime_close(rt);
     tu_remove_tree(cache);
     return check_finish("test_segment");

@@ -353,23 +353,30 @@ static fu_tensor reduce_of_permute(fu_fusion *d, const fu_fusion *f, const fu_no
     return fu_reshape(d, r, ov->rank, ov->shape, ov->name);
 }
 
-/* Whether t reaches only outputs through elementwise ops: it is an output or read only by
- * unary, binary, where and cast ops whose results do the same. */
-static bool feeds_only_outputs(const fu_fusion *f, fu_tensor t, int depth)
+static bool is_elementwise(fu_op op)
 {
-    if (depth > 64) return false;
-    bool read = false;
-    for (int i = 0; i < f->nnodes; i++)
-        for (int k = 0; k < f->nodes[i].ninputs; k++) {
-            const fu_node *r = &f->nodes[i];
-            if (r->inputs[k] != t) continue;
-            fu_op_kind kind = fu_op_kind_of(r->op);
-            if (kind != FU_KIND_UNARY && kind != FU_KIND_BINARY && kind != FU_KIND_WHERE && kind != FU_KIND_CAST)
-                return false;
-            if (!feeds_only_outputs(f, r->output, depth + 1)) return false;
-            read = true;
-        }
-    return read || is_output(f, t);
+    fu_op_kind kind = fu_op_kind_of(op);
+    return kind == FU_KIND_UNARY || kind == FU_KIND_BINARY || kind == FU_KIND_WHERE || kind == FU_KIND_CAST;
+}
+
+/* feeds[t] for every tensor t of f: t reaches only outputs through elementwise ops (it is an
+ * output, or read, and only by unary, binary, where and cast ops whose results do the same).
+ * One pass over the nodes from the last (a reader comes after what it reads), so a DAG of many
+ * paths costs no more than its edges. feeds has f->nvalues entries; false where memory ran out. */
+static void find_feeds_only_outputs(const fu_fusion *f, bool *feeds)
+{
+    unsigned char *seen = fu_calloc((size_t)f->nvalues + 1, 1); /* 1: read, 2: read by another kind of op */
+    memset(feeds, 0, (size_t)f->nvalues * sizeof *feeds);
+    if (!seen) return;
+    for (int i = f->nnodes - 1; i >= 0; i--) {
+        const fu_node *n = &f->nodes[i];
+        fu_tensor t = n->output;
+        feeds[t] = (seen[t] == 1 || (seen[t] == 0 && is_output(f, t))) && !(seen[t] & 2);
+        bool passes = is_elementwise(n->op) && feeds[t];
+        for (int k = 0; k < n->ninputs; k++)
+            if (fu_tensor_valid(f, n->inputs[k])) seen[n->inputs[k]] |= passes ? 1 : 2;
+    }
+    fu_free(seen);
 }
 
 /* The shape, in the axes of `from` (rank fr), that a tensor of shape b (rank rb, broadcast to
@@ -411,10 +418,10 @@ static bool regroup_shape(const int64_t *from, int fr, const int64_t *to, int tr
  * (alias_output_reshapes): the kernel that computes y writes the outputs in its own shape,
  * where an output of another shape than the rows' was a second kernel reading y back. -1 where
  * n is no such op. */
-static fu_tensor elementwise_of_reshape(fu_fusion *d, const fu_fusion *f, const fu_node *n, const fu_tensor *in)
+static fu_tensor elementwise_of_reshape(fu_fusion *d, const fu_fusion *f, const fu_node *n, const fu_tensor *in,
+                                        const bool *feeds)
 {
-    fu_op_kind kind = fu_op_kind_of(n->op);
-    if (kind != FU_KIND_UNARY && kind != FU_KIND_BINARY && kind != FU_KIND_WHERE && kind != FU_KIND_CAST) return -1;
+    if (!feeds || !is_elementwise(n->op)) return -1;
     const fu_value *ov = fu_val(f, n->output);
     int yrank = -1; /* y's shape (d's values move as the rewrite adds to d) */
     int64_t yshape[FU_MAX_RANK];
@@ -425,14 +432,14 @@ static fu_tensor elementwise_of_reshape(fu_fusion *d, const fu_fusion *f, const 
         const fu_value *iv = fu_val(d, in[k]);
         /* (a reshape that a reduction also reads is that reduction's domain: the op stays in it) */
         if (r && r->op == FU_OP_RESHAPE && iv->rank == ov->rank &&
-            !memcmp(iv->shape, ov->shape, (size_t)ov->rank * sizeof *ov->shape) && feeds_only_outputs(f, n->inputs[k], 0)) {
+            !memcmp(iv->shape, ov->shape, (size_t)ov->rank * sizeof *ov->shape) && feeds[n->inputs[k]]) {
             y = r->inputs[0];
             yrank = fu_val(d, y)->rank;
             memcpy(yshape, fu_val(d, y)->shape, sizeof yshape);
         }
     }
     /* only after a reduction's kernel: a pointwise chain keeps its own (vectorized) shape */
-    if (yrank < 0 || fu_shape_numel(ov->rank, ov->shape) == 0 || !feeds_only_outputs(f, n->output, 0) ||
+    if (yrank < 0 || fu_shape_numel(ov->rank, ov->shape) == 0 || !feeds[n->output] ||
         !reads_a_reduction(d, y))
         return -1;
     /* each operand in y's shape, checked before anything is added to d */
@@ -504,7 +511,7 @@ static fu_tensor reshape_of_elementwise_input(fu_fusion *d, const fu_fusion *f, 
  *     from a reduction that keeps some axes.
  * Returns the tensor of d standing for n's output, or -1 to copy n as it is. */
 static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n, const fu_tensor *in,
-                              const fu_plan_options *opts, int *unroll)
+                              const fu_plan_options *opts, int *unroll, const bool *feeds)
 {
     const fu_value *ov = fu_val(f, n->output);
     const char *name = ov->name;
@@ -522,7 +529,7 @@ static fu_tensor canonical_op(fu_fusion *d, const fu_fusion *f, const fu_node *n
         fu_tensor pulled = reshape_of_elementwise_input(d, f, n, in);
         if (pulled >= 0) return pulled;
     }
-    if (fu_op_kind_of(n->op) != FU_KIND_REDUCE) return REGROUP_ELEMENTWISE ? elementwise_of_reshape(d, f, n, in) : -1;
+    if (fu_op_kind_of(n->op) != FU_KIND_REDUCE) return REGROUP_ELEMENTWISE ? elementwise_of_reshape(d, f, n, in, feeds) : -1;
     fu_tensor unpermuted = reduce_of_permute(d, f, n, in[0]);
     if (unpermuted >= 0) return unpermuted;
     const fu_value *xv = fu_val(d, in[0]);
@@ -581,6 +588,8 @@ static fu_status simplify(const fu_fusion *f, const fu_plan_options *opts, fu_fu
         fu_fusion_free(d);
         return fu_error_set(err, FU_ERR_NOMEM, "out of memory simplifying '%s'", f->name);
     }
+    bool *feeds = fu_calloc((size_t)f->nvalues + 1, sizeof *feeds); /* (NULL: no rewrite needs it) */
+    if (feeds) find_feeds_only_outputs(f, feeds);
     for (int i = 0; i < f->noutputs; i++) live[f->outputs[i]] = true;
     for (int i = f->nnodes - 1; i >= 0; i--)
         if (live[f->nodes[i].output])
@@ -595,7 +604,7 @@ static fu_status simplify(const fu_fusion *f, const fu_plan_options *opts, fu_fu
         fu_tensor in[FU_MAX_OP_INPUTS];
         for (int k = 0; k < n->ninputs; k++) in[k] = map[n->inputs[k]];
         fu_fusion_set_location(d, NULL, n->line, n->column);
-        fu_tensor canon = canonical_op(d, f, n, in, opts, unroll);
+        fu_tensor canon = canonical_op(d, f, n, in, opts, unroll, feeds);
         if (canon >= 0) {
             map[n->output] = canon;
             *rewrites += n->op != FU_OP_FULL;
@@ -620,6 +629,7 @@ static fu_status simplify(const fu_fusion *f, const fu_plan_options *opts, fu_fu
     for (int i = 0; i < f->noutputs; i++) fu_output(d, map[f->outputs[i]]);
     fu_free(live);
     fu_free(map);
+    fu_free(feeds);
     fu_status s = fu_fusion_verify(d, err);
     if (s) {
         fu_fusion_free(d);
