@@ -31,8 +31,9 @@
  *     whole and partial tiles, a read both ways, a bool; element by element as
  *     pointwise_math;
  *   - qk_norm (an RMS norm whose output permutes the rows, the innermost axis in
- *     place: the row kernel stores at the permuted offsets) at three sizes, rows
- *     of 128, 100 and 64; element by element as pointwise_math; group_norm (the
+ *     place: the row kernel stores at the permuted offsets) at four sizes, rows
+ *     of 128, 100, 64 and 999 (aligned rows: its stores a lane each); element by
+ *     element as pointwise_math; group_norm (the
  *     affine after the view back, computed in the grouped shape) and
  *     layer_norm_view (a norm over x.view(-1, D), x kept between passes) at two
  *     sizes each, max-relative as above;
@@ -447,12 +448,12 @@ int main(int argc, char **argv)
         for (int k = 0; k < 3; k++) run_case_with(rt, data, "transpose_both.fusion", tb_sets[k], 1, dts[d], true, RC_TRANSPOSE);
     }
     /* a QK norm whose output permutes the rows' full-size values (the heads before the tokens):
-     * stored by the row kernel at the permuted offsets, in vectors of 8, 4 and (rows of 100) 4
-     * lanes; a batch of 1 */
+     * stored by the row kernel at the permuted offsets, in vectors (rows of 128, 100 and 64; a
+     * batch of 1), or a lane each where the rows are aligned one by one (999) */
     const char *qk_sets[][4] = {{"B=2", "T=64", "H=4", "D=128"}, {"B=1", "T=77", "H=5", "D=100"},
-                                {"B=3", "T=9", "H=16", "D=64"}};
+                                {"B=3", "T=9", "H=16", "D=64"}, {"B=2", "T=9", "H=3", "D=999"}};
     for (int d = 0; d < 2; d++)
-        for (int k = 0; k < 3; k++) run_case(rt, data, "qk_norm.fusion", qk_sets[k], 4, dts[d], true);
+        for (int k = 0; k < 4; k++) run_case(rt, data, "qk_norm.fusion", qk_sets[k], 4, dts[d], true);
     /* a group norm whose affine, after the view back to [N, C, H, W], is computed in the grouped
      * shape (its weight read per group and channel): rows of 4 x 40 x 30 and of 8 x 7 x 5 */
     const char *gn_sets[][5] = {{"N=3", "C=12", "G=3", "H=40", "W=30"}, {"N=2", "C=64", "G=8", "H=7", "W=5"}};
