@@ -54,6 +54,7 @@ static const expect cases[] = {
     {"segment/grid_value_gathered.fusion", {NULL}, 1},
     {"segment/column_sums_permuted.fusion", {NULL}, 1},
     {"segment/grid_tail_output.fusion", {NULL}, 1},
+    {"segment/unit_permute_view.fusion", {NULL}, 0},
     /* realistic workloads that were two kernels (session 51): a group norm's affine after the
      * view back, a QK norm's permuted output, a masked mean's broadcast count */
     {"data/group_norm.fusion", {"N=3", "C=12", "G=4", "H=40", "W=30"}, 1},

@@ -197,6 +197,10 @@ bool fu_tr_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, char
         snprintf(why, nwhy, "transpose: off (fu_plan_options.transpose, FUSER_TRANSPOSE=0)");
         return false;
     }
+    if (g->noutputs < 1) { /* (a group whose values only views read: no kernel is left of it) */
+        snprintf(why, nwhy, "transpose: no outputs");
+        return false;
+    }
     const fu_value *v0 = fu_val(f, g->outputs[0]);
     for (int i = 1; i < g->noutputs; i++) {
         const fu_value *v = fu_val(f, g->outputs[i]);
