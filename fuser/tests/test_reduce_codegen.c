@@ -658,7 +658,7 @@ static void check_row_view_input(fu_runtime *rt, const char *data, const char *s
     }
 }
 
-/* A masked mean over T: the mask [B, T, 1] is reduced over T beside the states [B, T, D], a
+/* A masked mean over T: the bool mask [B, T, 1] is reduced over T beside the states [B, T, D], a
  * reduction broadcast along D in the same outer kernel, read once a row (at the column's batch,
  * not a lane each); with and without row splits; compiled. */
 static void check_broadcast_outer(fu_runtime *rt, const char *data)
@@ -668,8 +668,8 @@ static void check_broadcast_outer(fu_runtime *rt, const char *data)
         fu_dtype dt;
         const char *fields[3];
     } want[] = {
-        {{"B=32", "T=2048", "D=1024"}, FU_BF16, {"fu_load(in1[(2048 * o0 + k1)])", "row_splits=4", NULL}},
-        {{"B=3", "T=13", "D=100"}, FU_F32, {"fu_load(in1[(13 * o0 + k1)])", "row_splits=1", NULL}},
+        {{"B=32", "T=2048", "D=1024"}, FU_BF16, {"const bool v2 = fu_load(in1[(2048 * o0 + k1)]);", "row_splits=4", NULL}},
+        {{"B=3", "T=13", "D=100"}, FU_F32, {"const bool v2 = fu_load(in1[(13 * o0 + k1)]);", "row_splits=1", NULL}},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         fu_plan *p = plan_file_as(data, "masked_mean_pool.fusion", want[i].sets, 3, want[i].dt, plan_opts(false, true),
