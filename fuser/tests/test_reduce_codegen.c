@@ -681,6 +681,9 @@ static void check_broadcast_outer(fu_runtime *rt, const char *data)
         check_compiles(rt, p, "masked_mean_pool");
         fu_plan_free(p);
     }
+    /* with the outer normalizations on, the same (plain column reductions beside it) */
+    const char *sets[] = {"B=32", "T=2048", "D=1024"};
+    fu_plan_free(plan_file_as(data, "masked_mean_pool.fusion", sets, 3, FU_BF16, plan_opts(true, true), FU_SCHED_OUTER));
 }
 
 /* An output that permutes the row kernel's full-size values with the innermost axis in place (a

@@ -374,13 +374,6 @@ static bool analyse(const fu_group *g, outer_params *p, char *why, size_t nwhy)
         snprintf(why, nwhy, "outer reduction: the innermost axis is reduced (a row reduction)");
         return false;
     }
-    for (int i = 0; i < p->nred; i++)
-        if (p->reds[i].broadcast && g->opts->outer_norm) {
-            /* (a normalization's passes and tile are planned for inputs of the domain's shape) */
-            snprintf(why, nwhy, "outer reduction: '%s' reduces a broadcast input beside a normalization",
-                     fu_val(f, p->reds[i].out)->name);
-            return false;
-        }
     p->C = p->Rn = 1;
     for (int a = 0; a < p->rank; a++) {
         if (p->reduced[a]) p->Rn *= p->D[a];
@@ -391,6 +384,19 @@ static bool analyse(const fu_group *g, outer_params *p, char *why, size_t nwhy)
         return false;
     }
     return assign_levels(g, p, why, nwhy);
+}
+
+/* A normalization's passes and tile are planned for inputs of the domain's shape: a broadcast
+ * reduction only beside plain column reductions (one level, no output of the domain's shape). */
+static bool broadcast_fits(const fu_group *g, const outer_params *p, char *why, size_t nwhy)
+{
+    for (int i = 0; i < p->nred; i++)
+        if (p->reds[i].broadcast && (p->nlevels > 1 || p->full_outputs)) {
+            snprintf(why, nwhy, "outer reduction: '%s' reduces a broadcast input beside a normalization",
+                     fu_val(g->f, p->reds[i].out)->name);
+            return false;
+        }
+    return true;
 }
 
 /* Every output is per-column, or (a normalization) of the domain's shape. */
@@ -597,7 +603,7 @@ bool fu_outer_heuristics(const fu_group *g, void **params, fu_kernel_plan *kp, c
     cg_param kparams[64];
     int nkparams = 0;
     bool ok = analyse(g, p, why, nwhy) && widest_domain_param(g, p, kparams, &nkparams, &widest, why, nwhy) &&
-              check_outputs(g, p, why, nwhy);
+              check_outputs(g, p, why, nwhy) && broadcast_fits(g, p, why, nwhy);
     p->norm = ok && (p->nlevels > 1 || p->full_outputs);
     if (ok && p->norm) ok = choose_norm_config(g, p, widest, kparams, nkparams, why, nwhy);
     else if (ok) choose_config(g, p, widest);
