@@ -1796,8 +1796,7 @@ static void choose_config(red_params *p, const fu_group *g)
     size_t widest = 0;
     for (int i = 0; i < p->nparams; i++) {
         const fu_value *v = fu_val(f, p->param_t[i]);
-        if ((is_full_shape(p, v) || (p->param_out[i] && permuted_source(p, g, p->param_t[i], NULL) >= 0) ||
-             (!p->param_out[i] && is_row_view_input(p, g, p->param_t[i]))) &&
+        if ((is_full_output(p, g, p->param_t[i]) || is_row_view_input(p, g, p->param_t[i])) &&
             fu_dtype_size(v->dtype) > widest)
             widest = fu_dtype_size(v->dtype);
     }

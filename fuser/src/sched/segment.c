@@ -87,6 +87,12 @@ static bool same_attrs(fu_op op, const fu_attrs *a, const fu_attrs *b)
 #define REGROUP_ELEMENTWISE 1
 #endif
 
+/* Whether v has this shape. */
+static bool has_shape(const fu_value *v, int rank, const int64_t *shape)
+{
+    return v->rank == rank && !memcmp(v->shape, shape, (size_t)rank * sizeof *shape);
+}
+
 static bool is_output(const fu_fusion *f, fu_tensor t)
 {
     for (int i = 0; i < f->noutputs; i++)
@@ -259,7 +265,7 @@ static bool is_plain_view(const fu_fusion *f, const fu_node *n)
     case FU_KIND_PERMUTE:
         return same_bytes(f, n);
     case FU_KIND_BROADCAST:
-        return x->rank == y->rank && !memcmp(x->shape, y->shape, (size_t)x->rank * sizeof *x->shape);
+        return has_shape(x, y->rank, y->shape);
     case FU_KIND_SLICE:
         for (int a = 0; a < x->rank; a++)
             if (n->attrs.start[a] != 0 || n->attrs.step[a] != 1 || n->attrs.stop[a] < x->shape[a]) return false;
@@ -280,8 +286,7 @@ static fu_tensor plain_view(fu_fusion *d, const fu_fusion *f, const fu_node *n, 
     const fu_node *pn = fu_producer(d, x);
     if (pn && pn->op == FU_OP_RESHAPE) x = pn->inputs[0]; /* (a reshape of a reshape) */
     const fu_value *xv = fu_val(d, x);
-    bool same = xv->rank == ov->rank && !memcmp(xv->shape, ov->shape, (size_t)ov->rank * sizeof *ov->shape);
-    if (same && !is_output(f, n->output)) return x;
+    if (has_shape(xv, ov->rank, ov->shape) && !is_output(f, n->output)) return x;
     if (n->op == FU_OP_RESHAPE && !(pn && pn->op == FU_OP_RESHAPE)) return -1; /* already one */
     return fu_reshape(d, x, ov->rank, ov->shape, ov->name);
 }
@@ -431,8 +436,7 @@ static fu_tensor elementwise_of_reshape(fu_fusion *d, const fu_fusion *f, const 
         const fu_node *r = fu_producer(d, in[k]);
         const fu_value *iv = fu_val(d, in[k]);
         /* (a reshape that a reduction also reads is that reduction's domain: the op stays in it) */
-        if (r && r->op == FU_OP_RESHAPE && iv->rank == ov->rank &&
-            !memcmp(iv->shape, ov->shape, (size_t)ov->rank * sizeof *ov->shape) && feeds[n->inputs[k]]) {
+        if (r && r->op == FU_OP_RESHAPE && has_shape(iv, ov->rank, ov->shape) && feeds[n->inputs[k]]) {
             y = r->inputs[0];
             yrank = fu_val(d, y)->rank;
             memcpy(yshape, fu_val(d, y)->shape, sizeof yshape);
@@ -452,9 +456,8 @@ static fu_tensor elementwise_of_reshape(fu_fusion *d, const fu_fusion *f, const 
         const fu_value *iv = fu_val(d, in[k]);
         reshape[k] = false;
         yin[k] = in[k];
-        if (r && r->op == FU_OP_RESHAPE && fu_val(d, r->inputs[0])->rank == yrank &&
-            !memcmp(fu_val(d, r->inputs[0])->shape, yshape, (size_t)yrank * sizeof *yshape) && iv->rank == ov->rank &&
-            !memcmp(iv->shape, ov->shape, (size_t)ov->rank * sizeof *ov->shape)) {
+        if (r && r->op == FU_OP_RESHAPE && has_shape(fu_val(d, r->inputs[0]), yrank, yshape) &&
+            has_shape(iv, ov->rank, ov->shape)) {
             yin[k] = r->inputs[0]; /* (a reshape of a tensor of y's shape: that tensor) */
             continue;
         }
